@@ -1,0 +1,158 @@
+"""Command line: index | info | query | eval | bench (thin: parse, call, print).
+
+Bad input prints one line on stderr and exits 2; an internal failure exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine import __version__
+from engine.config import load_config
+from engine.errors import BadInputError, GraphRAGError, NotYetAvailableError
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build an index from corpus files (or the built-in demo corpus)."""
+    from engine.demo import corpus_path
+    from engine.index.pipeline import build_index
+
+    config = load_config(args.config)
+    for name in ("id_field", "title_field", "text_field"):
+        value = getattr(args, name)
+        if value is not None:
+            setattr(config.ingest, name, value)
+    if args.skip_bad:
+        config.ingest.skip_bad = True
+    corpus = list(args.corpus)
+    if args.demo:
+        corpus.append(str(corpus_path()))
+    if not corpus:
+        raise BadInputError("index: give CORPUS files or folders, or --demo")
+    manifest = build_index(corpus, args.out, config)
+    ingest = manifest["stats"]["ingest"]
+    stage = manifest["stats"]["stages"]["ingest_chunk"]
+    print(
+        f"indexed {ingest['documents']} documents from {ingest['files']} file(s) into {args.out} "
+        f"(generation {manifest['generation']}): {stage['chunks']} chunks, {stage['tokens']} tokens, "
+        f"{ingest['duplicates']} duplicates dropped, {ingest['skipped_bad']} bad records skipped, "
+        f"{stage['seconds']:.1f} s"
+    )
+    _print_tables(manifest, Path(args.out))
+    return 0
+
+
+def _print_tables(manifest: dict, root: Path) -> None:
+    print(f"{'table':<14}{'rows':>10}{'size':>12}  file")
+    for name, entry in sorted(manifest["files"].items()):
+        rows = entry.get("rows", entry.get("shape", ["?"])[0])
+        print(f"{name:<14}{rows:>10}{_human_bytes(entry['bytes']):>12}  {entry['path']}")
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Describe an index: tables, row counts, sizes, models, config and stage summaries."""
+    from engine.store import open_index
+
+    index = open_index(args.index)
+    m = index.manifest
+    if args.json:
+        print(json.dumps(m, indent=2, sort_keys=True))
+        return 0
+    total = sum(size for _, size in index.file_sizes())
+    print(f"index {index.root}  schema v{m['schema_version']}  generation {m['generation']}  {m['created_at']}")
+    print(f"config hash {m['config_hash']}  total {_human_bytes(total)}")
+    print("models: " + ", ".join(f"{k}={v}" for k, v in sorted(m["models"].items())))
+    _print_tables(m, index.root)
+    for stage, s in m["stats"].get("stages", {}).items():
+        print(f"stage {stage}: " + ", ".join(f"{k}={v}" for k, v in s.items()))
+    ingest = m["stats"].get("ingest")
+    if ingest:
+        print(
+            f"ingest: {ingest['files']} files, {ingest['records']} records, {ingest['documents']} documents, "
+            f"{ingest['duplicates']} duplicates, {ingest['skipped_bad']} skipped"
+        )
+    print("config: " + json.dumps(m["config"], sort_keys=True))
+    return 0
+
+
+def _later(issue: str):
+    def run(args: argparse.Namespace) -> int:
+        raise NotYetAvailableError(
+            f"`{args.command}` is not available yet: it arrives with {issue}; "
+            "today the engine builds and inspects indexes (`index`, `info`)"
+        )
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `graphrag-engine` console script."""
+    parser = argparse.ArgumentParser(prog="graphrag-engine", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"graphrag-engine {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="build an index from a corpus")
+    p.add_argument("corpus", nargs="*", help="JSONL, Parquet, .txt/.md files (gzip ok) or folders")
+    p.add_argument("--out", required=True, help="index directory (created; an existing index is replaced atomically)")
+    p.add_argument("--config", help="YAML config (see configs/index.yaml)")
+    p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
+    p.add_argument("--skip-bad", action="store_true", help="skip and count malformed records")
+    p.add_argument("--id-field", help="JSONL/Parquet field holding the record id")
+    p.add_argument("--title-field", help="field holding the title")
+    p.add_argument("--text-field", help="field holding the text")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("info", help="describe an index")
+    p.add_argument("index")
+    p.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
+    p.set_defaults(func=cmd_info)
+
+    for name, issue in (
+        ("query", "the bulk querying issue (#6)"),
+        ("eval", "the evaluation issue (#6)"),
+        ("bench", "the benchmark scripts in bench/ (issues #3, #4, #5)"),
+    ):
+        p = sub.add_parser(name, help=f"not available yet ({issue})")
+        p.add_argument("args", nargs=argparse.REMAINDER)
+        p.set_defaults(func=_later(issue))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except GraphRAGError as exc:
+        print(f"graphrag-engine: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("graphrag-engine: interrupted; the index was left as it was", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line for the user, the traceback on request
+        if os.environ.get("GRAPHRAG_DEBUG"):
+            raise
+        print(
+            f"graphrag-engine: internal error: {type(exc).__name__}: {exc} "
+            "(set GRAPHRAG_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

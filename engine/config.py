@@ -1,0 +1,209 @@
+"""Typed configuration: YAML files in configs/ loaded into dataclasses, validated strictly.
+
+An unknown key or a value of the wrong type is rejected with the file, the line and the
+dotted key, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+from engine.errors import ConfigError
+
+
+@dataclass
+class IngestConfig:
+    """How corpus records are read: which fields hold the id, title and text."""
+
+    id_field: str = "id"
+    title_field: str = "title"
+    text_field: str = "text"
+    skip_bad: bool = False
+    """Skip and count malformed records instead of stopping at the first one."""
+
+
+@dataclass
+class ChunkingConfig:
+    """Token-based chunking with overlap and sentence-aware boundaries."""
+
+    chunk_tokens: int = 200
+    overlap_tokens: int = 32
+    tokenizer: str = "all-MiniLM-L6-v2"
+    """`all-MiniLM-L6-v2` (the packaged default embedder's tokenizer) or a path to a tokenizer.json."""
+    sentence_aware: bool = True
+    batch_docs: int = 256
+    """Documents tokenized together; bounds memory when the corpus is larger than memory."""
+
+    def validate(self, where: str) -> None:
+        """Reject sizes that cannot produce chunks."""
+        if self.chunk_tokens < 8:
+            raise ConfigError(f"{where}: chunking.chunk_tokens must be >= 8, got {self.chunk_tokens}")
+        if not 0 <= self.overlap_tokens < self.chunk_tokens:
+            raise ConfigError(
+                f"{where}: chunking.overlap_tokens must be in [0, chunk_tokens), "
+                f"got {self.overlap_tokens} with chunk_tokens={self.chunk_tokens}"
+            )
+        if self.batch_docs < 1:
+            raise ConfigError(f"{where}: chunking.batch_docs must be >= 1, got {self.batch_docs}")
+
+
+@dataclass
+class IndexConfig:
+    """Everything `graphrag-engine index` needs; later stages add their sections here."""
+
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    executor: Literal["local", "ray"] = "local"
+
+    def validate(self, where: str) -> None:
+        """Cross-field checks that a type alone cannot express."""
+        self.chunking.validate(where)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every setting, defaults included."""
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """Stable hash of the settings that shape the index content."""
+        payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+T = TypeVar("T")
+
+
+def load_config(path: str | Path | None, cls: type[T] = IndexConfig) -> T:  # type: ignore[assignment]
+    """Load a YAML file into `cls`, or return the defaults when `path` is None."""
+    if path is None:
+        obj = cls()
+        if hasattr(obj, "validate"):
+            obj.validate("<defaults>")
+        return obj
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8") from None
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    obj = _build(cls, node, str(path), "")
+    if hasattr(obj, "validate"):
+        obj.validate(str(path))
+    return obj
+
+
+def parse_config(data: dict[str, Any], cls: type[T] = IndexConfig, where: str = "<dict>") -> T:  # type: ignore[assignment]
+    """Validate an in-memory mapping (e.g. from a manifest) into `cls`."""
+    node = yaml.compose(yaml.safe_dump(data))
+    obj = _build(cls, node, where, "")
+    if hasattr(obj, "validate"):
+        obj.validate(where)
+    return obj
+
+
+def _where(file: str, node: yaml.Node | None) -> str:
+    return f"{file}:{node.start_mark.line + 1}" if node is not None else file
+
+
+def _build(cls: type, node: yaml.Node | None, file: str, prefix: str) -> Any:
+    """Turn a YAML mapping node into dataclass `cls`, checking every key and type."""
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
+        return cls()
+    if not isinstance(node, yaml.MappingNode):
+        what = prefix.rstrip(".") or "the top level"
+        raise ConfigError(f"{_where(file, node)}: {what} must be a mapping of keys to values")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        key = key_node.value
+        dotted = f"{prefix}{key}"
+        if key not in fields:
+            known = ", ".join(sorted(fields))
+            raise ConfigError(f"{_where(file, key_node)}: unknown key '{dotted}' (known keys: {known})")
+        values[key] = _convert(hints[key], value_node, file, dotted)
+    return cls(**values)
+
+
+def _convert(tp: Any, node: yaml.Node, file: str, dotted: str) -> Any:
+    """Convert one YAML node to type `tp` or raise a ConfigError naming the key."""
+    where = _where(file, node)
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, node, file, dotted + ".")
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if type(None) in args and isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(arg, node, file, dotted)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(f"{where}: key '{dotted}' must be {_type_name(tp)}")
+    if origin is list:
+        if not isinstance(node, yaml.SequenceNode):
+            raise ConfigError(f"{where}: key '{dotted}' must be a list, got {_describe(node)}")
+        (item_tp,) = typing.get_args(tp) or (Any,)
+        return [_convert(item_tp, n, file, f"{dotted}[{i}]") for i, n in enumerate(node.value)]
+    if origin is dict:
+        if not isinstance(node, yaml.MappingNode):
+            raise ConfigError(f"{where}: key '{dotted}' must be a mapping, got {_describe(node)}")
+        _, val_tp = typing.get_args(tp) or (str, Any)
+        return {k.value: _convert(val_tp, v, file, f"{dotted}.{k.value}") for k, v in node.value}
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        value = _scalar(node)
+        if value not in allowed:
+            choices = ", ".join(repr(a) for a in allowed)
+            raise ConfigError(f"{where}: key '{dotted}' must be one of {choices}, got {value!r}")
+        return value
+    if tp is Any:
+        return yaml.safe_load(yaml.serialize(node))
+    if not isinstance(node, yaml.ScalarNode):
+        raise ConfigError(f"{where}: key '{dotted}' must be {_type_name(tp)}, got {_describe(node)}")
+    value = _scalar(node)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (str, int, float, bool) and (type(value) is not tp):
+        raise ConfigError(
+            f"{where}: key '{dotted}' must be {_type_name(tp)}, got {_describe(node)} {node.value!r}"
+        )
+    return value
+
+
+def _scalar(node: yaml.Node) -> Any:
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def _describe(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    value = _scalar(node)
+    return "null" if value is None else type(value).__name__
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))

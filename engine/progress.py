@@ -1,0 +1,24 @@
+"""Progress bars for long stages: items done, rate and ETA on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from tqdm import tqdm
+
+
+def progress(desc: str, total: float | None = None, unit: str = "it", **kwargs: Any) -> tqdm:
+    """A tqdm bar on stderr; quiet when GRAPHRAG_PROGRESS=0, sparse when stderr is not a TTY."""
+    tty = sys.stderr.isatty()
+    return tqdm(
+        desc=desc,
+        total=total,
+        unit=unit,
+        file=sys.stderr,
+        mininterval=0.2 if tty else 5.0,
+        disable=os.environ.get("GRAPHRAG_PROGRESS", "1") == "0",
+        dynamic_ncols=tty,
+        **kwargs,
+    )
