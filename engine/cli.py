@@ -72,7 +72,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(json.dumps(m, indent=2, sort_keys=True))
         return 0
     total = sum(size for _, size in index.file_sizes())
-    print(f"index {index.root}  schema v{m['schema_version']}  generation {m['generation']}  {m['created_at']}")
+    print(
+        f"index {index.root}  schema v{m['schema_version']}  generation {m['generation']}  {m['created_at']}"
+    )
     print(f"config hash {m['config_hash']}  total {_human_bytes(total)}")
     print("models: " + ", ".join(f"{k}={v}" for k, v in sorted(m["models"].items())))
     _print_tables(m, index.root)
@@ -106,7 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build an index from a corpus")
     p.add_argument("corpus", nargs="*", help="JSONL, Parquet, .txt/.md files (gzip ok) or folders")
-    p.add_argument("--out", required=True, help="index directory (created; an existing index is replaced atomically)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="index directory (created; an existing index is replaced atomically)",
+    )
     p.add_argument("--config", help="YAML config (see configs/index.yaml)")
     p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed records")

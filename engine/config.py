@@ -46,7 +46,9 @@ class ChunkingConfig:
     def validate(self, where: str) -> None:
         """Reject sizes that cannot produce chunks."""
         if self.chunk_tokens < 8:
-            raise ConfigError(f"{where}: chunking.chunk_tokens must be >= 8, got {self.chunk_tokens}")
+            raise ConfigError(
+                f"{where}: chunking.chunk_tokens must be >= 8, got {self.chunk_tokens}"
+            )
         if not 0 <= self.overlap_tokens < self.chunk_tokens:
             raise ConfigError(
                 f"{where}: chunking.overlap_tokens must be in [0, chunk_tokens), "
@@ -135,7 +137,9 @@ def _build(cls: type, node: yaml.Node | None, file: str, prefix: str) -> Any:
         dotted = f"{prefix}{key}"
         if key not in fields:
             known = ", ".join(sorted(fields))
-            raise ConfigError(f"{_where(file, key_node)}: unknown key '{dotted}' (known keys: {known})")
+            raise ConfigError(
+                f"{_where(file, key_node)}: unknown key '{dotted}' (known keys: {known})"
+            )
         values[key] = _convert(hints[key], value_node, file, dotted)
     return cls(**values)
 
@@ -150,14 +154,13 @@ def _convert(tp: Any, node: yaml.Node, file: str, dotted: str) -> Any:
         args = typing.get_args(tp)
         if type(None) in args and isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
             return None
-        errors = []
         for arg in args:
             if arg is type(None):
                 continue
             try:
                 return _convert(arg, node, file, dotted)
-            except ConfigError as exc:
-                errors.append(str(exc))
+            except ConfigError:
+                continue
         raise ConfigError(f"{where}: key '{dotted}' must be {_type_name(tp)}")
     if origin is list:
         if not isinstance(node, yaml.SequenceNode):
@@ -179,7 +182,9 @@ def _convert(tp: Any, node: yaml.Node, file: str, dotted: str) -> Any:
     if tp is Any:
         return yaml.safe_load(yaml.serialize(node))
     if not isinstance(node, yaml.ScalarNode):
-        raise ConfigError(f"{where}: key '{dotted}' must be {_type_name(tp)}, got {_describe(node)}")
+        raise ConfigError(
+            f"{where}: key '{dotted}' must be {_type_name(tp)}, got {_describe(node)}"
+        )
     value = _scalar(node)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)

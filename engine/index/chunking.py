@@ -80,15 +80,22 @@ def sentence_starts(text: str) -> list[int]:
 
 
 def split_windows(
-    token_starts: list[int], boundaries: list[int], chunk_tokens: int, overlap: int
+    token_starts: list[int],
+    boundaries: list[int],
+    chunk_tokens: int,
+    overlap: int,
+    word_starts: list[int] | None = None,
 ) -> list[tuple[int, int]]:
     """Token windows [start, end) covering all tokens, cut at sentence boundaries when possible.
 
     `boundaries` are token indices where a sentence starts (sorted). A window ends at the last
-    boundary that leaves it at least half full; otherwise it is cut at `chunk_tokens`. The next
-    window starts `overlap` tokens back, moved forward to a sentence start inside the overlap.
+    boundary that leaves it at least half full; otherwise at the last word start within
+    `chunk_tokens` (never inside a word, so a chunk re-tokenizes to the same tokens), or hard
+    at `chunk_tokens` when one word is longer than that. The next window starts `overlap` tokens
+    back, moved forward to a sentence start (or else a word start) inside the overlap.
     """
     n = len(token_starts)
+    words = word_starts if word_starts is not None else list(range(n))
     windows: list[tuple[int, int]] = []
     start = 0
     while start < n:
@@ -96,19 +103,28 @@ def split_windows(
         if limit >= n:
             windows.append((start, n))
             break
-        end = limit
-        if boundaries:
-            i = bisect.bisect_right(boundaries, limit) - 1
-            if i >= 0 and boundaries[i] - start >= chunk_tokens // 2:
-                end = boundaries[i]
+        end = _last_in(boundaries, start + chunk_tokens // 2, limit)
+        if end is None:
+            end = _last_in(words, start + 1, limit) or limit
         windows.append((start, end))
+        if not overlap:
+            start = end
+            continue
         nxt = max(end - overlap, start + 1)
-        if boundaries and overlap:
-            j = bisect.bisect_left(boundaries, nxt)
-            if j < len(boundaries) and boundaries[j] < end:
-                nxt = boundaries[j]
-        start = nxt if overlap else end
+        start = _first_in(boundaries, nxt, end - 1) or _first_in(words, nxt, end - 1) or nxt
     return windows
+
+
+def _last_in(sorted_idx: list[int], lo: int, hi: int) -> int | None:
+    """Largest value v of sorted_idx with lo <= v <= hi, or None."""
+    i = bisect.bisect_right(sorted_idx, hi) - 1
+    return sorted_idx[i] if i >= 0 and sorted_idx[i] >= lo else None
+
+
+def _first_in(sorted_idx: list[int], lo: int, hi: int) -> int | None:
+    """Smallest value v of sorted_idx with lo <= v <= hi, or None."""
+    i = bisect.bisect_left(sorted_idx, lo)
+    return sorted_idx[i] if i < len(sorted_idx) and sorted_idx[i] <= hi else None
 
 
 def chunk_id(doc_id: str, idx: int, text: str) -> str:
@@ -124,13 +140,22 @@ def _chunks_of(doc: Document, offsets: list[tuple[int, int]], cfg: ChunkingConfi
     token_starts = [s for s, _ in offsets]
     boundaries: list[int] = []
     if cfg.sentence_aware:
-        boundaries = sorted({bisect.bisect_left(token_starts, c) for c in sentence_starts(text)} - {0})
+        boundaries = sorted(
+            {bisect.bisect_left(token_starts, c) for c in sentence_starts(text)} - {0}
+        )
         boundaries = [b for b in boundaries if b < len(offsets)]
+    # a token begins a word when whitespace precedes it (no "##" continuation of the word before)
+    word_starts = [i for i in range(1, len(offsets)) if offsets[i][0] > offsets[i - 1][1]]
+    windows = split_windows(
+        token_starts, boundaries, cfg.chunk_tokens, cfg.overlap_tokens, word_starts
+    )
     chunks = []
-    for idx, (a, b) in enumerate(split_windows(token_starts, boundaries, cfg.chunk_tokens, cfg.overlap_tokens)):
+    for idx, (a, b) in enumerate(windows):
         cs, ce = offsets[a][0], offsets[b - 1][1]
         piece = text[cs:ce]
-        chunks.append(Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, b - a, cs, ce))
+        chunks.append(
+            Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, b - a, cs, ce)
+        )
     return chunks
 
 

@@ -44,7 +44,9 @@ class Document:
             "title": self.title,
             "text": self.text,
             "source": self.source,
-            "meta": json.dumps(self.meta, ensure_ascii=False, sort_keys=True) if self.meta else None,
+            "meta": json.dumps(self.meta, ensure_ascii=False, sort_keys=True)
+            if self.meta
+            else None,
         }
 
 
@@ -166,7 +168,10 @@ class DocumentReader:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    self._bad(where, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
+                    self._bad(
+                        where,
+                        f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                    )
                     continue
                 if not line.strip():
                     continue
@@ -231,14 +236,21 @@ class DocumentReader:
         rel = str(path)
         yield Document(content_id(title, text), title, text.strip(), rel, external_id=stem)
 
-    def _from_record(self, record: dict[str, Any], where: str, title_default: str) -> Document | None:
+    def _from_record(
+        self, record: dict[str, Any], where: str, title_default: str
+    ) -> Document | None:
         cfg = self.config
         if cfg.text_field not in record:
-            self._bad(where, f"missing text field '{cfg.text_field}' (set ingest.text_field or --text-field)")
+            self._bad(
+                where,
+                f"missing text field '{cfg.text_field}' (set ingest.text_field or --text-field)",
+            )
             return None
         text = record[cfg.text_field]
         if not isinstance(text, str):
-            self._bad(where, f"text field '{cfg.text_field}' must be a string, got {type(text).__name__}")
+            self._bad(
+                where, f"text field '{cfg.text_field}' must be a string, got {type(text).__name__}"
+            )
             return None
         text = text.strip()
         if not text:
@@ -249,7 +261,9 @@ class DocumentReader:
             title = str(title)
         ext = record.get(cfg.id_field)
         meta = {
-            k: v for k, v in record.items() if k not in (cfg.text_field, cfg.title_field, cfg.id_field)
+            k: v
+            for k, v in record.items()
+            if k not in (cfg.text_field, cfg.title_field, cfg.id_field)
         }
         return Document(
             content_id(title, text),

@@ -20,7 +20,9 @@ from engine.store import IndexWriter
 WRITE_BATCH = 2048
 
 
-def build_index(corpus: Sequence[str | Path], out: str | Path, config: IndexConfig) -> dict[str, Any]:
+def build_index(
+    corpus: Sequence[str | Path], out: str | Path, config: IndexConfig
+) -> dict[str, Any]:
     """Index the corpus files into `out` and return the committed manifest.
 
     Nothing becomes visible until the final atomic commit: on bad input or a crash the

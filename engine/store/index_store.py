@@ -114,7 +114,9 @@ class IndexWriter:
     def table(self, name: str) -> TableWriter:
         """The streaming writer of table `name` (created on first use)."""
         if name not in self._tables:
-            self._tables[name] = TableWriter(name, self._staging / f"{name}.parquet", schema_for(name))
+            self._tables[name] = TableWriter(
+                name, self._staging / f"{name}.parquet", schema_for(name)
+            )
         return self._tables[name]
 
     def write_table(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
@@ -243,7 +245,9 @@ def _parse_manifest(path: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IndexFormatError(f"{path}: manifest is not valid JSON ({exc}); re-run the index") from None
+        raise IndexFormatError(
+            f"{path}: manifest is not valid JSON ({exc}); re-run the index"
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise IndexFormatError(f"{path}: not a graphrag-engine index manifest")
     version = manifest.get("schema_version")
@@ -282,7 +286,9 @@ class Index:
         for name, entry in self.manifest["files"].items():
             path = self.root / entry["path"]
             if not path.exists():
-                raise IndexFormatError(f"{path}: listed in the manifest but missing; rebuild the index")
+                raise IndexFormatError(
+                    f"{path}: listed in the manifest but missing; rebuild the index"
+                )
             if path.stat().st_size != entry["bytes"]:
                 raise IndexFormatError(
                     f"{path}: size {path.stat().st_size} differs from the manifest's {entry['bytes']}; "
@@ -314,20 +320,30 @@ class Index:
 
     def rows(self, name: str) -> int:
         """Row count of a table as recorded in the manifest."""
-        return int(self.manifest["files"][name].get("rows", self.manifest["files"][name].get("shape", [0])[0]))
+        return int(
+            self.manifest["files"][name].get(
+                "rows", self.manifest["files"][name].get("shape", [0])[0]
+            )
+        )
 
     def _path(self, name: str) -> Path:
         if name not in self.manifest["files"]:
-            raise KeyError(f"index {self.root} has no '{name}' (has: {', '.join(self.manifest['files'])})")
+            raise KeyError(
+                f"index {self.root} has no '{name}' (has: {', '.join(self.manifest['files'])})"
+            )
         return self.root / self.manifest["files"][name]["path"]
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """Read a whole table (or some columns)."""
         return pq.read_table(self._path(name), columns=columns)
 
-    def iter_batches(self, name: str, batch_size: int = 65536, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    def iter_batches(
+        self, name: str, batch_size: int = 65536, columns: list[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
         """Stream a table in record batches with bounded memory."""
-        yield from pq.ParquetFile(self._path(name)).iter_batches(batch_size=batch_size, columns=columns)
+        yield from pq.ParquetFile(self._path(name)).iter_batches(
+            batch_size=batch_size, columns=columns
+        )
 
     def vectors(self, name: str) -> np.ndarray:
         """Memory-mapped (n, d) float32 matrix."""

@@ -1,0 +1,15 @@
+"""Ray job entry point for (re-)indexing a corpus: `ray job submit -- python jobs/index_job.py ...`.
+
+It takes the same arguments as `graphrag-engine index`, so a scheduled re-index (cron, Airflow)
+submits this script to the cluster; the commit is atomic, so readers keep serving the previous
+index until the new one is complete.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["index", *sys.argv[1:]]))

@@ -1,0 +1,98 @@
+"""Chunking: token budget, overlap, sentence boundaries, coverage, streaming equivalence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.config import ChunkingConfig
+from engine.index.chunking import chunk_documents, load_tokenizer, sentence_starts, split_windows
+from engine.index.ingest import DocumentReader
+
+
+@pytest.fixture(scope="module")
+def musique_docs(shared_data: Path) -> list:
+    return list(DocumentReader([shared_data / "musique_corpus.jsonl"]))[:300]
+
+
+def count_tokens(text: str) -> int:
+    return len(load_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+def test_tokenizer_is_local_and_untruncated() -> None:
+    tok = load_tokenizer()
+    long_text = "word " * 1000
+    assert len(tok.encode(long_text, add_special_tokens=False).ids) == 1000
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(32, 0), (64, 16), (200, 32)])
+def test_chunks_respect_budget_and_cover_every_token(musique_docs, size: int, overlap: int) -> None:
+    cfg = ChunkingConfig(chunk_tokens=size, overlap_tokens=overlap)
+    tok = load_tokenizer()
+    n_multi = 0
+    for doc, chunks in chunk_documents(musique_docs, cfg):
+        offsets = [o for o in tok.encode(doc.text, add_special_tokens=False).offsets if o[1] > o[0]]
+        covered = set()
+        for i, c in enumerate(chunks):
+            assert c.idx == i and c.doc_id == doc.doc_id
+            assert 0 < c.n_tokens <= size
+            assert c.text == doc.text[c.start_char : c.end_char]
+            assert count_tokens(c.text) == c.n_tokens
+            covered.update(o for o in offsets if c.start_char <= o[0] and o[1] <= c.end_char)
+        assert covered == set(offsets), "every token lies in some chunk"
+        for a, b in zip(chunks, chunks[1:], strict=False):
+            assert a.start_char < b.start_char, "chunks move forward"
+            if overlap:
+                assert b.start_char < a.end_char, "consecutive chunks overlap"
+            else:
+                assert b.start_char >= a.end_char
+        n_multi += len(chunks) > 1
+    assert n_multi >= (50 if size <= 64 else 1)
+
+
+def test_sentence_aware_cuts_end_at_sentence_ends(musique_docs) -> None:
+    cfg = ChunkingConfig(chunk_tokens=64, overlap_tokens=0)
+    ends = total = 0
+    for _doc, chunks in chunk_documents(musique_docs, cfg):
+        for c in chunks[:-1]:
+            total += 1
+            ends += c.text.rstrip().endswith((".", "!", "?", '"', ")"))
+    assert total > 50 and ends / total > 0.75, (ends, total)
+    plain = ChunkingConfig(chunk_tokens=64, overlap_tokens=0, sentence_aware=False)
+    ends_plain = total_plain = 0
+    for _doc, chunks in chunk_documents(musique_docs, plain):
+        for c in chunks[:-1]:
+            total_plain += 1
+            ends_plain += c.text.rstrip().endswith((".", "!", "?"))
+            assert 56 <= c.n_tokens <= 64  # cut at a word start, never inside a word
+    assert ends_plain / total_plain < 0.25, (ends_plain, total_plain)
+
+
+def test_batch_size_does_not_change_chunks(musique_docs) -> None:
+    a = [
+        c
+        for _, cs in chunk_documents(musique_docs, ChunkingConfig(chunk_tokens=48, batch_docs=1))
+        for c in cs
+    ]
+    b = [
+        c
+        for _, cs in chunk_documents(musique_docs, ChunkingConfig(chunk_tokens=48, batch_docs=128))
+        for c in cs
+    ]
+    assert a == b and len({c.chunk_id for c in a}) == len(a)
+
+
+def test_split_windows_reference_cases() -> None:
+    starts = list(range(100))
+    assert split_windows(starts, [], 40, 10) == [(0, 40), (30, 70), (60, 100)]
+    assert split_windows(starts, [], 40, 0) == [(0, 40), (40, 80), (80, 100)]
+    # boundary at 35 is used (>= half full), boundary at 10 is not
+    assert split_windows(starts, [10, 35, 70], 40, 0) == [(0, 35), (35, 70), (70, 100)]
+    # overlap start moves forward to a sentence start within the overlap
+    assert split_windows(starts, [28, 36], 40, 10) == [(0, 36), (28, 68), (58, 98), (88, 100)]
+
+
+def test_sentence_starts() -> None:
+    text = 'He left. "Why?" she asked! Then\nnew line'
+    assert [text[i : i + 3] for i in sentence_starts(text)] == ["He ", '"Wh', "she", "The", "new"]

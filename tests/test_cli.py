@@ -1,0 +1,130 @@
+"""CLI end to end on the demo corpus and on real data: index, info, placeholders, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.demo import corpus_path, questions_path
+from engine.store import open_index
+
+
+def test_demo_corpus_is_well_formed() -> None:
+    docs = [json.loads(line) for line in corpus_path().read_text().splitlines()]
+    questions = [json.loads(line) for line in questions_path().read_text().splitlines()]
+    assert 30 <= len(docs) <= 60 and len(questions) >= 40
+    ids = {d["id"] for d in docs}
+    assert len(ids) == len(docs)
+    titles = {d["id"]: d["title"] for d in docs}
+    texts = {d["id"]: d["text"] for d in docs}
+    multi = 0
+    for q in questions:
+        assert q["answer"] and q["supporting_passage_ids"]
+        assert set(q["supporting_passage_ids"]) <= ids
+        assert q["supporting_titles"] == [titles[i] for i in q["supporting_passage_ids"]]
+        gold_text = " ".join(texts[i] for i in q["supporting_passage_ids"])
+        answers = [q["answer"], *q["answer_aliases"]]
+        assert any(a.removeprefix("the ") in gold_text for a in answers), q["id"]
+        multi += len(q["supporting_passage_ids"]) >= 2
+    assert multi >= 40, "multi-hop questions need two or three documents"
+
+
+def test_index_demo_and_info(tmp_path: Path, run_cli) -> None:
+    out = tmp_path / "demo"
+    proc = run_cli("index", "--demo", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "indexed 36 documents" in proc.stdout and "chunks" in proc.stdout
+    idx = open_index(out)
+    docs = idx.table("documents")
+    assert docs.num_rows == 36
+    assert set(docs["external_id"].to_pylist()) == {
+        json.loads(x)["id"] for x in corpus_path().read_text().splitlines()
+    }
+    chunks = idx.table("chunks")
+    assert chunks.num_rows >= 36 and set(chunks["doc_id"].to_pylist()) == set(
+        docs["doc_id"].to_pylist()
+    )
+    assert idx.manifest["models"]["tokenizer"] == "all-MiniLM-L6-v2"
+    info = run_cli("info", str(out))
+    assert info.returncode == 0
+    for word in (
+        "schema v1",
+        "documents",
+        "chunks",
+        "36",
+        "tokenizer=all-MiniLM-L6-v2",
+        "stage ingest_chunk",
+        "config hash",
+    ):
+        assert word in info.stdout
+    as_json = json.loads(run_cli("info", str(out), "--json").stdout)
+    assert as_json == idx.manifest
+
+
+def test_reindex_is_idempotent(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    first = open_index(out).table("chunks")
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    idx = open_index(out)
+    assert idx.generation == 2 and idx.table("chunks").equals(first)
+
+
+def test_config_file_applies_and_is_recorded(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("chunking:\n  chunk_tokens: 24\n  overlap_tokens: 4\n")
+    out = tmp_path / "idx"
+    assert main(["index", "--demo", "--out", str(out), "--config", str(cfg)]) == 0
+    idx = open_index(out)
+    assert idx.manifest["config"]["chunking"]["chunk_tokens"] == 24
+    assert max(idx.table("chunks")["n_tokens"].to_pylist()) <= 24
+    assert idx.rows("chunks") > 80
+
+
+def test_bad_config_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("chunking:\n  sise: 3\n")
+    assert main(["index", "--demo", "--out", str(tmp_path / "i"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{cfg}:2: unknown key 'chunking.sise'" in err[0]
+
+
+@pytest.mark.parametrize("command", ["query", "eval", "bench"])
+def test_later_commands_say_so(command: str, capsys) -> None:
+    assert main([command]) == 2
+    err = capsys.readouterr().err
+    assert "not available yet" in err and command in err
+
+
+def test_info_on_missing_index(tmp_path: Path, capsys) -> None:
+    assert main(["info", str(tmp_path)]) == 2
+    assert "no index here" in capsys.readouterr().err
+
+
+def test_index_without_corpus(tmp_path: Path, capsys) -> None:
+    assert main(["index", "--out", str(tmp_path / "x")]) == 2
+    assert "give CORPUS" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_index_real_corpora(tmp_path: Path, shared_data: Path, run_cli) -> None:
+    out = tmp_path / "multi"
+    proc = run_cli(
+        "index",
+        str(shared_data / "musique_corpus.jsonl"),
+        str(shared_data / "2wikimultihopqa_corpus.jsonl"),
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    idx = open_index(out)
+    assert idx.rows("documents") == 3141 + 7005 - idx.manifest["stats"]["ingest"]["duplicates"]
+    ext = set(idx.table("documents", columns=["external_id"])["external_id"].to_pylist())
+    gold = json.loads((shared_data / "musique_dev.jsonl").read_text().splitlines()[0])[
+        "supporting_passage_ids"
+    ]
+    assert set(gold) <= ext
+    assert idx.rows("chunks") >= idx.rows("documents")
