@@ -91,14 +91,22 @@ def main() -> None:
     ref = index_in_child(small, work / "idx-small")
     res = index_in_child(big, work / "idx-big")
     ratio = res["peak_rss_mib"] / ref["peak_rss_mib"]
-    print(f"{'corpus':<10}{'MiB':>9}{'docs':>10}{'chunks':>10}{'s':>8}{'MiB/s':>8}{'peak RSS MiB':>14}")
+    print(
+        f"{'corpus':<10}{'MiB':>9}{'docs':>10}{'chunks':>10}{'s':>8}{'MiB/s':>8}{'peak RSS MiB':>14}"
+    )
     for name, r in (("reference", ref), ("big", res)):
         print(
             f"{name:<10}{r['corpus_mib']:>9}{r['documents']:>10}{r['chunks']:>10}"
             f"{r['seconds']:>8}{r['mib_per_s']:>8}{r['peak_rss_mib']:>14}"
         )
-    print(f"corpus size ratio {res['corpus_mib'] / ref['corpus_mib']:.1f}x, peak RSS ratio {ratio:.2f}x")
-    print(json.dumps({"bench": "chunking", "reference": ref, "big": res, "peak_rss_ratio": round(ratio, 3)}))
+    print(
+        f"corpus size ratio {res['corpus_mib'] / ref['corpus_mib']:.1f}x, peak RSS ratio {ratio:.2f}x"
+    )
+    print(
+        json.dumps(
+            {"bench": "chunking", "reference": ref, "big": res, "peak_rss_ratio": round(ratio, 3)}
+        )
+    )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
