@@ -1,0 +1,251 @@
+"""Personalized PageRank and random walk with restart for a batch of queries.
+
+Semantics follow igraph's `personalized_pagerank` (and networkx's `pagerank` with a
+personalization vector): the walk follows an out-edge with probability `damping`, chosen in
+proportion to its weight, and otherwise restarts from the query's seed distribution; a walk
+that reaches a node without out-weight (dangling) restarts from the seeds as well.
+
+Two modes:
+
+* exact — batched power iteration, one sparse x dense product per step for the whole batch
+  (torch; the same code on CPU and CUDA). Stops when every column's L1 change is below `tol`.
+* local — batched forward push (Andersen, Chung & Lang 2006) that only touches nodes whose
+  residual is at least `eps * out_degree`. It returns p with p <= p_exact entrywise and the
+  exact L1 gap: ||p_exact - p||_1 = residual mass (reported per query as `error_bound`), so
+  every node's absolute error is at most that bound.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels.graph import CSRGraph
+
+SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray
+
+
+def normalize_seeds(
+    seeds: Sequence[SeedSpec], n_nodes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flatten a batch of seed sets into (query, node, weight) arrays; weights sum to 1 per query."""
+    qs, ns, ws = [], [], []
+    for q, spec in enumerate(seeds):
+        if isinstance(spec, Mapping):
+            nodes = np.fromiter(spec.keys(), dtype=np.int64, count=len(spec))
+            weights = np.fromiter(spec.values(), dtype=np.float64, count=len(spec))
+        else:
+            nodes = np.asarray(spec, dtype=np.int64).ravel()
+            weights = np.ones(nodes.size)
+        if nodes.size == 0:
+            raise ValueError(f"query {q} has no seed nodes")
+        if nodes.min() < 0 or nodes.max() >= n_nodes:
+            raise ValueError(f"query {q} has a seed outside [0, {n_nodes})")
+        if weights.min() < 0 or weights.sum() <= 0:
+            raise ValueError(f"query {q} needs non-negative seed weights with a positive sum")
+        qs.append(np.full(nodes.size, q, dtype=np.int64))
+        ns.append(nodes)
+        ws.append(weights / weights.sum())
+    return np.concatenate(qs), np.concatenate(ns), np.concatenate(ws)
+
+
+@dataclass
+class PPRResult:
+    """Scores of a batch: dense (n, B) for exact mode, sparse per-query entries for local mode."""
+
+    n_nodes: int
+    n_queries: int
+    dense: np.ndarray | None = None
+    query: np.ndarray | None = None  # local mode: query of each stored entry
+    node: np.ndarray | None = None
+    score: np.ndarray | None = None
+    error_bound: np.ndarray | None = None  # local mode: L1 gap to the exact vector, per query
+    iterations: int = 0
+
+    def to_dense(self) -> np.ndarray:
+        """(n_nodes, n_queries) score matrix."""
+        if self.dense is not None:
+            return self.dense
+        out = np.zeros((self.n_nodes, self.n_queries))
+        out[self.node, self.query] = self.score
+        return out
+
+    def topk(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, k) node ids and scores, best first; rows padded with -1 / 0 when fewer nodes scored."""
+        nodes = np.full((self.n_queries, k), -1, dtype=np.int64)
+        scores = np.zeros((self.n_queries, k))
+        if self.dense is not None:
+            kk = min(k, self.n_nodes)
+            part = np.argpartition(-self.dense, kk - 1, axis=0)[:kk].T
+            vals = np.take_along_axis(self.dense.T, part, axis=1)
+            order = np.argsort(-vals, axis=1, kind="stable")
+            nodes[:, :kk] = np.take_along_axis(part, order, axis=1)
+            scores[:, :kk] = np.take_along_axis(vals, order, axis=1)
+            return nodes, scores
+        order = np.lexsort((-self.score, self.query))
+        q, nd, sc = self.query[order], self.node[order], self.score[order]
+        starts = np.searchsorted(q, np.arange(self.n_queries))
+        rank = np.arange(q.size) - starts[q]
+        keep = rank < k
+        nodes[q[keep], rank[keep]] = nd[keep]
+        scores[q[keep], rank[keep]] = sc[keep]
+        return nodes, scores
+
+
+def personalized_pagerank(
+    graph: CSRGraph,
+    seeds: Sequence[SeedSpec],
+    damping: float = 0.85,
+    *,
+    mode: str = "exact",
+    tol: float = 1e-6,
+    max_iter: int = 200,
+    eps: float = 1e-7,
+    batch_size: int = 128,
+    device: str = "cpu",
+    dtype: str = "float64",
+) -> PPRResult:
+    """PPR of every seed set in `seeds` (one query each) in one batched computation."""
+    if not 0.0 < damping < 1.0:
+        raise ValueError(f"damping must lie in (0, 1), got {damping}")
+    if mode == "exact":
+        return _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype)
+    if mode == "local":
+        return _local(graph, seeds, damping, eps, max_iter * 10, batch_size)
+    raise ValueError(f"mode must be 'exact' or 'local', got {mode!r}")
+
+
+def random_walk_with_restart(
+    graph: CSRGraph, seeds: Sequence[SeedSpec], restart_prob: float = 0.15, **kwargs
+) -> PPRResult:
+    """RWR with restart probability c: the stationary walk of PPR with damping 1 - c."""
+    return personalized_pagerank(graph, seeds, damping=1.0 - restart_prob, **kwargs)
+
+
+# -- exact: batched power iteration ----------------------------------------------------------
+def _transition_T(graph: CSRGraph, device: str, dtype):
+    """P^T as a torch sparse CSR tensor: row v holds the step probabilities of edges u -> v."""
+    import scipy.sparse as sp
+    import torch
+
+    key = ("transition_T", device, dtype)
+    if key not in graph._cache:
+        n = graph.n_nodes
+        p = sp.csr_matrix((graph.transition_weights, graph.indices, graph.indptr), shape=(n, n))
+        pt = p.T.tocsr()
+        pt.sum_duplicates()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            graph._cache[key] = torch.sparse_csr_tensor(
+                torch.from_numpy(pt.indptr.astype(np.int64)),
+                torch.from_numpy(pt.indices.astype(np.int64)),
+                torch.from_numpy(pt.data).to(dtype),
+                size=(n, n),
+                check_invariants=False,
+            ).to(device)
+    return graph._cache[key]
+
+
+def _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name) -> PPRResult:
+    import torch
+
+    dtype = {"float64": torch.float64, "float32": torch.float32}[dtype_name]
+    n, b = graph.n_nodes, len(seeds)
+    q, nodes, weights = normalize_seeds(seeds, n)
+    pt = _transition_T(graph, device, dtype)
+    dangling = torch.from_numpy(graph.dangling).to(device=device, dtype=dtype)
+    out = np.empty((n, b), dtype=np.float64 if dtype_name == "float64" else np.float32)
+    iters = 0
+    for lo in range(0, b, batch_size):
+        hi = min(lo + batch_size, b)
+        sel = (q >= lo) & (q < hi)
+        s = torch.zeros((n, hi - lo), dtype=dtype, device=device)
+        s.index_put_(
+            (torch.from_numpy(nodes[sel]).to(device), torch.from_numpy(q[sel] - lo).to(device)),
+            torch.from_numpy(weights[sel]).to(device=device, dtype=dtype),
+            accumulate=True,
+        )
+        x = s.clone()
+        restart = (1.0 - damping) * s
+        for it in range(max_iter):
+            lost = dangling @ x  # mass sitting on dangling nodes, per query
+            nxt = torch.addmm(restart + damping * s * lost, pt, x, alpha=damping)
+            delta = (nxt - x).abs().sum(dim=0).max().item()
+            x = nxt
+            if delta < tol:
+                break
+        iters = max(iters, it + 1)
+        out[:, lo:hi] = x.cpu().numpy()
+    return PPRResult(n, b, dense=out, iterations=iters)
+
+
+# -- local: batched forward push -------------------------------------------------------------
+def _local(graph, seeds, damping, eps, max_rounds, batch_size) -> PPRResult:
+    n, b = graph.n_nodes, len(seeds)
+    q_all, nodes_all, w_all = normalize_seeds(seeds, n)
+    threshold = eps * np.maximum(graph.out_degree, 1).astype(np.float64)
+    tw = graph.transition_weights
+    dangling = graph.dangling
+    parts_q, parts_n, parts_s, bounds = [], [], [], []
+    rounds = 0
+    for lo in range(0, b, batch_size):
+        hi = min(lo + batch_size, b)
+        nb = hi - lo
+        sel = (q_all >= lo) & (q_all < hi)
+        seed_keys = nodes_all[sel] * nb + (q_all[sel] - lo)
+        seed_w = w_all[sel]
+        seed_q = q_all[sel] - lo
+        residual = np.zeros(n * nb)
+        scores = np.zeros(n * nb)
+        np.add.at(residual, seed_keys, seed_w)
+        active = np.unique(seed_keys)
+        touched = []
+        r = 0
+        for r in range(max_rounds):  # noqa: B007 - r reported as rounds
+            if active.size == 0:
+                break
+            touched.append(active)
+            vals = residual[active]
+            residual[active] = 0.0
+            scores[active] += (1.0 - damping) * vals
+            push = damping * vals
+            u, uq = active // nb, active % nb
+            dead = dangling[u]
+            new_keys = []
+            if dead.any():  # dangling: restart from the seeds of the same query
+                mass = np.bincount(uq[dead], weights=push[dead], minlength=nb)
+                np.add.at(residual, seed_keys, mass[seed_q] * seed_w)
+                new_keys.append(seed_keys[mass[seed_q] > 0])
+                u, uq, push = u[~dead], uq[~dead], push[~dead]
+            counts = graph.out_degree[u]
+            total = int(counts.sum())
+            if total:
+                rep = np.repeat(np.arange(u.size), counts)
+                pos = np.arange(total) + np.repeat(
+                    graph.indptr[u] - (np.cumsum(counts) - counts), counts
+                )
+                keys = graph.indices[pos] * nb + uq[rep]
+                np.add.at(residual, keys, push[rep] * tw[pos])
+                new_keys.append(keys)
+            cand = np.concatenate(new_keys) if new_keys else np.empty(0, np.int64)
+            # only keys whose residual crossed the threshold become active (few of the touched)
+            active = np.unique(cand[residual[cand] >= threshold[cand // nb]])
+        rounds = max(rounds, r + 1)
+        keys = np.unique(np.concatenate(touched)) if touched else np.empty(0, np.int64)
+        keys = keys[scores[keys] > 0]
+        parts_q.append(keys % nb + lo)
+        parts_n.append(keys // nb)
+        parts_s.append(scores[keys])
+        bounds.append(residual.reshape(n, nb).sum(axis=0))
+    return PPRResult(
+        n,
+        b,
+        query=np.concatenate(parts_q),
+        node=np.concatenate(parts_n),
+        score=np.concatenate(parts_s),
+        error_bound=np.concatenate(bounds),
+        iterations=rounds,
+    )

@@ -1,0 +1,160 @@
+"""Cosine similarity: blocked top-k with bounded memory, an exact faiss index behind the same
+interface, and cross-set similarity matrices.
+
+Memory of `cosine_topk` is bounded by one (block_queries x block_candidates) score block plus
+the running top-k, whatever the sizes of the two matrices: 100,000 x 1,000,000 x 384 runs
+with the defaults in about 0.3 GiB for scores plus at most `cache_bytes` (0.5 GiB) of
+normalized candidate blocks kept for the next query block; the inputs may be memory-mapped.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, eps)
+
+
+def cosine_matrix(a: np.ndarray, b: np.ndarray, normalized: bool = False) -> np.ndarray:
+    """Full (len(a), len(b)) cosine similarity matrix; for sets small enough to hold."""
+    if not normalized:
+        a, b = l2_normalize(a), l2_normalize(b)
+    return np.asarray(a, dtype=np.float32) @ np.asarray(b, dtype=np.float32).T
+
+
+def cosine_topk(
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    k: int,
+    *,
+    normalized: bool = False,
+    block_queries: int = 2048,
+    block_candidates: int = 32768,
+    device: str = "cpu",
+    cache_bytes: int = 512 * 2**20,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k candidates by cosine for every query: (scores, ids), each (n_queries, k), best first.
+
+    Candidates are streamed in blocks and merged into a running top-k, so neither the full
+    score matrix nor a normalized copy of the candidates is ever held. Ids are -1 and scores
+    -inf where there are fewer than k candidates.
+    """
+    import torch
+
+    nq, nc = len(queries), len(candidates)
+    kk = min(k, nc)
+    out_scores = np.full((nq, k), -np.inf, dtype=np.float32)
+    out_ids = np.full((nq, k), -1, dtype=np.int64)
+    if nq == 0 or kk == 0:
+        return out_scores, out_ids
+    cand_blocks = []  # normalized candidate blocks are re-used for every query block
+    reuse = nq > block_queries and nc * candidates.shape[1] * 4 <= cache_bytes
+    for q0 in range(0, nq, block_queries):
+        q = np.asarray(queries[q0 : q0 + block_queries], dtype=np.float32)
+        qt = torch.from_numpy(q if normalized else l2_normalize(q)).to(device)
+        best_s = torch.full((len(q), kk), -torch.inf, device=device)
+        best_i = torch.full((len(q), kk), -1, dtype=torch.int64, device=device)
+        for bi, c0 in enumerate(range(0, nc, block_candidates)):
+            if bi < len(cand_blocks):
+                ct = cand_blocks[bi]
+            else:
+                c = np.asarray(candidates[c0 : c0 + block_candidates], dtype=np.float32)
+                ct = torch.from_numpy(c if normalized else l2_normalize(c)).to(device)
+                if reuse:
+                    cand_blocks.append(ct)
+            scores = qt @ ct.T
+            s, i = torch.topk(scores, min(kk, scores.shape[1]), dim=1)
+            merged_s = torch.cat([best_s, s], dim=1)
+            merged_i = torch.cat([best_i, i + c0], dim=1)
+            best_s, pos = torch.topk(merged_s, kk, dim=1)
+            best_i = torch.gather(merged_i, 1, pos)
+        out_scores[q0 : q0 + len(q), :kk] = best_s.cpu().numpy()
+        out_ids[q0 : q0 + len(q), :kk] = best_i.cpu().numpy()
+    return out_scores, out_ids
+
+
+class VectorIndex(Protocol):
+    """Exact inner-product search over L2-normalized vectors."""
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append vectors (normalized on the way in)."""
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of the top-k, best first."""
+
+
+class TorchFlatIndex:
+    """Exact cosine search with the blocked torch kernel (CPU or CUDA)."""
+
+    def __init__(self, dim: int, device: str = "cpu") -> None:
+        self.dim, self.device = dim, device
+        self._blocks: list[np.ndarray] = []
+        self._matrix: np.ndarray | None = None
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append vectors (normalized on the way in)."""
+        self._blocks.append(l2_normalize(vectors))
+        self._matrix = None
+
+    @property
+    def ntotal(self) -> int:
+        """Number of stored vectors."""
+        return sum(len(b) for b in self._blocks)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of the top-k, best first."""
+        if self._matrix is None:
+            self._matrix = (
+                np.concatenate(self._blocks)
+                if self._blocks
+                else np.zeros((0, self.dim), np.float32)
+            )
+        return cosine_topk(queries, self._matrix, k, normalized=True, device=self.device)
+
+
+class FaissFlatIndex:
+    """Exact cosine search with faiss IndexFlatIP; on all GPUs when faiss-gpu sees one."""
+
+    def __init__(self, dim: int, use_gpu: bool | None = None) -> None:
+        import faiss
+
+        self.dim = dim
+        index = faiss.IndexFlatIP(dim)
+        gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+        if (use_gpu is None and gpus > 0) or use_gpu:
+            if gpus == 0:
+                raise RuntimeError(
+                    "faiss sees no GPU; install faiss-gpu on a CUDA machine or use_gpu=False"
+                )
+            index = faiss.index_cpu_to_all_gpus(index)
+        self._index = index
+
+    @property
+    def ntotal(self) -> int:
+        """Number of stored vectors."""
+        return int(self._index.ntotal)
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append vectors (normalized on the way in)."""
+        self._index.add(np.ascontiguousarray(l2_normalize(vectors)))
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of the top-k, best first."""
+        scores, ids = self._index.search(np.ascontiguousarray(l2_normalize(queries)), k)
+        scores = np.where(ids < 0, -np.inf, scores).astype(np.float32)
+        return scores, ids.astype(np.int64)
+
+
+def make_vector_index(dim: int, backend: str = "torch", device: str = "cpu") -> VectorIndex:
+    """An exact cosine index: backend 'torch' (CPU/CUDA) or 'faiss' (CPU, GPU when available)."""
+    if backend == "torch":
+        return TorchFlatIndex(dim, device)
+    if backend == "faiss":
+        return FaissFlatIndex(dim, use_gpu=device != "cpu")
+    raise ValueError(f"backend must be 'torch' or 'faiss', got {backend!r}")

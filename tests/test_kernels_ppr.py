@@ -1,0 +1,144 @@
+"""PPR / RWR kernels against igraph and networkx on random graphs."""
+
+from __future__ import annotations
+
+import igraph as ig
+import networkx as nx
+import numpy as np
+import pytest
+
+from kernels.graph import CSRGraph
+from kernels.ppr import personalized_pagerank, random_walk_with_restart
+
+
+def random_graph(
+    seed: int, n: int = 400, m: int = 1600, directed: bool = True, weighted: bool = True
+):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.random(m) + 0.05 if weighted else np.ones(m)
+    return src, dst, w, CSRGraph.from_edges(src, dst, w, n_nodes=n, directed=directed)
+
+
+def igraph_ppr(src, dst, w, n, directed, seeds, damping):
+    g = ig.Graph(n=n, edges=list(zip(src.tolist(), dst.tolist(), strict=True)), directed=directed)
+    out = []
+    for s in seeds:
+        reset = np.zeros(n)
+        if isinstance(s, dict):
+            for node, weight in s.items():
+                reset[node] += weight
+        else:
+            reset[list(s)] += 1
+        out.append(
+            g.personalized_pagerank(
+                damping=damping, reset=reset.tolist(), weights=w.tolist(), directed=directed
+            )
+        )
+    return np.array(out).T
+
+
+SEEDS = [[0], [3, 17], {5: 0.2, 40: 0.8}, [1, 2, 3, 4, 5], [399]]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_exact_equals_igraph(seed: int, directed: bool, damping: float) -> None:
+    src, dst, w, g = random_graph(seed, directed=directed)
+    ref = igraph_ppr(src, dst, w, 400, directed, SEEDS, damping)
+    res = personalized_pagerank(g, SEEDS, damping, tol=1e-12, batch_size=2)
+    assert res.dense.shape == (400, len(SEEDS))
+    assert np.abs(res.dense - ref).max() < 1e-6
+    np.testing.assert_allclose(res.dense.sum(axis=0), 1.0, atol=1e-9)
+
+
+def test_graph_with_many_dangling_nodes_float32() -> None:
+    """A sparse directed graph where most nodes have no out-edges: the walk restarts at the seeds."""
+    src, dst, w, g = random_graph(7, n=300, m=150)
+    assert g.dangling.sum() > 100
+    ref = igraph_ppr(src, dst, w, 300, True, SEEDS[:4], 0.85)
+    res = personalized_pagerank(g, SEEDS[:4], 0.85, tol=1e-10, dtype="float32")
+    assert np.abs(res.dense - ref).max() < 1e-6
+
+
+def test_exact_equals_networkx() -> None:
+    src, dst, w, g = random_graph(3, n=200, m=900)
+    G = nx.DiGraph()
+    G.add_nodes_from(range(200))
+    for s, t, x in zip(src.tolist(), dst.tolist(), w.tolist(), strict=True):
+        G.add_edge(s, t, weight=G.get_edge_data(s, t, {"weight": 0})["weight"] + x)
+    res = personalized_pagerank(g, [[10, 11]], 0.85, tol=1e-12)
+    ref = nx.pagerank(
+        G, alpha=0.85, personalization={10: 1, 11: 1}, weight="weight", tol=1e-13, max_iter=1000
+    )
+    assert np.abs(res.dense[:, 0] - np.array([ref[i] for i in range(200)])).max() < 1e-6
+
+
+def test_rwr_is_ppr_with_damping_one_minus_restart() -> None:
+    src, dst, w, g = random_graph(4, directed=False)
+    rwr = random_walk_with_restart(g, SEEDS, restart_prob=0.8, tol=1e-12)
+    ref = igraph_ppr(src, dst, w, 400, False, SEEDS, 0.2)
+    assert np.abs(rwr.dense - ref).max() < 1e-6
+
+
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+@pytest.mark.parametrize("eps", [1e-4, 1e-6, 1e-8])
+def test_local_push_error_bound_holds(damping: float, eps: float) -> None:
+    src, dst, w, g = random_graph(5, n=2000, m=8000)
+    seeds = [[i, i + 7] for i in range(0, 60, 3)]
+    exact = personalized_pagerank(g, seeds, damping, tol=1e-13, max_iter=1000).dense
+    local = personalized_pagerank(g, seeds, damping, mode="local", eps=eps, batch_size=8)
+    approx = local.to_dense()
+    assert np.all(approx <= exact + 1e-12), "push never overshoots"
+    gap = (exact - approx).sum(axis=0)
+    # the reported bound is the exact L1 gap (up to the exact solver's own tolerance)
+    np.testing.assert_allclose(gap, local.error_bound, atol=1e-9)
+    assert np.all(np.abs(exact - approx).max(axis=0) <= local.error_bound + 1e-12)
+    # the residual threshold bounds what is left: eps * degree per node
+    assert np.all(local.error_bound <= eps * max(g.n_entries, 1))
+
+
+def test_local_push_is_local_and_accurate_at_small_eps() -> None:
+    _, _, _, g = random_graph(6, n=5000, m=15000)
+    hubs = np.argsort(-g.out_degree)[:3].tolist()
+    seeds = [[hubs[0]], hubs[1:]]
+    local = personalized_pagerank(g, seeds, 0.5, mode="local", eps=1e-5)
+    assert local.node.size < 0.2 * g.n_nodes * len(seeds), "push touches only a neighbourhood"
+    exact = personalized_pagerank(g, seeds, 0.5, tol=1e-12)
+    en, es = exact.topk(20)
+    ln, _ = personalized_pagerank(g, seeds, 0.5, mode="local", eps=1e-9).topk(20)
+    for q in range(len(seeds)):
+        assert es[q, -1] > 0
+        assert len(set(en[q]) & set(ln[q])) >= 19
+
+
+def test_topk_order_and_padding() -> None:
+    _, _, _, g = random_graph(8, n=50, m=10)
+    res = personalized_pagerank(g, [[0]], 0.85, mode="local", eps=1e-9)
+    nodes, scores = res.topk(60)
+    assert nodes[0, 0] == 0 and np.all(np.diff(scores[0][nodes[0] >= 0]) <= 0)
+    assert (nodes[0] == -1).sum() == 60 - (res.to_dense()[:, 0] > 0).sum()
+    exact_nodes, exact_scores = personalized_pagerank(g, [[0]], 0.85).topk(5)
+    assert exact_nodes[0, 0] == 0 and np.all(np.diff(exact_scores[0]) <= 0)
+
+
+def test_bad_seeds_rejected() -> None:
+    _, _, _, g = random_graph(0, n=10, m=20)
+    with pytest.raises(ValueError, match="no seed"):
+        personalized_pagerank(g, [[]])
+    with pytest.raises(ValueError, match="outside"):
+        personalized_pagerank(g, [[10]])
+    with pytest.raises(ValueError, match="damping"):
+        personalized_pagerank(g, [[1]], damping=1.0)
+
+
+@pytest.mark.gpu
+def test_exact_on_cuda_matches_cpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    _, _, _, g = random_graph(9)
+    cpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12).dense
+    gpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12, device="cuda").dense
+    assert np.abs(cpu - gpu).max() < 1e-9
