@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
+
+
+def torch_csr(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    n: int,
+    device: str = "cpu",
+    dtype=None,
+):
+    """A square torch sparse CSR tensor over numpy arrays (shared memory on CPU where dtypes allow)."""
+    import torch
+
+    dtype = dtype or torch.float64
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        t = torch.sparse_csr_tensor(
+            torch.from_numpy(indptr),
+            torch.from_numpy(indices),
+            torch.from_numpy(data).to(dtype),
+            size=(n, n),
+            check_invariants=False,
+        )
+    return t.to(device)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,8 +85,11 @@ class CSRGraph:
             w, eid = np.concatenate([w, w]), np.concatenate([eid, eid])
         order = np.lexsort((dst, src))
         src, dst, w, eid = src[order], dst[order], w[order], eid[order]
-        indptr = np.zeros(n + 1, dtype=np.int64)
+        # int32 indices when they fit: half the memory, and scipy keeps them without a copy
+        idx = np.int32 if max(n, src.size) < 2**31 - 1 else np.int64
+        indptr = np.zeros(n + 1, dtype=idx)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+        dst = dst.astype(idx)
         if node_type is not None:
             node_type = np.asarray(node_type)
             if node_type.shape != (n,):
@@ -112,16 +140,7 @@ class CSRGraph:
 
     def to_torch(self, device: str = "cpu", dtype=None):
         """torch sparse CSR tensor of the weights (zero-copy on CPU for float64)."""
-        import torch
-
-        dtype = dtype or torch.float64
-        t = torch.sparse_csr_tensor(
-            torch.from_numpy(self.indptr),
-            torch.from_numpy(self.indices),
-            torch.from_numpy(self.weights).to(dtype),
-            size=(self.n_nodes, self.n_nodes),
-        )
-        return t.to(device)
+        return torch_csr(self.indptr, self.indices, self.weights, self.n_nodes, device, dtype)
 
     def to_cugraph(self):
         """cuGraph Graph of the same edges (needs cugraph and a GPU)."""

@@ -17,13 +17,12 @@ Two modes:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.graph import CSRGraph
+from kernels.graph import CSRGraph, torch_csr
 
 SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray
 
@@ -129,7 +128,6 @@ def random_walk_with_restart(
 def _transition_T(graph: CSRGraph, device: str, dtype):
     """P^T as a torch sparse CSR tensor: row v holds the step probabilities of edges u -> v."""
     import scipy.sparse as sp
-    import torch
 
     key = ("transition_T", device, dtype)
     if key not in graph._cache:
@@ -137,15 +135,8 @@ def _transition_T(graph: CSRGraph, device: str, dtype):
         p = sp.csr_matrix((graph.transition_weights, graph.indices, graph.indptr), shape=(n, n))
         pt = p.T.tocsr()
         pt.sum_duplicates()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            graph._cache[key] = torch.sparse_csr_tensor(
-                torch.from_numpy(pt.indptr.astype(np.int64)),
-                torch.from_numpy(pt.indices.astype(np.int64)),
-                torch.from_numpy(pt.data).to(dtype),
-                size=(n, n),
-                check_invariants=False,
-            ).to(device)
+        idx = pt.indices.dtype
+        graph._cache[key] = torch_csr(pt.indptr.astype(idx), pt.indices, pt.data, n, device, dtype)
     return graph._cache[key]
 
 
@@ -170,14 +161,16 @@ def _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name)
         )
         x = s.clone()
         restart = (1.0 - damping) * s
-        for it in range(max_iter):
+        steps = 0
+        while steps < max_iter:
+            steps += 1
             lost = dangling @ x  # mass sitting on dangling nodes, per query
             nxt = torch.addmm(restart + damping * s * lost, pt, x, alpha=damping)
             delta = (nxt - x).abs().sum(dim=0).max().item()
             x = nxt
             if delta < tol:
                 break
-        iters = max(iters, it + 1)
+        iters = max(iters, steps)
         out[:, lo:hi] = x.cpu().numpy()
     return PPRResult(n, b, dense=out, iterations=iters)
 
@@ -204,9 +197,8 @@ def _local(graph, seeds, damping, eps, max_rounds, batch_size) -> PPRResult:
         active = np.unique(seed_keys)
         touched = []
         r = 0
-        for r in range(max_rounds):  # noqa: B007 - r reported as rounds
-            if active.size == 0:
-                break
+        while active.size and r < max_rounds:
+            r += 1
             touched.append(active)
             vals = residual[active]
             residual[active] = 0.0
@@ -227,13 +219,13 @@ def _local(graph, seeds, damping, eps, max_rounds, batch_size) -> PPRResult:
                 pos = np.arange(total) + np.repeat(
                     graph.indptr[u] - (np.cumsum(counts) - counts), counts
                 )
-                keys = graph.indices[pos] * nb + uq[rep]
+                keys = graph.indices[pos].astype(np.int64) * nb + uq[rep]
                 np.add.at(residual, keys, push[rep] * tw[pos])
                 new_keys.append(keys)
             cand = np.concatenate(new_keys) if new_keys else np.empty(0, np.int64)
             # only keys whose residual crossed the threshold become active (few of the touched)
             active = np.unique(cand[residual[cand] >= threshold[cand // nb]])
-        rounds = max(rounds, r + 1)
+        rounds = max(rounds, r)
         keys = np.unique(np.concatenate(touched)) if touched else np.empty(0, np.int64)
         keys = keys[scores[keys] > 0]
         parts_q.append(keys % nb + lo)

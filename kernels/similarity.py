@@ -115,7 +115,9 @@ class TorchFlatIndex:
                 if self._blocks
                 else np.zeros((0, self.dim), np.float32)
             )
-        return cosine_topk(queries, self._matrix, k, normalized=True, device=self.device)
+        return cosine_topk(
+            l2_normalize(queries), self._matrix, k, normalized=True, device=self.device
+        )
 
 
 class FaissFlatIndex:
