@@ -1,0 +1,126 @@
+"""The LLM front every stage calls: response cache, token accounting per stage, dry runs.
+
+    llm = LLM(backend, cache=ResponseCache(path))
+    completions = llm.generate(prompts, GenParams(max_tokens=512), stage="extract")
+
+One call looks up the whole batch in the cache, sends only the misses to the backend in one
+batched call, stores the answers, and counts tokens per (stage, backend). With dry_run=True
+nothing is sent: prompts and their tokens are counted, to estimate a run's cost before it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from engine.models.base import (
+    Completion,
+    GenParams,
+    LLMBackend,
+    LLMRequiredError,
+    Prompt,
+    UsageLedger,
+    prompt_key,
+)
+from engine.models.cache import ResponseCache
+
+
+class NoLLM:
+    """The `none` backend: LLM-free pipelines stay explicit; any call names the stage."""
+
+    model_id = "none"
+
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, stage: str = "?"
+    ) -> list[Completion]:
+        """Refuse: the configuration has no LLM."""
+        raise LLMRequiredError(
+            f"stage '{stage}' needs an LLM but the llm backend is 'none'; set llm.backend to "
+            "'transformers', 'openai' or 'vllm' in the config, or choose an LLM-free mode "
+            "(e.g. Clue-RAG alpha = 0)"
+        )
+
+    def count_tokens(self, prompts: list[Prompt]) -> list[int]:
+        """Nothing is ever sent."""
+        return [0] * len(prompts)
+
+
+class LLM:
+    """Cache + accounting + dry-run wrapper around one backend."""
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        cache: ResponseCache | None = None,
+        ledger: UsageLedger | None = None,
+        dry_run: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.ledger = ledger or UsageLedger()
+        self.dry_run = dry_run
+
+    @property
+    def model_id(self) -> str:
+        """Id of the backend's model (part of every cache key)."""
+        return self.backend.model_id
+
+    def generate(self, prompts: list[Prompt], params: GenParams, stage: str) -> list[Completion]:
+        """Answer a batch: cached answers first, one backend call for the rest."""
+        if isinstance(self.backend, NoLLM):
+            self.backend.generate(prompts, params, stage=stage)
+        usage = self.ledger.get(stage, self.backend.model_id)
+        started = time.perf_counter()
+        keys = [prompt_key(self.model_id, p, params) for p in prompts]
+        hits = self.cache.get_many(sorted(set(keys))) if self.cache is not None else {}
+        out: list[Completion | None] = [hits.get(k) for k in keys]
+        # identical prompts in one batch are sent once
+        todo: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            if out[i] is None and k not in todo:
+                todo[k] = i
+        if todo:
+            batch = [prompts[i] for i in todo.values()]
+            if self.dry_run:
+                counts = self.backend.count_tokens(batch)
+                fresh = [Completion("", n, 0, dry_run=True) for n in counts]
+            else:
+                fresh = self.backend.generate(batch, params)
+                if self.cache is not None:
+                    self.cache.put_many(self.model_id, zip(todo.keys(), fresh, strict=True))
+            by_key = dict(zip(todo.keys(), fresh, strict=True))
+            for i, k in enumerate(keys):
+                if out[i] is None:
+                    c = by_key[k]
+                    # a repeated prompt in the same batch is a cache hit for its copies
+                    out[i] = (
+                        c
+                        if todo[k] == i
+                        else Completion(
+                            c.text,
+                            c.prompt_tokens,
+                            c.completion_tokens,
+                            cached=True,
+                            finish_reason=c.finish_reason,
+                            dry_run=c.dry_run,
+                        )
+                    )
+        result = [c for c in out if c is not None]
+        for c in result:
+            usage.add(c)
+        usage.seconds += time.perf_counter() - started
+        return result
+
+    def note_parse_failures(self, stage: str, failed: int, retried: int) -> None:
+        """Count answers that did not parse (final failures) and re-asks."""
+        usage = self.ledger.get(stage, self.backend.model_id)
+        usage.parse_failures += failed
+        usage.retries += retried
+
+    def estimate(self, prompts: list[Prompt], params: GenParams) -> dict[str, int]:
+        """Cost of a batch before sending it: prompts, prompt tokens, completion tokens at most."""
+        counts = self.backend.count_tokens(prompts)
+        return {
+            "prompts": len(prompts),
+            "prompt_tokens": int(sum(counts)),
+            "max_completion_tokens": params.max_tokens * len(prompts),
+        }
