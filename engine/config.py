@@ -59,11 +59,67 @@ class ChunkingConfig:
 
 
 @dataclass
+class LLMConfig:
+    """Which LLM answers prompts, and how it is reached."""
+
+    backend: Literal["none", "transformers", "openai", "vllm"] = "none"
+    model: str | None = None
+    """transformers: local folder (default: packaged SmolLM2 GGUF); openai: server model name; vllm: local folder."""
+    gguf_file: str | None = None
+    device: str = "cpu"
+    batch_size: int = 8
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself never goes in a file)."""
+    concurrency: int = 8
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 120.0
+    max_retries: int = 5
+    parse_retries: int = 2
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    cache: str | None = None
+    """SQLite response cache; default `llm_cache.sqlite` beside the index (or the run's output)."""
+
+
+@dataclass
+class EmbedderConfig:
+    """Which model turns texts into vectors."""
+
+    backend: Literal["sentence-transformers", "bge-m3", "openai"] = "sentence-transformers"
+    model: str = "all-MiniLM-L6-v2"
+    device: str = "cpu"
+    batch_size: int = 64
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = None
+
+
+@dataclass
+class RerankerConfig:
+    """Which model reranks candidates against a query."""
+
+    backend: Literal["bi-encoder", "cross-encoder", "flag"] = "bi-encoder"
+    model: str | None = None
+    device: str = "cpu"
+    batch_size: int = 32
+
+
+@dataclass
+class ModelsConfig:
+    """LLM, embedder and reranker settings (a section of index and query configs)."""
+
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+
+
+@dataclass
 class IndexConfig:
     """Everything `graphrag-engine index` needs; later stages add their sections here."""
 
     ingest: IngestConfig = field(default_factory=IngestConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
 
     def validate(self, where: str) -> None:

@@ -60,6 +60,8 @@ class Completion:
     latency_s: float = 0.0
     finish_reason: str = "stop"
     dry_run: bool = False
+    error: str | None = None
+    """Set when the call failed after its retries; such completions are never cached."""
 
 
 @dataclass

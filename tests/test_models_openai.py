@@ -1,0 +1,135 @@
+"""OpenAI-compatible client against the FAULT INJECTOR (tests/fault_server.py): retries,
+backoff, Retry-After, timeouts, concurrency limits, key hygiene."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from engine.errors import ConfigError
+from engine.models import LLM, GenParams, LLMError, ResponseCache
+from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM, OpenAIEmbedder
+
+from .fault_server import FaultInjector
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+
+
+def client(url: str, **kw) -> OpenAICompatLLM:
+    settings = HTTPSettings(base_url=url, backoff_base_s=0.01, backoff_max_s=1.0, **kw)
+    return OpenAICompatLLM("test-model", settings)
+
+
+def test_retries_500_429_malformed_and_dropped_then_succeeds() -> None:
+    with FaultInjector(["500", "429:0", "malformed", "drop", "503"]) as srv:
+        llm = client(srv.url, concurrency=1, max_retries=6)
+        (c,) = llm.generate(["hello"], GenParams())
+        assert c.error is None and c.text == "echo: hello"
+        assert (c.prompt_tokens, c.completion_tokens) == (7, 3)
+        assert len(srv.requests) == 6 and llm.http.retries == 5
+
+
+def test_retry_after_is_honoured() -> None:
+    with FaultInjector(["429:1"]) as srv:
+        llm = client(srv.url, concurrency=1)
+        llm.generate(["x"], GenParams())
+        gap = srv.requests[1]["t"] - srv.requests[0]["t"]
+        assert 0.9 <= gap < 2.5
+
+
+def test_hang_hits_read_timeout_and_is_retried() -> None:
+    with FaultInjector(["hang:3"]) as srv:
+        llm = client(srv.url, concurrency=1, read_timeout_s=0.5)
+        t0 = time.perf_counter()
+        (c,) = llm.generate(["slow"], GenParams())
+        assert c.error is None and time.perf_counter() - t0 < 2.5
+        assert len(srv.requests) == 2
+
+
+def test_gives_up_after_max_retries_and_names_the_cause() -> None:
+    with FaultInjector(["500"] * 10) as srv:
+        llm = client(srv.url, concurrency=1, max_retries=2)
+        (c,) = llm.generate(["x"], GenParams())
+        assert c.error and "failed after 3 attempts" in c.error and "HTTP 500" in c.error
+        assert len(srv.requests) == 3
+
+
+def test_client_error_is_not_retried() -> None:
+    with FaultInjector(["400"]) as srv:
+        (c,) = client(srv.url, concurrency=1).generate(["x"], GenParams())
+        assert "HTTP 400" in c.error and len(srv.requests) == 1
+
+
+def test_failed_prompts_raise_but_successes_are_cached(tmp_path) -> None:
+    with FaultInjector(["ok", "500", "500", "500", "ok"]) as srv:
+        llm = LLM(
+            client(srv.url, concurrency=1, max_retries=2),
+            cache=ResponseCache(tmp_path / "c.sqlite"),
+        )
+        with pytest.raises(LLMError, match="1 of 3 prompts failed"):
+            llm.generate(["a", "b", "c"], GenParams(), stage="extract")
+        assert len(llm.cache) == 2
+        srv.plan = []
+        out = llm.generate(["a", "b", "c"], GenParams(), stage="extract")
+        assert [c.text for c in out] == ["echo: a", "echo: b", "echo: c"]
+        assert [c.cached for c in out] == [True, False, True]
+        assert len(srv.requests) == 6  # only "b" was sent again
+
+
+def test_concurrency_is_bounded() -> None:
+    with FaultInjector(["hang:0.3"] * 12) as srv:
+        llm = client(srv.url, concurrency=4)
+        t0 = time.perf_counter()
+        out = llm.generate([f"p{i}" for i in range(12)], GenParams())
+        elapsed = time.perf_counter() - t0
+        assert [c.text for c in out] == [f"echo: p{i}" for i in range(12)]
+        assert 0.85 <= elapsed < 2.0  # 12 requests of 0.3 s, 4 at a time: 3 waves
+        starts = sorted(r["t"] for r in srv.requests)
+        in_flight = max(sum(1 for s in starts if t <= s < t + 0.25) for t in starts)
+        assert in_flight <= 4
+
+
+def test_api_key_from_env_is_sent_and_never_leaks(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TEST_LLM_KEY", SECRET)
+    with FaultInjector(["500"] * 3) as srv:
+        llm = LLM(
+            client(srv.url, concurrency=1, max_retries=2, api_key_env="TEST_LLM_KEY"),
+            cache=ResponseCache(tmp_path / "c.sqlite"),
+        )
+        with pytest.raises(LLMError) as err:
+            llm.generate(["x"], GenParams(), stage="s")
+        assert srv.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
+        assert SECRET not in str(err.value)
+        srv.plan = []
+        llm.generate(["y"], GenParams(), stage="s")
+        llm.cache.close()
+        assert SECRET.encode() not in (tmp_path / "c.sqlite").read_bytes()
+        for f in tmp_path.glob("c.sqlite*"):
+            assert SECRET.encode() not in f.read_bytes()
+
+
+def test_missing_key_env_is_a_config_error(monkeypatch) -> None:
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    with pytest.raises(ConfigError, match="NOPE_KEY is not set"):
+        client("http://127.0.0.1:9/v1", api_key_env="NOPE_KEY")
+
+
+def test_embeddings_endpoint_normalized_in_order() -> None:
+    with FaultInjector(["503"]) as srv:
+        emb = OpenAIEmbedder("e", HTTPSettings(base_url=srv.url, backoff_base_s=0.01), batch_size=2)
+        vecs = emb.encode(["a", "bbb", "cc"])
+        assert vecs.dtype == np.float32 and vecs.shape == (3, 3)
+        np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-6)
+        assert vecs[1, 0] > vecs[2, 0] > vecs[0, 0]
+
+
+def test_guided_json_is_sent_as_response_format() -> None:
+    with FaultInjector([]) as srv:
+        schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+        client(srv.url).generate(["x"], GenParams(json_schema=schema, stop=("END",)))
+        body = srv.requests[0]["body"]
+        assert body["response_format"]["json_schema"]["schema"] == schema and body["stop"] == [
+            "END"
+        ]
