@@ -90,6 +90,42 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Answer a JSONL file of prompts with the configured LLM in one batched call per stage."""
+    from engine.models import GenParams, make_llm
+    from engine.models.prompts_io import read_prompts, write_answers
+
+    config = load_config(args.config)
+    llm_cfg = config.models.llm
+    for key in ("backend", "model", "base_url"):
+        value = getattr(args, key)
+        if value is not None:
+            setattr(llm_cfg, key, value)
+    ids, prompts = read_prompts(args.prompts)
+    cache = Path(args.out).with_suffix(".cache.sqlite") if args.out else None
+    llm = make_llm(llm_cfg, default_cache=cache, dry_run=args.dry_run)
+    params = GenParams(max_tokens=args.max_tokens, temperature=args.temperature)
+    if args.dry_run:
+        est = llm.estimate(prompts, params)
+        print(
+            f"dry run: stage '{args.stage}' would send {est['prompts']} prompts, {est['prompt_tokens']} prompt "
+            f"tokens, at most {est['max_completion_tokens']} completion tokens, to {llm.model_id}; nothing was sent"
+        )
+        return 0
+    if not args.out:
+        raise BadInputError("generate: give --out FILE for the answers (or --dry-run)")
+    completions = llm.generate(prompts, params, stage=args.stage)
+    write_answers(args.out, ids, completions)
+    total = llm.ledger.total()
+    print(
+        f"{len(completions)} answers -> {args.out}: {total.calls} model calls, {total.cached_calls} cached, "
+        f"{total.prompt_tokens + total.cached_prompt_tokens} prompt + "
+        f"{total.completion_tokens + total.cached_completion_tokens} completion tokens, "
+        f"{total.parse_failures} parse failures, {total.seconds:.1f} s"
+    )
+    return 0
+
+
 def _later(issue: str):
     def run(args: argparse.Namespace) -> int:
         raise NotYetAvailableError(
@@ -125,6 +161,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("index")
     p.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
     p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("generate", help="answer a JSONL file of prompts with the configured LLM")
+    p.add_argument(
+        "prompts", help='JSONL: {"id": ..., "prompt": "..."} or {"id": ..., "messages": [...]}'
+    )
+    p.add_argument("--out", help="JSONL of answers (written atomically)")
+    p.add_argument("--config", help="YAML config with a models.llm section")
+    p.add_argument("--backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--stage", default="generate", help="name under which tokens are accounted")
+    p.add_argument("--dry-run", action="store_true", help="count prompts and tokens, call no model")
+    p.set_defaults(func=cmd_generate)
 
     for name, issue in (
         ("query", "the bulk querying issue (#6)"),

@@ -44,3 +44,31 @@ def _run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
 def run_cli():
     """Callable that runs `graphrag-engine ARGS...` in a real subprocess."""
     return _run_cli
+
+
+@pytest.fixture(scope="session")
+def smollm():
+    """The packaged SmolLM2-135M GGUF in transformers, loaded once per test session (~30 s)."""
+    from engine.models.transformers_llm import TransformersLLM
+
+    return TransformersLLM(batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged all-MiniLM-L6-v2 sentence-transformers embedder, loaded once."""
+    from engine.models.embed import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 serving the packaged SmolLM2."""
+    from engine.models.llama_server import LlamaServer
+
+    server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log")
+    try:
+        yield server.wait()
+    finally:
+        server.stop()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from engine.errors import GraphRAGError
@@ -45,8 +45,12 @@ class GenParams:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
     def with_seed(self, seed: int) -> GenParams:
-        """Same parameters with another seed (a retry of an unparsable answer)."""
-        return GenParams(**{**asdict(self), "seed": seed, "stop": self.stop})
+        """Same parameters with another seed."""
+        return replace(self, seed=seed)
+
+    def sampled(self, min_temperature: float = 0.7) -> GenParams:
+        """Same parameters, sampling at min_temperature at least (for re-asks)."""
+        return replace(self, temperature=max(self.temperature, min_temperature))
 
 
 @dataclass

@@ -56,7 +56,11 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         """Embedding width."""
-        return int(self.model.get_sentence_embedding_dimension())
+        getter = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )
+        return int(getter())
 
     @property
     def tokenizer(self):

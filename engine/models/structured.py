@@ -1,8 +1,8 @@
 """Structured output: tolerant JSON parsing, LightRAG-style delimited records, and batched
 retry of unparsable answers.
 
-A completion that does not parse is retried (whole batch of failures at once, with another
-seed) up to `retries` times, then recorded as a failure with its raw text. Nothing is guessed:
+A completion that does not parse is retried (whole batch of failures at once, sampled with
+another seed at temperature >= 0.7) up to `retries` times, then recorded as a failure with its raw text. Nothing is guessed:
 repair only closes what truncation left open or strips wrappers (code fences, prose around
 the JSON, trailing commas); it never invents values.
 """
@@ -175,7 +175,8 @@ def generate_structured(
     for attempt in range(retries + 1):
         if not pending:
             break
-        p = params if attempt == 0 else params.with_seed(params.seed + 7919 * attempt)
+        # a re-ask samples (greedy decoding would repeat the same answer) with a new seed
+        p = params if attempt == 0 else params.with_seed(params.seed + 7919 * attempt).sampled()
         completions = llm.generate([prompts[i] for i in pending], p, stage=stage)
         still = []
         for i, c in zip(pending, completions, strict=True):

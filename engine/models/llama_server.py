@@ -1,0 +1,97 @@
+"""Start llama.cpp's OpenAI-compatible server (llama-cpp-python[server]) on loopback, as a
+user would: `python -m llama_cpp.server --model GGUF --port N`. Used by tests and bench/."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from engine.models.base import LLMError
+from engine.models.transformers_llm import smollm2_gguf
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    """A llama.cpp server process serving one GGUF (default: the packaged SmolLM2)."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        alias: str = "smollm2",
+        n_threads: int = 2,
+        n_ctx: int = 2048,
+        log: Path | None = None,
+    ) -> None:
+        if model is None:
+            folder, name = smollm2_gguf()
+            model = str(Path(folder) / name)
+        self.port = free_port()
+        self.alias = alias
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._log = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                model,
+                "--model_alias",
+                alias,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--n_threads",
+                str(n_threads),
+                "--n_ctx",
+                str(n_ctx),
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait(self, timeout_s: float = 180.0) -> LlamaServer:
+        """Block until /v1/models answers; raise if the process dies or time runs out."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise LLMError(
+                    f"llama.cpp server exited with code {self.proc.returncode}; is llama-cpp-python[server] installed?"
+                )
+            try:
+                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise LLMError(f"llama.cpp server did not answer within {timeout_s} s")
+
+    def stop(self) -> None:
+        """Terminate the server."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self._log is not subprocess.DEVNULL:
+            self._log.close()
+
+    def __enter__(self) -> LlamaServer:
+        return self.wait()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

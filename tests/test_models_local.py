@@ -1,0 +1,168 @@
+"""Model layer with real local models: SmolLM2 (transformers, GGUF) and all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.models import LLM, GenParams, LLMRequiredError, NoLLM, ResponseCache
+from engine.models.embed import packaged_minilm_path
+from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
+from engine.models.structured import ParseError, generate_structured, parse_json
+
+PROMPTS = [
+    "What is the capital of France? Answer in one word.",
+    "Name a colour.",
+    "Write the number after 3 as a digit.",
+    "Say hello.",
+    "List two fruits.",
+]
+
+
+class CallCounter:
+    """Counts backend calls (instrumentation of the real backend, not a fake)."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.calls, self.prompts = backend, 0, 0
+        self.model_id = backend.model_id
+
+    def generate(self, prompts, params):
+        self.calls += 1
+        self.prompts += len(prompts)
+        return self.backend.generate(prompts, params)
+
+    def count_tokens(self, prompts):
+        return self.backend.count_tokens(prompts)
+
+
+@pytest.mark.slow
+def test_batched_generation_equals_one_at_a_time(smollm) -> None:
+    params = GenParams(max_tokens=12)
+    batched = smollm.generate(PROMPTS, params)
+    single = [smollm.generate([p], params)[0] for p in PROMPTS]
+    assert [c.text for c in batched] == [c.text for c in single]
+    counts = smollm.count_tokens(PROMPTS)
+    for c, n in zip(batched, counts, strict=True):
+        assert c.prompt_tokens == n > 5
+        assert 0 < c.completion_tokens <= 12 and c.latency_s > 0 and not c.cached
+    assert any(c.finish_reason == "length" for c in batched)
+
+
+@pytest.mark.slow
+def test_cache_makes_a_rerun_free_and_keeps_tokens(smollm, tmp_path: Path) -> None:
+    counter = CallCounter(smollm)
+    llm = LLM(counter, cache=ResponseCache(tmp_path / "cache.sqlite"))
+    params = GenParams(max_tokens=8)
+    first = llm.generate(PROMPTS + PROMPTS[:2], params, stage="answer")  # duplicates sent once
+    assert counter.calls == 1 and counter.prompts == len(PROMPTS)
+    again = LLM(counter, cache=ResponseCache(tmp_path / "cache.sqlite"))  # a fresh run
+    second = again.generate(PROMPTS, params, stage="answer")
+    assert counter.calls == 1, "a finished stage makes zero model calls"
+    assert [c.text for c in second] == [c.text for c in first[: len(PROMPTS)]]
+    assert all(c.cached for c in second)
+    u1, u2 = llm.ledger.get("answer", smollm.model_id), again.ledger.get("answer", smollm.model_id)
+    assert u1.calls == 5 and u1.cached_calls == 2
+    assert u2.calls == 0 and u2.cached_calls == 5
+    assert u2.cached_prompt_tokens == sum(c.prompt_tokens for c in first[:5])
+    assert u2.cached_completion_tokens == sum(c.completion_tokens for c in first[:5])
+
+
+@pytest.mark.slow
+def test_dry_run_counts_without_calling(smollm) -> None:
+    counter = CallCounter(smollm)
+    llm = LLM(counter, dry_run=True)
+    out = llm.generate(PROMPTS, GenParams(max_tokens=50), stage="extract")
+    assert counter.calls == 0 and all(c.dry_run and c.text == "" for c in out)
+    usage = llm.ledger.get("extract", smollm.model_id)
+    assert usage.dry_run_prompts == 5 and usage.prompt_tokens == sum(smollm.count_tokens(PROMPTS))
+    est = llm.estimate(PROMPTS, GenParams(max_tokens=50))
+    assert est == {"prompts": 5, "prompt_tokens": usage.prompt_tokens, "max_completion_tokens": 250}
+
+
+@pytest.mark.slow
+def test_structured_retries_then_records_failures(smollm) -> None:
+    llm = LLM(smollm)
+
+    def never(text: str):
+        raise ParseError("this stage accepts nothing")
+
+    run = generate_structured(
+        llm, PROMPTS[:3], never, GenParams(max_tokens=6), stage="s", retries=2
+    )
+    assert run.failures == 3
+    assert all(r.attempts == 3 and r.raw and r.value is None and r.error for r in run.results)
+    usage = llm.ledger.get("s", smollm.model_id)
+    assert usage.parse_failures == 3 and usage.retries == 6 and usage.calls == 9
+
+
+@pytest.mark.slow
+def test_structured_json_with_the_local_model(smollm) -> None:
+    llm = LLM(smollm)
+    prompts = [
+        f'Return only a JSON object like {{"city": "...", "country": "..."}} for the city {c}.'
+        for c in ("Paris", "Rome", "Tokyo", "Berlin")
+    ]
+    run = generate_structured(
+        llm, prompts, parse_json, GenParams(max_tokens=40), stage="json", retries=2
+    )
+    assert len(run.results) == 4
+    for r in run.results:
+        assert r.ok == (r.error is None)
+        if r.ok:
+            assert isinstance(r.value, dict | list)
+        else:
+            assert r.raw, "a failure keeps the raw text"
+    assert llm.ledger.get("json", smollm.model_id).parse_failures == run.failures
+
+
+def test_none_backend_names_the_stage() -> None:
+    with pytest.raises(LLMRequiredError, match="stage 'community_reports' needs an LLM"):
+        LLM(NoLLM()).generate(["x"], GenParams(), stage="community_reports")
+
+
+def test_embedder_is_normalized_batched_and_meaningful(minilm) -> None:
+    texts = [
+        "Hana Lirrow designed the opera house.",
+        "The opera house was designed by Hana Lirrow.",
+        "Smoked eel is sold on Thursdays.",
+    ]
+    vecs = minilm.encode(texts)
+    assert vecs.dtype == np.float32 and vecs.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.3
+    one = np.stack([minilm.encode([t])[0] for t in texts])
+    np.testing.assert_allclose(vecs, one, atol=1e-5)
+    assert minilm.encode([]).shape == (0, 384)
+
+
+def test_bi_encoder_reranker(minilm) -> None:
+    rr = BiEncoderReranker(minilm)
+    pairs = [
+        (
+            "Who designed the Quillon Opera House?",
+            ["Smoked eel is sold on Thursdays.", "Hana Lirrow designed the Quillon Opera House."],
+        ),
+        (
+            "What is sold in Hollowmere?",
+            [
+                "Hana Lirrow designed the Quillon Opera House.",
+                "Smoked eel is sold on Thursdays in Hollowmere.",
+            ],
+        ),
+        ("empty", []),
+    ]
+    scores = rr.score_batch(pairs)
+    assert np.argmax(scores[0]) == 1 and np.argmax(scores[1]) == 1 and scores[2].size == 0
+    np.testing.assert_allclose(rr.score(*pairs[0]), scores[0], atol=1e-6)
+
+
+def test_cross_encoder_from_local_folder() -> None:
+    # the packaged MiniLM weights with a fresh one-logit head: a real CrossEncoder code path
+    rr = CrossEncoderReranker(packaged_minilm_path())
+    pairs = [("q one", ["a", "b", "c"]), ("q two", ["d"])]
+    batch = rr.score_batch(pairs)
+    assert [s.shape for s in batch] == [(3,), (1,)]
+    np.testing.assert_allclose(rr.score("q two", ["d"]), batch[1], atol=1e-5)
+    assert not np.allclose(batch[0][0], batch[0][1])
