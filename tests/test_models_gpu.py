@@ -1,0 +1,61 @@
+"""GPU model paths (vLLM offline batch, guided JSON, CUDA transformers); skipped without a GPU.
+
+Set GRAPHRAG_VLLM_MODEL to a local model folder (e.g. Qwen2.5-0.5B-Instruct) to run the vLLM tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from engine.models import GenParams
+
+pytestmark = pytest.mark.gpu
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA GPU")
+
+
+@pytest.fixture(scope="module")
+def vllm_backend():
+    pytest.importorskip("vllm")
+    model = os.environ.get("GRAPHRAG_VLLM_MODEL")
+    if not model:
+        pytest.skip("set GRAPHRAG_VLLM_MODEL to a local model folder")
+    from engine.models.vllm_llm import VLLMBackend
+
+    return VLLMBackend(model, gpu_memory_utilization=0.5)
+
+
+@needs_cuda
+def test_vllm_offline_batch(vllm_backend) -> None:
+    out = vllm_backend.generate(["Say hello.", "Name a colour.", "What is 2+2?"], GenParams(max_tokens=16))
+    assert len(out) == 3 and all(c.text and c.completion_tokens <= 16 for c in out)
+
+
+@needs_cuda
+def test_vllm_guided_json(vllm_backend) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    out = vllm_backend.generate(["Give the capital of France as JSON."], GenParams(max_tokens=64, json_schema=schema))
+    assert isinstance(json.loads(out[0].text)["city"], str)
+
+
+@needs_cuda
+def test_transformers_on_cuda_matches_cpu(smollm) -> None:
+    from engine.models.transformers_llm import TransformersLLM
+
+    gpu = TransformersLLM(device="cuda", batch_size=4)
+    prompts = ["Say hello.", "Name a colour."]
+    assert [c.text for c in gpu.generate(prompts, GenParams(max_tokens=8))] == [
+        c.text for c in smollm.generate(prompts, GenParams(max_tokens=8))
+    ]
