@@ -194,7 +194,7 @@ def main() -> None:
     )
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--exact-queries", type=int, default=256)
-    ap.add_argument("--exact-dtype", default="float64", choices=["float32", "float64"])
+    ap.add_argument("--exact-dtype", default="mixed", choices=["float32", "float64", "mixed"])
     ap.add_argument("--igraph-sample", type=int, default=40)
     ap.add_argument("--networkx-sample", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)

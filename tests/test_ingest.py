@@ -188,3 +188,17 @@ def test_real_corpus_ids_match_shared_data(shared_data: Path) -> None:
     assert len(docs) + reader.stats.duplicates == 3141
     assert all(d.external_id.startswith("musique:") for d in docs)
     assert len({d.doc_id for d in docs}) == len(docs)
+
+
+def test_seen_hashes_matches_a_python_set() -> None:
+    import random
+
+    from engine.index.ingest import SeenHashes
+
+    rng = random.Random(0)
+    seen, ref = SeenHashes(buffer=50), set()
+    for _ in range(3000):
+        key = rng.getrandbits(64) if rng.random() < 0.7 else rng.choice(sorted(ref) or [0])
+        assert seen.add(key) == (key not in ref)
+        ref.add(key)
+    assert len(seen) == len(ref)

@@ -44,14 +44,22 @@ SEEDS = [[0], [3, 17], {5: 0.2, 40: 0.8}, [1, 2, 3, 4, 5], [399]]
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("directed", [True, False])
 @pytest.mark.parametrize("damping", [0.5, 0.85])
-@pytest.mark.parametrize("solver", ["power", "bicgstab"])
-def test_exact_equals_igraph(seed: int, directed: bool, damping: float, solver: str) -> None:
+@pytest.mark.parametrize(
+    ("solver", "dtype"), [("power", "float64"), ("power", "mixed"), ("bicgstab", "float64")]
+)
+def test_exact_equals_igraph(
+    seed: int, directed: bool, damping: float, solver: str, dtype: str
+) -> None:
     src, dst, w, g = random_graph(seed, directed=directed)
     ref = igraph_ppr(src, dst, w, 400, directed, SEEDS, damping)
-    res = personalized_pagerank(g, SEEDS, damping, tol=1e-12, batch_size=2, solver=solver)
+    res = personalized_pagerank(
+        g, SEEDS, damping, tol=1e-12, batch_size=2, solver=solver, dtype=dtype
+    )
     assert res.dense.shape == (400, len(SEEDS))
-    assert np.abs(res.dense - ref).max() < 1e-6
-    np.testing.assert_allclose(res.dense.sum(axis=0), 1.0, atol=1e-9)
+    assert np.abs(res.dense - ref).max() < (1e-9 if dtype == "float64" else 1e-6)
+    np.testing.assert_allclose(
+        res.dense.sum(axis=0), 1.0, atol=1e-9 if dtype == "float64" else 1e-6
+    )
 
 
 def test_graph_with_many_dangling_nodes_float32() -> None:
@@ -70,7 +78,7 @@ def test_exact_equals_networkx() -> None:
     G.add_nodes_from(range(200))
     for s, t, x in zip(src.tolist(), dst.tolist(), w.tolist(), strict=True):
         G.add_edge(s, t, weight=G.get_edge_data(s, t, {"weight": 0})["weight"] + x)
-    res = personalized_pagerank(g, [[10, 11]], 0.85, tol=1e-12)
+    res = personalized_pagerank(g, [[10, 11]], 0.85, tol=1e-12, dtype="float64")
     ref = nx.pagerank(
         G, alpha=0.85, personalization={10: 1, 11: 1}, weight="weight", tol=1e-13, max_iter=1000
     )
@@ -79,7 +87,7 @@ def test_exact_equals_networkx() -> None:
 
 def test_rwr_is_ppr_with_damping_one_minus_restart() -> None:
     src, dst, w, g = random_graph(4, directed=False)
-    rwr = random_walk_with_restart(g, SEEDS, restart_prob=0.8, tol=1e-12)
+    rwr = random_walk_with_restart(g, SEEDS, restart_prob=0.8, tol=1e-12, dtype="float64")
     ref = igraph_ppr(src, dst, w, 400, False, SEEDS, 0.2)
     assert np.abs(rwr.dense - ref).max() < 1e-6
 
@@ -89,7 +97,9 @@ def test_rwr_is_ppr_with_damping_one_minus_restart() -> None:
 def test_local_push_error_bound_holds(damping: float, eps: float) -> None:
     src, dst, w, g = random_graph(5, n=2000, m=8000)
     seeds = [[i, i + 7] for i in range(0, 60, 3)]
-    exact = personalized_pagerank(g, seeds, damping, tol=1e-13, max_iter=1000).dense
+    exact = personalized_pagerank(
+        g, seeds, damping, tol=1e-13, max_iter=1000, dtype="float64"
+    ).dense
     local = personalized_pagerank(g, seeds, damping, mode="local", eps=eps, batch_size=8)
     approx = local.to_dense()
     assert np.all(approx <= exact + 1e-12), "push never overshoots"
@@ -141,6 +151,6 @@ def test_exact_on_cuda_matches_cpu() -> None:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
     _, _, _, g = random_graph(9)
-    cpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12).dense
-    gpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12, device="cuda").dense
+    cpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12, dtype="float64").dense
+    gpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12, device="cuda", dtype="float64").dense
     assert np.abs(cpu - gpu).max() < 1e-9

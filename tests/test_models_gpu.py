@@ -39,14 +39,18 @@ def vllm_backend():
 
 @needs_cuda
 def test_vllm_offline_batch(vllm_backend) -> None:
-    out = vllm_backend.generate(["Say hello.", "Name a colour.", "What is 2+2?"], GenParams(max_tokens=16))
+    out = vllm_backend.generate(
+        ["Say hello.", "Name a colour.", "What is 2+2?"], GenParams(max_tokens=16)
+    )
     assert len(out) == 3 and all(c.text and c.completion_tokens <= 16 for c in out)
 
 
 @needs_cuda
 def test_vllm_guided_json(vllm_backend) -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    out = vllm_backend.generate(["Give the capital of France as JSON."], GenParams(max_tokens=64, json_schema=schema))
+    out = vllm_backend.generate(
+        ["Give the capital of France as JSON."], GenParams(max_tokens=64, json_schema=schema)
+    )
     assert isinstance(json.loads(out[0].text)["city"], str)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from engine.config import IngestConfig
@@ -117,6 +118,37 @@ def _open_binary(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+class SeenHashes:
+    """Set of 64-bit content hashes in about 8 bytes each: a sorted numpy array plus a small
+    Python set that is merged into it every `buffer` insertions, so deduplication of a corpus
+    larger than memory stays small (a plain set of ints costs ~100 bytes per document)."""
+
+    def __init__(self, buffer: int = 65536) -> None:
+        self._sorted = np.empty(0, dtype=np.uint64)
+        self._recent: set[int] = set()
+        self._buffer = buffer
+
+    def add(self, key: int) -> bool:
+        """Insert key; False if it was already there."""
+        if key in self._recent:
+            return False
+        i = int(np.searchsorted(self._sorted, np.uint64(key)))
+        if i < self._sorted.size and int(self._sorted[i]) == key:
+            return False
+        self._recent.add(key)
+        if len(self._recent) >= self._buffer:
+            merged = np.concatenate(
+                [self._sorted, np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent))]
+            )
+            merged.sort(kind="stable")
+            self._sorted = merged
+            self._recent.clear()
+        return True
+
+    def __len__(self) -> int:
+        return self._sorted.size + len(self._recent)
+
+
 class DocumentReader:
     """Streams deduplicated Documents from corpus files, counting what it reads and drops."""
 
@@ -125,16 +157,14 @@ class DocumentReader:
         self.files = list_corpus_files(paths)
         self.stats = IngestStats(files=len(self.files))
         self.total_bytes = sum(p.stat().st_size for p in self.files)
-        self._seen: set[int] = set()
+        self._seen = SeenHashes()
 
     def __iter__(self) -> Iterator[Document]:
         for path in self.files:
             for doc in self._read_file(path):
-                key = int(doc.doc_id, 16)
-                if key in self._seen:
+                if not self._seen.add(int(doc.doc_id, 16)):
                     self.stats.duplicates += 1
                     continue
-                self._seen.add(key)
                 self.stats.documents += 1
                 yield doc
 
