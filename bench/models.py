@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
-from engine.models import GenParams
-from engine.models.embed import SentenceTransformerEmbedder
-from engine.models.llama_server import LlamaServer
-from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
-from engine.models.transformers_llm import TransformersLLM
+# As a script, bench/ comes first on sys.path and bench/kernels.py would shadow the `kernels`
+# package: put the repository root there instead.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from engine.models import GenParams  # noqa: E402
+from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
+from engine.models.llama_server import LlamaServer  # noqa: E402
+from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM  # noqa: E402
+from engine.models.transformers_llm import TransformersLLM  # noqa: E402
 
 TOPICS = [
     "harbours",

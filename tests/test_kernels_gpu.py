@@ -8,18 +8,9 @@ import pytest
 from kernels.graph import CSRGraph
 from kernels.similarity import cosine_topk, make_vector_index
 
+from .gpu import needs_cuda
+
 pytestmark = pytest.mark.gpu
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA GPU")
 
 
 @needs_cuda

@@ -12,18 +12,9 @@ import pytest
 
 from engine.models import GenParams
 
+from .gpu import needs_cuda
+
 pytestmark = pytest.mark.gpu
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA GPU")
 
 
 @pytest.fixture(scope="module")
