@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.models import LLM, GenParams, ResponseCache
@@ -85,3 +86,25 @@ def test_generate_cli_none_backend_names_stage(tmp_path: Path, run_cli) -> None:
         "extract",
     )
     assert proc.returncode == 2 and "stage 'extract' needs an LLM" in proc.stderr
+
+
+def test_embeddings_from_a_real_server(tmp_path: Path) -> None:
+    from engine.models.llama_server import LlamaServer
+    from engine.models.openai_llm import OpenAIEmbedder
+
+    with LlamaServer(embedding=True, log=tmp_path / "emb.log") as server:
+        emb = OpenAIEmbedder(
+            server.alias, HTTPSettings(base_url=server.url, concurrency=2), batch_size=2
+        )
+        texts = [
+            "Hana Lirrow designed the opera house.",
+            "The opera house was designed by Hana Lirrow.",
+            "Smoked eel.",
+        ]
+        vecs = emb.encode(texts)
+        assert vecs.dtype == np.float32 and vecs.shape[0] == 3 and vecs.shape[1] == emb.dim > 100
+        np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+        # SmolLM2 is no embedding model, and llama-cpp-python's token states for it depend on
+        # what the server processed before (measured), so only the plumbing is checked here:
+        # one unit vector per text, of the server's width; meaning is tested with MiniLM
+        assert not np.allclose(vecs[0], vecs[2])

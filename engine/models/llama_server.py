@@ -32,6 +32,7 @@ class LlamaServer:
         n_threads: int = 2,
         n_ctx: int = 2048,
         log: Path | None = None,
+        embedding: bool = False,
     ) -> None:
         if model is None:
             folder, name = smollm2_gguf()
@@ -57,6 +58,8 @@ class LlamaServer:
                 str(n_threads),
                 "--n_ctx",
                 str(n_ctx),
+                "--embedding",
+                str(embedding),
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -226,7 +226,16 @@ class OpenAIEmbedder:
                 raise LLMError(
                     f"{self.http.settings.base_url}/embeddings: {len(rows)} vectors for {len(batch)} texts"
                 )
-            return np.array([r["embedding"] for r in rows], dtype=np.float32)
+            # a server without a pooling layer (llama.cpp serving a causal LM) returns one vector
+            # per token: mean-pool those into one vector per text
+            return np.stack(
+                [
+                    np.asarray(r["embedding"], dtype=np.float32)
+                    .reshape(-1, np.shape(r["embedding"])[-1])
+                    .mean(0)
+                    for r in rows
+                ]
+            )
 
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
