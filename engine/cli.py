@@ -42,7 +42,18 @@ def cmd_index(args: argparse.Namespace) -> int:
         corpus.append(str(corpus_path()))
     if not corpus:
         raise BadInputError("index: give CORPUS files or folders, or --demo")
-    manifest = build_index(corpus, args.out, config)
+    if args.add and not (Path(args.out) / "manifest.json").exists():
+        raise BadInputError(
+            f"index --add: {args.out} holds no index yet; build one first without --add"
+        )
+    manifest = build_index(corpus, args.out, config, add=args.add, dry_run=args.dry_run)
+    if args.dry_run:
+        est = manifest["estimate"] or {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
+        print(
+            f"dry run: the index would send {est['prompts']} LLM prompts ({est['prompt_tokens']} prompt tokens, "
+            f"at most {est['max_completion_tokens']} completion tokens); nothing was sent or written"
+        )
+        return 0
     ingest = manifest["stats"]["ingest"]
     stage = manifest["stats"]["stages"]["ingest_chunk"]
     print(
@@ -52,14 +63,20 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{stage['seconds']:.1f} s"
     )
     _print_tables(manifest, Path(args.out))
+    _print_stages(manifest)
     return 0
 
 
+def _print_stages(manifest: dict) -> None:
+    for stage, s in manifest["stats"].get("stages", {}).items():
+        print(f"stage {stage}: " + ", ".join(f"{k}={v}" for k, v in s.items()))
+
+
 def _print_tables(manifest: dict, root: Path) -> None:
-    print(f"{'table':<14}{'rows':>10}{'size':>12}  file")
+    print(f"{'table':<22}{'rows':>10}{'size':>12}  file")
     for name, entry in sorted(manifest["files"].items()):
         rows = entry.get("rows", entry.get("shape", ["?"])[0])
-        print(f"{name:<14}{rows:>10}{_human_bytes(entry['bytes']):>12}  {entry['path']}")
+        print(f"{name:<22}{rows:>10}{_human_bytes(entry['bytes']):>12}  {entry['path']}")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -78,8 +95,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"config hash {m['config_hash']}  total {_human_bytes(total)}")
     print("models: " + ", ".join(f"{k}={v}" for k, v in sorted(m["models"].items())))
     _print_tables(m, index.root)
-    for stage, s in m["stats"].get("stages", {}).items():
-        print(f"stage {stage}: " + ", ".join(f"{k}={v}" for k, v in s.items()))
+    _print_stages(m)
     ingest = m["stats"].get("ingest")
     if ingest:
         print(
@@ -152,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML config (see configs/index.yaml)")
     p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed records")
+    p.add_argument(
+        "--add",
+        action="store_true",
+        help="add CORPUS to the index in --out (only new text is extracted and embedded)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count the LLM prompts and tokens the index would cost; write nothing",
+    )
     p.add_argument("--id-field", help="JSONL/Parquet field holding the record id")
     p.add_argument("--title-field", help="field holding the title")
     p.add_argument("--text-field", help="field holding the text")

@@ -76,6 +76,8 @@ class LLMConfig:
     read_timeout_s: float = 120.0
     max_retries: int = 5
     parse_retries: int = 2
+    flush_every: int = 64
+    """Prompts per backend call; each slice is cached as soon as it returns (resumability)."""
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.9
     cache: str | None = None
@@ -114,17 +116,42 @@ class ModelsConfig:
 
 
 @dataclass
+class GraphConfig:
+    """Stages after chunking: knowledge units, NER, entity resolution, graphs, embeddings."""
+
+    enabled: bool = True
+    alpha: float = 0.0
+    """Clue-RAG token budget for LLM-extracted units, in [0, 1]; 0 uses no LLM at all."""
+    ner: Literal["auto", "spacy", "rules"] = "auto"
+    embed: bool = True
+    unit_max_tokens: int = 512
+    """Completion budget of one LLM unit-extraction answer."""
+
+    def validate(self, where: str) -> None:
+        """alpha is a share of the corpus tokens."""
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ConfigError(f"{where}: graph.alpha must lie in [0, 1], got {self.alpha}")
+
+
+@dataclass
 class IndexConfig:
     """Everything `graphrag-engine index` needs; later stages add their sections here."""
 
     ingest: IngestConfig = field(default_factory=IngestConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
 
     def validate(self, where: str) -> None:
         """Cross-field checks that a type alone cannot express."""
         self.chunking.validate(where)
+        self.graph.validate(where)
+        if self.graph.alpha > 0 and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: graph.alpha = {self.graph.alpha} extracts units with an LLM, but models.llm.backend "
+                "is 'none'; set a backend or alpha: 0"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every setting, defaults included."""

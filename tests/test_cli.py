@@ -112,8 +112,12 @@ def test_index_without_corpus(tmp_path: Path, capsys) -> None:
 @pytest.mark.slow
 def test_index_real_corpora(tmp_path: Path, shared_data: Path, run_cli) -> None:
     out = tmp_path / "multi"
+    cfg = tmp_path / "ingest_only.yaml"
+    cfg.write_text("graph:\n  enabled: false\n")
     proc = run_cli(
         "index",
+        "--config",
+        str(cfg),
         str(shared_data / "musique_corpus.jsonl"),
         str(shared_data / "2wikimultihopqa_corpus.jsonl"),
         "--out",

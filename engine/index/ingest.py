@@ -152,14 +152,24 @@ class SeenHashes:
 class DocumentReader:
     """Streams deduplicated Documents from corpus files, counting what it reads and drops."""
 
-    def __init__(self, paths: Iterable[str | Path], config: IngestConfig | None = None) -> None:
+    def __init__(
+        self,
+        paths: Iterable[str | Path],
+        config: IngestConfig | None = None,
+        before: Iterable[Document] = (),
+    ) -> None:
         self.config = config or IngestConfig()
         self.files = list_corpus_files(paths)
+        self.before = before  # documents already indexed (incremental add), read first
         self.stats = IngestStats(files=len(self.files))
         self.total_bytes = sum(p.stat().st_size for p in self.files)
         self._seen = SeenHashes()
 
     def __iter__(self) -> Iterator[Document]:
+        for doc in self.before:
+            if self._seen.add(int(doc.doc_id, 16)):
+                self.stats.documents += 1
+                yield doc
         for path in self.files:
             for doc in self._read_file(path):
                 if not self._seen.add(int(doc.doc_id, 16)):

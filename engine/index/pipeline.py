@@ -1,47 +1,89 @@
-"""`graphrag-engine index`: ingest -> chunk -> commit, streaming from corpus files to the store.
+"""`graphrag-engine index`: ingest -> chunk -> units -> NER -> resolve -> graphs -> embed -> commit.
 
-Later stages (extraction, entities, graphs, embeddings, communities) plug in after chunking.
+Ingest and chunking stream from the corpus files into the store. The graph stages run over
+all chunks at once (one batched model call per stage and round). The LLM response cache and
+the embedding cache live beside the index (`llm_cache.sqlite`, `embed_cache.sqlite`), so a
+killed run re-run pays for nothing twice, and `--add` extracts and embeds only new text.
+Nothing becomes visible until the final atomic commit.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.config import IndexConfig
 from engine.errors import IngestError
 from engine.index.chunking import chunk_documents
-from engine.index.ingest import DocumentReader
+from engine.index.ingest import Document, DocumentReader
 from engine.progress import progress
-from engine.store import IndexWriter
+from engine.store import IndexWriter, open_index
 
 WRITE_BATCH = 2048
 
 
-def build_index(
-    corpus: Sequence[str | Path], out: str | Path, config: IndexConfig
-) -> dict[str, Any]:
-    """Index the corpus files into `out` and return the committed manifest.
+@dataclass
+class ChunkList:
+    """What the graph stages need of every chunk, in table order."""
 
-    Nothing becomes visible until the final atomic commit: on bad input or a crash the
-    previous index in `out` (if any) stays as it was.
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    titled: list[str] = field(default_factory=list)  # "title\ntext", what chunk embeddings see
+    n_tokens: list[int] = field(default_factory=list)
+
+
+def indexed_documents(out: Path) -> Iterator[Document]:
+    """Documents of the index in `out` (for `--add`), streamed from its documents table."""
+    index = open_index(out)
+    for batch in index.iter_batches("documents"):
+        for row in batch.to_pylist():
+            meta = json.loads(row["meta"]) if row["meta"] else {}
+            yield Document(
+                row["doc_id"], row["title"], row["text"], row["source"], row["external_id"], meta
+            )
+
+
+def build_index(
+    corpus: Sequence[str | Path],
+    out: str | Path,
+    config: IndexConfig,
+    add: bool = False,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Index the corpus into `out` and return the committed manifest (or, dry, the estimate).
+
+    With add=True the documents already in `out` are indexed together with the new ones; the
+    caches make that cost only what the new documents add.
     """
-    reader = DocumentReader(corpus, config.ingest)
-    started = time.perf_counter()
-    n_chunks = n_tokens = 0
-    with IndexWriter(Path(out)) as writer:
+    out = Path(out)
+    before = indexed_documents(out) if add else ()
+    reader = DocumentReader(corpus, config.ingest, before=before)
+    stats: dict[str, Any] = {"stages": {}}
+    keep = config.graph.enabled
+    chunks = ChunkList()
+    with IndexWriter(out) as writer:
+        started = time.perf_counter()
+        n_chunks = n_tokens = 0
         docs_table, chunks_table = writer.table("documents"), writer.table("chunks")
         doc_rows: list[dict[str, Any]] = []
         chunk_rows: list[dict[str, Any]] = []
         bar = progress("ingest+chunk", total=reader.total_bytes, unit="B", unit_scale=True)
         seen_bytes = 0
-        for doc, chunks in chunk_documents(reader, config.chunking):
+        for doc, doc_chunks in chunk_documents(reader, config.chunking):
             doc_rows.append(doc.to_row())
-            chunk_rows.extend(c.to_row() for c in chunks)
-            n_chunks += len(chunks)
-            n_tokens += sum(c.n_tokens for c in chunks)
+            for c in doc_chunks:
+                chunk_rows.append(c.to_row())
+                if keep:
+                    chunks.ids.append(c.chunk_id)
+                    chunks.texts.append(c.text)
+                    chunks.titled.append(f"{doc.title}\n{c.text}" if doc.title else c.text)
+                    chunks.n_tokens.append(c.n_tokens)
+            n_chunks += len(doc_chunks)
+            n_tokens += sum(c.n_tokens for c in doc_chunks)
             if len(chunk_rows) >= WRITE_BATCH:
                 docs_table.write(doc_rows)
                 chunks_table.write(chunk_rows)
@@ -54,25 +96,28 @@ def build_index(
         bar.close()
         if reader.stats.documents == 0:
             raise IngestError(
-                f"{', '.join(map(str, corpus))}: no documents to index "
+                f"{', '.join(map(str, corpus)) or out}: no documents to index "
                 f"({reader.stats.skipped_bad} bad records skipped, {reader.stats.duplicates} duplicates)"
             )
-        seconds = time.perf_counter() - started
-        stats = {
-            "ingest": reader.stats.as_dict(),
-            "stages": {
-                "ingest_chunk": {
-                    "items": reader.stats.documents,
-                    "chunks": n_chunks,
-                    "tokens": n_tokens,
-                    "seconds": round(seconds, 3),
-                    "model_calls": 0,
-                }
-            },
+        stats["ingest"] = reader.stats.as_dict()
+        stats["stages"]["ingest_chunk"] = {
+            "items": reader.stats.documents,
+            "chunks": n_chunks,
+            "tokens": n_tokens,
+            "seconds": round(time.perf_counter() - started, 3),
+            "model_calls": 0,
         }
+        models = {"tokenizer": config.chunking.tokenizer}
+        if keep:
+            from engine.index.graph_stages import run_graph_stages
+
+            estimate = run_graph_stages(writer, out, config, chunks, stats, models, dry_run)
+            if dry_run:
+                writer.abort()
+                return {"dry_run": True, "estimate": estimate, "stats": stats}
         return writer.commit(
             config=config.to_dict(),
             config_hash=config.config_hash(),
-            models={"tokenizer": config.chunking.tokenizer},
+            models=models,
             stats=stats,
         )

@@ -5,6 +5,7 @@ Build them from config with `make_llm`, `make_embedder` and `make_reranker`.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from engine.config import EmbedderConfig, LLMConfig, RerankerConfig
@@ -70,22 +71,27 @@ def make_llm(cfg: LLMConfig, default_cache: str | Path | None = None, dry_run: b
         raise ConfigError(f"llm.backend: unknown backend {cfg.backend!r}")
     cache_path = cfg.cache or default_cache
     cache = ResponseCache(cache_path) if cache_path and cfg.backend != "none" else None
-    return LLM(backend, cache=cache, dry_run=dry_run)
+    return LLM(backend, cache=cache, dry_run=dry_run, flush_every=cfg.flush_every)
 
 
 def make_embedder(cfg: EmbedderConfig) -> Embedder:
-    """The embedder of a config."""
-    if cfg.backend == "sentence-transformers":
-        from engine.models.embed import SentenceTransformerEmbedder
+    """The embedder of a config; local models are loaded once per process and shared."""
+    if cfg.backend == "openai":
+        from engine.models.openai_llm import OpenAIEmbedder
 
-        return SentenceTransformerEmbedder(cfg.model, cfg.device, cfg.batch_size)
-    if cfg.backend == "bge-m3":
+        return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
+    return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
+
+
+@lru_cache(maxsize=4)
+def _local_embedder(backend: str, model: str, device: str, batch_size: int) -> Embedder:
+    if backend == "bge-m3":
         from engine.models.embed import BGEM3Embedder
 
-        return BGEM3Embedder(cfg.model, cfg.device, cfg.batch_size)
-    from engine.models.openai_llm import OpenAIEmbedder
+        return BGEM3Embedder(model, device, batch_size)
+    from engine.models.embed import SentenceTransformerEmbedder
 
-    return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
+    return SentenceTransformerEmbedder(model, device, batch_size)
 
 
 def make_reranker(cfg: RerankerConfig, embedder: Embedder) -> Reranker:

@@ -3,8 +3,8 @@
     llm = LLM(backend, cache=ResponseCache(path))
     completions = llm.generate(prompts, GenParams(max_tokens=512), stage="extract")
 
-One call looks up the whole batch in the cache, sends only the misses to the backend in one
-batched call, stores the answers, and counts tokens per (stage, backend). With dry_run=True
+One call looks up the whole batch in the cache, sends only the misses to the backend in
+batched calls of `flush_every` prompts (each slice cached as soon as it returns), stores the answers, and counts tokens per (stage, backend). With dry_run=True
 nothing is sent: prompts and their tokens are counted, to estimate a run's cost before it.
 """
 
@@ -54,11 +54,13 @@ class LLM:
         cache: ResponseCache | None = None,
         ledger: UsageLedger | None = None,
         dry_run: bool = False,
+        flush_every: int = 64,
     ) -> None:
         self.backend = backend
         self.cache = cache
         self.ledger = ledger or UsageLedger()
         self.dry_run = dry_run
+        self.flush_every = max(1, flush_every)
 
     @property
     def model_id(self) -> str:
@@ -85,12 +87,22 @@ class LLM:
                 counts = self.backend.count_tokens(batch)
                 fresh = [Completion("", n, 0, dry_run=True) for n in counts]
             else:
-                fresh = self.backend.generate(batch, params)
-                if self.cache is not None:
-                    ok = [
-                        (k, c) for k, c in zip(todo.keys(), fresh, strict=True) if c.error is None
-                    ]
-                    self.cache.put_many(self.model_id, ok)
+                # the batch goes to the backend in slices of flush_every prompts, each cached as
+                # soon as it returns: a run killed mid-stage keeps every answer already paid for
+                fresh = []
+                todo_keys = list(todo.keys())
+                for lo in range(0, len(batch), self.flush_every):
+                    part = self.backend.generate(batch[lo : lo + self.flush_every], params)
+                    if self.cache is not None:
+                        ok = [
+                            (k, c)
+                            for k, c in zip(
+                                todo_keys[lo : lo + self.flush_every], part, strict=True
+                            )
+                            if c.error is None
+                        ]
+                        self.cache.put_many(self.model_id, ok)
+                    fresh.extend(part)
                 failed = [c for c in fresh if c.error is not None]
                 if failed:
                     usage.seconds += time.perf_counter() - started

@@ -1,0 +1,184 @@
+"""The stages after chunking, each over all chunks at once: embed chunks -> knowledge units
+(knapsack-chosen core chunks by LLM, sentences for the rest) -> NER -> entity resolution ->
+graphs -> embeddings of units, entities and relations."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.config import IndexConfig
+from engine.index.graphs import build_graphs
+from engine.index.ner import entity_recognizer
+from engine.index.resolve import resolve
+from engine.index.units import llm_units, select_core_chunks, sentence_units
+from engine.models import make_embedder, make_llm
+from engine.models.embed_cache import EmbeddingCache
+from engine.progress import progress
+from engine.store import IndexWriter
+
+NER_BATCH = 1024
+LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
+EMBED_CACHE = "embed_cache.sqlite"
+
+
+def _stage(stats: dict, name: str, started: float, **values: Any) -> None:
+    stats["stages"][name] = {**values, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def run_graph_stages(
+    writer: IndexWriter,
+    out: Path,
+    config: IndexConfig,
+    chunks,
+    stats: dict[str, Any],
+    models: dict[str, str],
+    dry_run: bool = False,
+) -> dict[str, int] | None:
+    """Write units, entities, relations, unit_entity, the graphs and the vectors into `writer`.
+
+    Returns the LLM cost estimate when dry_run (and writes nothing worth committing).
+    """
+    g = config.graph
+    embedder = make_embedder(config.models.embedder) if (g.embed or g.alpha > 0) else None
+    cache = EmbeddingCache(out / EMBED_CACHE) if embedder is not None else None
+    if embedder is not None:
+        models["embedder"] = embedder.model_id
+
+    # -- chunk vectors (also the knapsack's similarity values) --------------------------------
+    t0 = time.perf_counter()
+    chunk_vecs = None
+    if embedder is not None:
+        chunk_vecs = cache.encode(embedder, chunks.titled)
+        writer.write_vectors("chunk_vectors", chunk_vecs, embedder.model_id)
+    _stage(
+        stats,
+        "embed_chunks",
+        t0,
+        items=len(chunks.ids),
+        cached=cache.hits if cache else 0,
+        model_calls=int(bool(cache and cache.misses)),
+    )
+
+    # -- knowledge units ----------------------------------------------------------------------
+    t0 = time.perf_counter()
+    core = (
+        select_core_chunks(chunk_vecs, np.asarray(chunks.n_tokens), g.alpha)
+        if chunk_vecs is not None
+        else np.empty(0, np.int64)
+    )
+    by_llm: dict[str, list] = {}
+    failures = 0
+    llm = None
+    if core.size:
+        llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE, dry_run=dry_run)
+        models["llm"] = llm.model_id
+        pairs = [(chunks.ids[i], chunks.texts[i]) for i in core]
+        if dry_run:
+            from engine.index.units import UNIT_PROMPT
+            from engine.models import GenParams
+
+            estimate = llm.estimate(
+                [UNIT_PROMPT.format(text=t) for _, t in pairs], GenParams(max_tokens=512)
+            )
+            _stage(stats, "units", t0, items=len(chunks.ids), core_chunks=int(core.size))
+            return estimate
+        by_llm, failures = llm_units(
+            llm, pairs, retries=config.models.llm.parse_retries, max_tokens=g.unit_max_tokens
+        )
+    units = []
+    for cid, text in zip(chunks.ids, chunks.texts, strict=True):
+        units.extend(by_llm.get(cid) or sentence_units(cid, text))
+    unit_rows = [u.to_row() for u in units]
+    writer.write_table("units", unit_rows)
+    usage = llm.ledger.total() if llm is not None else None
+    _stage(
+        stats,
+        "units",
+        t0,
+        items=len(unit_rows),
+        core_chunks=int(core.size),
+        llm_units=sum(len(v) for v in by_llm.values()),
+        model_calls=usage.calls if usage else 0,
+        cached_calls=usage.cached_calls if usage else 0,
+        parse_failures=failures,
+        prompt_tokens=(usage.prompt_tokens + usage.cached_prompt_tokens) if usage else 0,
+        completion_tokens=(usage.completion_tokens + usage.cached_completion_tokens)
+        if usage
+        else 0,
+    )
+    if dry_run:
+        return {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
+
+    # -- NER, resolution, graphs ----------------------------------------------------------------
+    t0 = time.perf_counter()
+    ner = entity_recognizer(g.ner)
+    models["ner"] = ner.model_id
+    mentions: list = []
+    bar = progress("ner", total=len(unit_rows), unit="unit")
+    for i in range(0, len(unit_rows), NER_BATCH):
+        batch = [u["text"] for u in unit_rows[i : i + NER_BATCH]]
+        mentions.extend(ner.extract(batch))
+        bar.update(len(batch))
+    bar.close()
+    _stage(
+        stats,
+        "ner",
+        t0,
+        items=len(unit_rows),
+        backend=ner.backend,
+        mentions=sum(len(m) for m in mentions),
+    )
+
+    t0 = time.perf_counter()
+    entities, unit_entity, relations = resolve(unit_rows, mentions)
+    writer.write_table("entities", entities)
+    writer.write_table("unit_entity", unit_entity)
+    writer.write_table("relations", relations)
+    graphs, layouts = build_graphs(chunks.ids, unit_rows, entities, unit_entity, relations)
+    for name, table in graphs.items():
+        writer.write_table(name, table)
+    stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
+    _stage(stats, "resolve_graphs", t0, items=len(entities), relations=len(relations))
+
+    # -- embeddings of units, entities, relations -------------------------------------------------
+    if embedder is not None and g.embed:
+        t0 = time.perf_counter()
+        hits0, miss0 = cache.hits, cache.misses
+        name_of = {e["entity_id"]: e["name"] for e in entities}
+        writer.write_vectors(
+            "unit_vectors",
+            cache.encode(embedder, [u["text"] for u in unit_rows]),
+            embedder.model_id,
+        )
+        writer.write_vectors(
+            "entity_vectors",
+            cache.encode(
+                embedder,
+                [
+                    f"{e['name']}: {e['description']}" if e["description"] else e["name"]
+                    for e in entities
+                ],
+            ),
+            embedder.model_id,
+        )
+        rel_texts = [
+            f"{name_of[r['src']]} - {name_of[r['dst']]}"
+            + (f": {r['description']}" if r["description"] else "")
+            for r in relations
+        ]
+        writer.write_vectors(
+            "relation_vectors", cache.encode(embedder, rel_texts), embedder.model_id
+        )
+        _stage(
+            stats,
+            "embed",
+            t0,
+            items=len(unit_rows) + len(entities) + len(relations),
+            cached=cache.hits - hits0,
+            embedded=cache.misses - miss0,
+        )
+    return None

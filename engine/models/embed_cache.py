@@ -1,0 +1,58 @@
+"""Embedding cache in SQLite: vectors keyed by model id and text hash, so unchanged text is
+never embedded twice (re-runs, resumed runs and incremental adds)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from engine.models.embed import Embedder
+
+
+class EmbeddingCache:
+    """(model, sha1(text)) -> float32 vector."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, PRIMARY KEY (model, key))"
+        )
+        self.hits = 0
+        self.misses = 0
+
+    def encode(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+        """Vectors of all texts: cached ones read back, the rest encoded in one call and stored."""
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        found: dict[str, np.ndarray] = {}
+        distinct = sorted(set(keys))
+        for i in range(0, len(distinct), 500):
+            part = distinct[i : i + 500]
+            rows = self._conn.execute(
+                f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(part))})",
+                [embedder.model_id, *part],
+            ).fetchall()
+            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        self.hits += len(texts) - sum(1 for k in keys if k in todo)
+        self.misses += len(todo)
+        if todo:
+            vecs = embedder.encode(list(todo.values()))
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                [
+                    (embedder.model_id, k, v.astype(np.float32).tobytes())
+                    for k, v in zip(todo, vecs, strict=True)
+                ],
+            )
+            self._conn.execute("COMMIT")
+            found.update(zip(todo, vecs, strict=True))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
