@@ -55,7 +55,17 @@ def index_in_child(corpus: Path, out: Path) -> dict:
     config = out.parent / "ingest_only.yaml"  # this bench measures ingest + chunking alone
     config.write_text("graph:\n  enabled: false\n")
     subprocess.run(
-        [sys.executable, "-m", "engine.cli", "index", str(corpus), "--out", str(out), "--config", str(config)],
+        [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "index",
+            str(corpus),
+            "--out",
+            str(out),
+            "--config",
+            str(config),
+        ],
         check=True,
         env=env,
         stdout=subprocess.DEVNULL,
