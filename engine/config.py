@@ -134,12 +134,29 @@ class GraphConfig:
 
 
 @dataclass
+class ExtractionConfig:
+    """LLM triple extraction (LightRAG / ReGraphRAG prompt family), optional."""
+
+    enabled: bool = False
+    entity_types: list[str] = field(
+        default_factory=lambda: ["person", "organization", "location", "event", "work", "concept"]
+    )
+    gleaning: int = 1
+    """Continuation rounds asking for missed entities (when loop is 'none')."""
+    loop: Literal["none", "trial", "base"] = "none"
+    """ROGRAG loop NER: 'trial' asks whether entities were missed, then continues; 'base' continues, then asks."""
+    max_rounds: int = 2
+    max_tokens: int = 512
+
+
+@dataclass
 class IndexConfig:
     """Everything `graphrag-engine index` needs; later stages add their sections here."""
 
     ingest: IngestConfig = field(default_factory=IngestConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
 
@@ -147,6 +164,10 @@ class IndexConfig:
         """Cross-field checks that a type alone cannot express."""
         self.chunking.validate(where)
         self.graph.validate(where)
+        if self.extraction.enabled and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: extraction.enabled needs an LLM, but models.llm.backend is 'none'"
+            )
         if self.graph.alpha > 0 and self.models.llm.backend == "none":
             raise ConfigError(
                 f"{where}: graph.alpha = {self.graph.alpha} extracts units with an LLM, but models.llm.backend "

@@ -82,10 +82,11 @@ def run_graph_stages(
             from engine.models import GenParams
 
             estimate = llm.estimate(
-                [UNIT_PROMPT.format(text=t) for _, t in pairs], GenParams(max_tokens=512)
+                [UNIT_PROMPT.format(text=t) for _, t in pairs],
+                GenParams(max_tokens=g.unit_max_tokens),
             )
             _stage(stats, "units", t0, items=len(chunks.ids), core_chunks=int(core.size))
-            return estimate
+            return _add_extraction_estimate(estimate, config, chunks, out)
         by_llm, failures = llm_units(
             llm, pairs, retries=config.models.llm.parse_retries, max_tokens=g.unit_max_tokens
         )
@@ -111,7 +112,9 @@ def run_graph_stages(
         else 0,
     )
     if dry_run:
-        return {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
+        return _add_extraction_estimate(
+            {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}, config, chunks, out
+        )
 
     # -- NER, resolution, graphs ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -133,8 +136,40 @@ def run_graph_stages(
         mentions=sum(len(m) for m in mentions),
     )
 
+    extracted = None
+    if config.extraction.enabled:
+        t0 = time.perf_counter()
+        from engine.index.extract import extract_triples
+
+        if llm is None:
+            llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE)
+            models["llm"] = llm.model_id
+        before = llm.ledger.total()
+        x = config.extraction
+        found = extract_triples(
+            llm, chunks.texts, x.entity_types, x.gleaning, x.loop, x.max_rounds, x.max_tokens
+        )
+        extracted = list(zip(chunks.ids, found, strict=True))
+        after = llm.ledger.total()
+        _stage(
+            stats,
+            "extract",
+            t0,
+            items=len(found),
+            entities=sum(len(f.entities) for f in found),
+            relations=sum(len(f.relations) for f in found),
+            rounds=sum(f.rounds for f in found),
+            parse_failures=sum(f.failures for f in found),
+            model_calls=after.calls - before.calls,
+            cached_calls=after.cached_calls - before.cached_calls,
+            prompt_tokens=(after.prompt_tokens + after.cached_prompt_tokens)
+            - (before.prompt_tokens + before.cached_prompt_tokens),
+            completion_tokens=(after.completion_tokens + after.cached_completion_tokens)
+            - (before.completion_tokens + before.cached_completion_tokens),
+        )
+
     t0 = time.perf_counter()
-    entities, unit_entity, relations = resolve(unit_rows, mentions)
+    entities, unit_entity, relations = resolve(unit_rows, mentions, extracted)
     writer.write_table("entities", entities)
     writer.write_table("unit_entity", unit_entity)
     writer.write_table("relations", relations)
@@ -182,3 +217,22 @@ def run_graph_stages(
             embedded=cache.misses - miss0,
         )
     return None
+
+
+def _add_extraction_estimate(
+    estimate: dict[str, int], config: IndexConfig, chunks, out: Path
+) -> dict[str, int]:
+    """Add the first extraction round (one prompt per chunk) to a dry-run estimate."""
+    if not config.extraction.enabled:
+        return estimate
+    from engine.index.extract import CD, EXTRACT_PROMPT, RD, TD
+    from engine.models import GenParams
+
+    x = config.extraction
+    llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE, dry_run=True)
+    prompts = [
+        EXTRACT_PROMPT.format(types=", ".join(x.entity_types), text=t, td=TD, rd=RD, cd=CD)
+        for t in chunks.texts
+    ]
+    more = llm.estimate(prompts, GenParams(max_tokens=x.max_tokens))
+    return {k: estimate[k] + more[k] for k in estimate}

@@ -33,43 +33,76 @@ def relation_id(src: str, dst: str) -> str:
 
 
 def resolve(
-    unit_rows: list[dict], mentions: list[list[tuple[str, str]]]
+    unit_rows: list[dict],
+    mentions: list[list[tuple[str, str]]],
+    extracted: list[tuple[str, object]] | None = None,
 ) -> tuple[list[dict], list[dict], list[dict]]:
-    """(entities, unit_entity, relations) rows from the mentions found in each unit.
+    """(entities, unit_entity, relations) rows from NER mentions per unit and, optionally, LLM
+    extractions per chunk (`(chunk_id, ChunkExtraction)` pairs).
 
     The name of an entity is its most frequent surface form (ties: the first seen), its type
-    the most frequent label; two entities mentioned in the same unit get a co-occurrence
-    relation whose weight counts the units they share.
+    the most frequent label, its description the distinct extracted descriptions joined. Two
+    entities in the same unit get a co-occurrence relation (weight: shared units); extracted
+    relations add their strength to the weight of the same pair and bring descriptions and
+    keywords. Every entity and relation keeps the chunk ids it came from.
     """
     names: dict[str, Counter] = defaultdict(Counter)
     types: dict[str, Counter] = defaultdict(Counter)
+    descriptions: dict[str, list[str]] = defaultdict(list)
     chunks: dict[str, set[str]] = defaultdict(set)
     unit_entity: list[dict] = []
-    pair_weight: Counter = Counter()
-    pair_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
+    weight: Counter = Counter()
+    rel_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
+    rel_desc: dict[tuple[str, str], list[str]] = defaultdict(list)
+    rel_keys: dict[tuple[str, str], list[str]] = defaultdict(list)
+
+    def mention(surface: str, label: str, chunk_id: str) -> str | None:
+        key = normalize_name(surface)
+        if len(key) < 2:
+            return None
+        eid = entity_id(key)
+        names[eid][surface.strip()] += 1
+        types[eid][label] += 1
+        chunks[eid].add(chunk_id)
+        return eid
+
+    def relate(a: str, b: str, w: float, chunk_id: str, desc: str = "", keywords: str = "") -> None:
+        if a == b:
+            return
+        pair = (a, b) if a < b else (b, a)
+        weight[pair] += w
+        rel_chunks[pair].add(chunk_id)
+        if desc and desc not in rel_desc[pair]:
+            rel_desc[pair].append(desc)
+        for k in (keywords or "").split(","):
+            if k.strip() and k.strip() not in rel_keys[pair]:
+                rel_keys[pair].append(k.strip())
+
     for unit, found in zip(unit_rows, mentions, strict=True):
-        ids = []
+        ids: list[str] = []
         for surface, label in found:
-            key = normalize_name(surface)
-            if len(key) < 2:
-                continue
-            eid = entity_id(key)
-            names[eid][surface] += 1
-            types[eid][label] += 1
-            chunks[eid].add(unit["chunk_id"])
-            if eid not in ids:
+            eid = mention(surface, label, unit["chunk_id"])
+            if eid is not None and eid not in ids:
                 ids.append(eid)
         for eid in ids:
             unit_entity.append({"unit_id": unit["unit_id"], "entity_id": eid})
         for a, b in combinations(sorted(ids), 2):
-            pair_weight[(a, b)] += 1
-            pair_chunks[(a, b)].add(unit["chunk_id"])
+            relate(a, b, 1.0, unit["chunk_id"], keywords="co-occurrence")
+    for chunk_id, ex in extracted or []:
+        for name, label, desc in ex.entities:
+            eid = mention(name, label, chunk_id)
+            if eid is not None and desc and desc not in descriptions[eid]:
+                descriptions[eid].append(desc)
+        for src, dst, desc, keywords, strength in ex.relations:
+            a, b = mention(src, "UNKNOWN", chunk_id), mention(dst, "UNKNOWN", chunk_id)
+            if a is not None and b is not None:
+                relate(a, b, max(strength, 0.0), chunk_id, desc, keywords)
     entities = [
         {
             "entity_id": eid,
             "name": names[eid].most_common(1)[0][0],
-            "type": types[eid].most_common(1)[0][0],
-            "description": None,
+            "type": _best_type(types[eid]),
+            "description": "\n".join(descriptions[eid]) or None,
             "chunk_ids": sorted(chunks[eid]),
         }
         for eid in sorted(names)
@@ -79,11 +112,17 @@ def resolve(
             "rel_id": relation_id(a, b),
             "src": a,
             "dst": b,
-            "description": None,
-            "keywords": "co-occurrence",
+            "description": "\n".join(rel_desc[(a, b)]) or None,
+            "keywords": ", ".join(rel_keys[(a, b)]) or None,
             "weight": float(w),
-            "chunk_ids": sorted(pair_chunks[(a, b)]),
+            "chunk_ids": sorted(rel_chunks[(a, b)]),
         }
-        for (a, b), w in sorted(pair_weight.items())
+        for (a, b), w in sorted(weight.items())
     ]
     return entities, unit_entity, relations
+
+
+def _best_type(counts: Counter) -> str:
+    """Most frequent label, preferring a real one over UNKNOWN."""
+    known = [(n, t) for t, n in counts.items() if t != "UNKNOWN"]
+    return max(known)[1] if known else "UNKNOWN"

@@ -1,0 +1,103 @@
+"""LLM triple extraction: record parsing and merging, gleaning and loop-NER rounds with the
+local model, and the extract stage inside `index`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.demo import corpus_path
+from engine.index.extract import ChunkExtraction, _absorb, extract_triples
+from engine.index.resolve import entity_id, normalize_name, resolve
+from engine.models import LLM
+from engine.store import open_index
+
+ANSWER = (
+    '("entity"<|>"Hana Lirrow"<|>"person"<|>"An architect born in Port Calloway.")##\n'
+    '("entity"<|>"Quillon Opera House"<|>"organization"<|>"An opera house in Vesk.")##\n'
+    '("relationship"<|>"Hana Lirrow"<|>"Quillon Opera House"<|>"Lirrow designed the opera house."<|>"design, architecture"<|>9)##\n'
+    '("relationship"<|>"Quillon Opera House"<|>"Vesk"<|>"It stands in Vesk."<|>"location"<|>oops)##\n'
+    '("content_keywords"<|>"architecture, opera")<|COMPLETE|>'
+)
+
+
+def test_records_are_absorbed_and_merged_with_cooccurrence() -> None:
+    found = ChunkExtraction()
+    assert _absorb(found, ANSWER)
+    assert [e[0] for e in found.entities] == ["Hana Lirrow", "Quillon Opera House"]
+    assert found.relations[0][4] == 9.0 and found.relations[1][4] == 1.0  # unparsable strength -> 1
+    assert found.keywords == ["architecture", "opera"]
+    assert not _absorb(found, "I cannot help with that.")
+    units = [
+        {"unit_id": "u1", "chunk_id": "c1", "text": "Hana Lirrow designed the Quillon Opera House."}
+    ]
+    mentions = [[("Hana Lirrow", "PERSON"), ("the Quillon Opera House", "ORG")]]
+    entities, links, relations = resolve(units, mentions, [("c2", found)])
+    by_key = {normalize_name(e["name"]): e for e in entities}
+    assert set(by_key) == {"hana lirrow", "quillon opera house", "vesk"}
+    assert by_key["hana lirrow"]["description"] == "An architect born in Port Calloway."
+    assert (
+        by_key["hana lirrow"]["type"] == "PERSON"
+        or by_key["hana lirrow"]["type"] == "person".upper()
+    )
+    assert by_key["hana lirrow"]["chunk_ids"] == ["c1", "c2"]
+    pair = sorted((entity_id("hana lirrow"), entity_id("quillon opera house")))
+    rel = next(r for r in relations if [r["src"], r["dst"]] == pair)
+    assert rel["weight"] == 1.0 + 9.0  # one shared unit + strength 9
+    assert rel["description"] == "Lirrow designed the opera house."
+    assert rel["keywords"] == "co-occurrence, design, architecture"
+    assert len(links) == 2
+
+
+TEXTS = [json.loads(line)["text"] for line in corpus_path().read_text().splitlines()[:3]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("loop", "gleaning"), [("none", 1), ("trial", 0), ("base", 0)])
+def test_rounds_are_batched(smollm, loop: str, gleaning: int) -> None:
+    llm = LLM(smollm)
+    found = extract_triples(
+        llm,
+        TEXTS,
+        ["person", "location"],
+        gleaning=gleaning,
+        loop=loop,
+        max_rounds=2,
+        max_tokens=24,
+    )
+    usage = llm.ledger.get("extract", smollm.model_id)
+    checks = llm.ledger.get("extract_loop_check", smollm.model_id)
+    rounds = sum(f.rounds for f in found)
+    assert usage.calls + usage.cached_calls == rounds
+    assert all(1 <= f.rounds <= 3 for f in found)
+    if loop == "none":
+        assert all(f.rounds == 2 for f in found) and checks.calls == 0
+    elif loop == "trial":
+        assert checks.calls >= 3  # asked before any continuation
+    else:
+        assert all(f.rounds >= 2 for f in found) and checks.calls >= 3  # continued before asking
+    assert all(f.failures <= f.rounds for f in found)
+
+
+@pytest.mark.slow
+def test_extract_stage_in_index(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(corpus_path().read_text().splitlines()[:4]) + "\n")
+    cfg = tmp_path / "x.yaml"
+    cfg.write_text(
+        "extraction:\n  enabled: true\n  gleaning: 0\n  max_tokens: 48\n"
+        "models:\n  llm:\n    backend: transformers\n    batch_size: 4\n"
+    )
+    out = tmp_path / "idx"
+    dry = main(["index", str(corpus), "--out", str(out), "--config", str(cfg), "--dry-run"])
+    assert dry == 0 and not (out / "manifest.json").exists()
+    assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    stage = open_index(out).manifest["stats"]["stages"]["extract"]
+    assert stage["items"] == 4 and stage["rounds"] == 4 and stage["model_calls"] == 4
+    assert stage["prompt_tokens"] > 0 and stage["completion_tokens"] > 0
+    assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    again = open_index(out).manifest["stats"]["stages"]["extract"]
+    assert again["model_calls"] == 0 and again["cached_calls"] == 4
