@@ -150,6 +150,17 @@ class ExtractionConfig:
 
 
 @dataclass
+class CommunitiesConfig:
+    """Hierarchical Leiden communities of the entity graph and their LLM reports (optional)."""
+
+    enabled: bool = False
+    max_cluster_size: int = 10
+    seed: int = 42
+    reports: bool = False
+    report_max_tokens: int = 512
+
+
+@dataclass
 class IndexConfig:
     """Everything `graphrag-engine index` needs; later stages add their sections here."""
 
@@ -157,6 +168,7 @@ class IndexConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
 
@@ -167,6 +179,10 @@ class IndexConfig:
         if self.extraction.enabled and self.models.llm.backend == "none":
             raise ConfigError(
                 f"{where}: extraction.enabled needs an LLM, but models.llm.backend is 'none'"
+            )
+        if self.communities.reports and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: communities.reports needs an LLM, but models.llm.backend is 'none'"
             )
         if self.graph.alpha > 0 and self.models.llm.backend == "none":
             raise ConfigError(

@@ -179,6 +179,9 @@ def run_graph_stages(
     stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
     _stage(stats, "resolve_graphs", t0, items=len(entities), relations=len(relations))
 
+    if config.communities.enabled:
+        llm = _communities(writer, out, config, entities, relations, stats, models, llm)
+
     # -- embeddings of units, entities, relations -------------------------------------------------
     if embedder is not None and g.embed:
         t0 = time.perf_counter()
@@ -236,3 +239,32 @@ def _add_extraction_estimate(
     ]
     more = llm.estimate(prompts, GenParams(max_tokens=x.max_tokens))
     return {k: estimate[k] + more[k] for k in estimate}
+
+
+def _communities(writer, out, config, entities, relations, stats, models, llm):
+    """Communities stage (and reports when asked); returns the LLM it may have made."""
+    from engine.index.communities import community_reports, detect_communities
+
+    c = config.communities
+    t0 = time.perf_counter()
+    rows = detect_communities(relations, c.max_cluster_size, c.seed)
+    writer.write_table("communities", rows)
+    values: dict[str, Any] = {"items": len(rows), "levels": len({r["level"] for r in rows})}
+    if c.reports:
+        if llm is None:
+            llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE)
+            models["llm"] = llm.model_id
+        before = llm.ledger.total()
+        reports, failures = community_reports(
+            llm, rows, entities, relations, c.report_max_tokens, config.models.llm.parse_retries
+        )
+        writer.write_table("reports", reports)
+        after = llm.ledger.total()
+        values.update(
+            reports=len(reports),
+            parse_failures=failures,
+            model_calls=after.calls - before.calls,
+            cached_calls=after.cached_calls - before.cached_calls,
+        )
+    _stage(stats, "communities", t0, **values)
+    return llm

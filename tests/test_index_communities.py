@@ -1,0 +1,99 @@
+"""Communities: hierarchical Leiden structure against networkx's modularity, and LLM reports
+that an incremental add re-summarises only for the communities it touched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from engine.cli import main
+from engine.demo import corpus_path
+from engine.store import open_index
+
+
+def build(
+    tmp_path: Path, name: str, extra: str = "", corpus: Path | None = None, add: bool = False
+) -> Path:
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(
+        "graph:\n  embed: false\ncommunities:\n  enabled: true\n  max_cluster_size: 6\n" + extra
+    )
+    out = tmp_path / name
+    args = ["index", str(corpus) if corpus else "--demo", "--out", str(out), "--config", str(cfg)]
+    assert main(args + (["--add"] if add else [])) == 0
+    return out
+
+
+def test_hierarchy_partitions_and_is_deterministic(tmp_path: Path) -> None:
+    idx = open_index(build(tmp_path, "a"))
+    rows = idx.table("communities").to_pylist()
+    relations = idx.table("relations").to_pylist()
+    linked = {r["src"] for r in relations} | {r["dst"] for r in relations}
+    level0 = [r for r in rows if r["level"] == 0]
+    members0 = [e for r in level0 for e in r["entity_ids"]]
+    assert sorted(members0) == sorted(linked), "level 0 partitions every linked entity"
+    ids = {r["community_id"]: r for r in rows}
+    for r in rows:
+        if r["level"] > 0:
+            parent = ids[r["parent_id"]]
+            assert parent["level"] == r["level"] - 1 and set(r["entity_ids"]) <= set(
+                parent["entity_ids"]
+            )
+    finals = {}
+    for r in rows:  # the deepest community of each entity
+        for e in r["entity_ids"]:
+            if e not in finals or finals[e]["level"] < r["level"]:
+                finals[e] = r
+    assert (
+        max(len(r["entity_ids"]) for r in finals.values()) <= 6
+        or len({r["level"] for r in rows}) > 1
+    )
+    # quality: modularity of level 0 against networkx's own Louvain on the same graph
+    G = nx.Graph()
+    G.add_weighted_edges_from((r["src"], r["dst"], r["weight"]) for r in relations)
+    ours = nx.community.modularity(G, [set(r["entity_ids"]) for r in level0])
+    ref = nx.community.modularity(G, nx.community.louvain_communities(G, seed=0))
+    assert ours >= 0.9 * ref
+    again = open_index(build(tmp_path, "b")).table("communities").to_pylist()
+    assert sorted(r["community_id"] for r in again) == sorted(ids)
+
+
+@pytest.mark.slow
+def test_reports_resummarise_only_touched_communities(tmp_path: Path) -> None:
+    extra = "  reports: true\n  report_max_tokens: 40\nmodels:\n  llm:\n    backend: transformers\n    batch_size: 8\n    parse_retries: 0\n"
+    lines = corpus_path().read_text().splitlines()
+    base = tmp_path / "base.jsonl"
+    base.write_text("\n".join(lines[:24]) + "\n")
+    out = build(tmp_path, "r", extra, corpus=base)
+    first = open_index(out)
+    stage = first.manifest["stats"]["stages"]["communities"]
+    n = stage["items"]
+    assert stage["model_calls"] == n and stage["reports"] + stage["parse_failures"] == n
+    for r in first.table("reports").to_pylist():
+        assert r["title"] and r["summary"] and r["full_text"]
+    before_ids = set(first.table("communities")["community_id"].to_pylist())
+    new = tmp_path / "new.jsonl"
+    new.write_text(
+        json.dumps(
+            {
+                "id": "x",
+                "title": "Orrin Vale",
+                "text": "Orrin Vale is a shepherd on Mount Kesh. Orrin Vale breeds goats with Talia Brenn.",
+            }
+        )
+        + "\n"
+    )
+    build(tmp_path, "r", extra, corpus=new, add=True)
+    after = open_index(out)
+    stage2 = after.manifest["stats"]["stages"]["communities"]
+    after_ids = set(after.table("communities")["community_id"].to_pylist())
+    kept = len(before_ids & after_ids)
+    assert kept > 0
+    # untouched communities are not re-summarised (a new community whose report prompt equals
+    # one already answered, e.g. a level-1 copy of its parent, is a cache hit too)
+    assert stage2["cached_calls"] >= kept
+    assert stage2["model_calls"] + stage2["cached_calls"] == len(after_ids)
+    assert 0 < stage2["model_calls"] <= len(after_ids - before_ids)
