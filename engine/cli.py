@@ -37,6 +37,10 @@ def cmd_index(args: argparse.Namespace) -> int:
             setattr(config.ingest, name, value)
     if args.skip_bad:
         config.ingest.skip_bad = True
+    if args.executor:
+        config.executor = args.executor
+    if args.address:
+        config.ray_address = args.address
     corpus = list(args.corpus)
     if args.demo:
         corpus.append(str(corpus_path()))
@@ -168,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML config (see configs/index.yaml)")
     p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed records")
+    p.add_argument(
+        "--executor", choices=["local", "ray"], help="where the model stages run (default: config)"
+    )
+    p.add_argument(
+        "--address", help="Ray cluster: local (start one), auto (join), or ray://host:port"
+    )
     p.add_argument(
         "--add",
         action="store_true",

@@ -171,6 +171,10 @@ class IndexConfig:
     communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
+    ray_address: str = "local"
+    """'local' starts a private Ray cluster; 'auto' joins the running one; or ray://host:port."""
+    workers: int = 2
+    """Model-holding Ray actors (one per worker CPU or GPU)."""
 
     def validate(self, where: str) -> None:
         """Cross-field checks that a type alone cannot express."""

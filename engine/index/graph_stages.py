@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from engine.config import IndexConfig
+from engine.exec import make_executor
 from engine.index.graphs import build_graphs
-from engine.index.ner import entity_recognizer
 from engine.index.resolve import resolve
 from engine.index.units import llm_units, select_core_chunks, sentence_units
-from engine.models import make_embedder, make_llm
+from engine.models import make_llm
 from engine.models.embed_cache import EmbeddingCache
 from engine.progress import progress
 from engine.store import IndexWriter
@@ -42,11 +42,26 @@ def run_graph_stages(
 
     Returns the LLM cost estimate when dry_run (and writes nothing worth committing).
     """
+    executor = make_executor(
+        config.executor,
+        config.models.embedder,
+        config.graph.ner,
+        config.ray_address,
+        config.workers,
+    )
+    try:
+        return _run(writer, out, config, chunks, stats, models, dry_run, executor)
+    finally:
+        executor.close()
+
+
+def _run(writer, out, config, chunks, stats, models, dry_run, executor):
     g = config.graph
-    embedder = make_embedder(config.models.embedder) if (g.embed or g.alpha > 0) else None
+    embedder = executor if (g.embed or g.alpha > 0) else None
     cache = EmbeddingCache(out / EMBED_CACHE) if embedder is not None else None
     if embedder is not None:
         models["embedder"] = embedder.model_id
+    stats["executor"] = executor.name
 
     # -- chunk vectors (also the knapsack's similarity values) --------------------------------
     t0 = time.perf_counter()
@@ -118,13 +133,12 @@ def run_graph_stages(
 
     # -- NER, resolution, graphs ----------------------------------------------------------------
     t0 = time.perf_counter()
-    ner = entity_recognizer(g.ner)
-    models["ner"] = ner.model_id
+    models["ner"] = executor.ner_model_id
     mentions: list = []
     bar = progress("ner", total=len(unit_rows), unit="unit")
     for i in range(0, len(unit_rows), NER_BATCH):
         batch = [u["text"] for u in unit_rows[i : i + NER_BATCH]]
-        mentions.extend(ner.extract(batch))
+        mentions.extend(executor.ner(batch))
         bar.update(len(batch))
     bar.close()
     _stage(
@@ -132,7 +146,7 @@ def run_graph_stages(
         "ner",
         t0,
         items=len(unit_rows),
-        backend=ner.backend,
+        backend=models["ner"].split(":")[0],
         mentions=sum(len(m) for m in mentions),
     )
 

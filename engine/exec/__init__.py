@@ -1,0 +1,22 @@
+"""Executors for the model-heavy index stages: `local` (in this process) and `ray` (sharded
+over model-holding Ray actors). Both return results in input order, so the index they build
+is the same."""
+
+from __future__ import annotations
+
+from engine.config import EmbedderConfig
+from engine.errors import ConfigError
+from engine.exec.local import LocalExecutor
+
+
+def make_executor(
+    kind: str, embedder: EmbedderConfig, ner_backend: str, address: str = "local", workers: int = 2
+):
+    """The executor named by the config (`local` or `ray`)."""
+    if kind == "local":
+        return LocalExecutor(embedder, ner_backend)
+    if kind == "ray":
+        from engine.exec.ray_executor import RayExecutor
+
+        return RayExecutor(embedder, ner_backend, address=address, workers=workers)
+    raise ConfigError(f"executor must be 'local' or 'ray', got {kind!r}")

@@ -1,0 +1,92 @@
+"""Ray executor: texts sharded over model-holding actors (one embedder + NER per worker) on a
+local or running Ray cluster; results come back in input order and merge into one index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.config import EmbedderConfig
+from engine.errors import ConfigError
+
+
+def _worker_class():
+    import ray
+
+    @ray.remote(num_cpus=1)
+    class ModelWorker:
+        """Holds the models once; answers shards of texts."""
+
+        def __init__(self, embedder: dict, ner_backend: str) -> None:
+            import os
+
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
+            from engine.exec.local import LocalExecutor
+
+            self.local = LocalExecutor(EmbedderConfig(**embedder), ner_backend)
+
+        def model_ids(self) -> tuple[str, str]:
+            return self.local.model_id, self.local.ner_model_id
+
+        def encode(self, texts: list[str]) -> np.ndarray:
+            return self.local.encode(texts)
+
+        def ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
+            return self.local.ner(texts)
+
+    return ModelWorker
+
+
+class RayExecutor:
+    """Shards every call over `workers` actors; `address` 'local' starts a private cluster."""
+
+    name = "ray"
+
+    def __init__(
+        self, embedder: EmbedderConfig, ner_backend: str, address: str = "local", workers: int = 2
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError(
+                "executor 'ray' needs Ray: pip install 'graphrag-engine[ray]'"
+            ) from None
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            if address == "local":
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+            self._started = True
+        from dataclasses import asdict
+
+        worker = _worker_class()
+        self.actors = [worker.remote(asdict(embedder), ner_backend) for _ in range(workers)]
+        self.model_id, self.ner_model_id = ray.get(self.actors[0].model_ids.remote())
+
+    def _shards(self, items: list) -> list[list]:
+        n = len(self.actors)
+        size = -(-len(items) // n) if items else 0
+        return [items[i * size : (i + 1) * size] for i in range(n)]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Vectors of the texts, computed by the actors in parallel."""
+        parts = [(a, s) for a, s in zip(self.actors, self._shards(texts), strict=True) if s]
+        results = self._ray.get([a.encode.remote(s) for a, s in parts])
+        return np.concatenate(results) if results else np.zeros((0, 0), np.float32)
+
+    def ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
+        """Entities of every text, computed by the actors in parallel."""
+        parts = [(a, s) for a, s in zip(self.actors, self._shards(texts), strict=True) if s]
+        out: list = []
+        for r in self._ray.get([a.ner.remote(s) for a, s in parts]):
+            out.extend([tuple(m) for m in ents] for ents in r)
+        return out
+
+    def close(self) -> None:
+        """Release the actors (and the cluster this executor started)."""
+        for a in self.actors:
+            self._ray.kill(a)
+        if self._started:
+            self._ray.shutdown()
