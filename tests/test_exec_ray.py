@@ -12,14 +12,37 @@ from engine.store import open_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-TABLES = ["documents", "chunks", "units", "entities", "relations", "unit_entity", "graph_cue", "graph_entity"]
+TABLES = [
+    "documents",
+    "chunks",
+    "units",
+    "entities",
+    "relations",
+    "unit_entity",
+    "graph_cue",
+    "graph_entity",
+]
 
 
 def test_ray_index_equals_local(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     local, distributed = tmp_path / "local", tmp_path / "ray"
     assert main(["index", "--demo", "--out", str(local)]) == 0
-    assert main(["index", "--demo", "--out", str(distributed), "--executor", "ray", "--address", "local"]) == 0
+    assert (
+        main(
+            [
+                "index",
+                "--demo",
+                "--out",
+                str(distributed),
+                "--executor",
+                "ray",
+                "--address",
+                "local",
+            ]
+        )
+        == 0
+    )
     a, b = open_index(local), open_index(distributed)
     assert b.manifest["stats"]["executor"] == "ray" and a.manifest["stats"]["executor"] == "local"
     for t in TABLES:

@@ -1,0 +1,134 @@
+"""Indexing throughput on real corpora: MuSiQue and 2WikiMultiHopQA from ../shared/data with
+alpha = 0 (no LLM) on the local and the Ray executor, and LLM unit extraction (transformers,
+packaged SmolLM2) on a 50-chunk sample. Every run is a fresh `graphrag-engine index` process
+with fresh caches; measured in one run on this machine.
+
+    .venv/bin/python bench/index.py [--corpora musique,2wiki] [--executors local,ray] [--llm-sample 50]
+
+Peak RSS is the index process's own (Ray workers are separate processes and not included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+FILES = {"musique": "musique_corpus.jsonl", "2wiki": "2wikimultihopqa_corpus.jsonl"}
+
+
+def run_index(corpus: Path, work: Path, name: str, config: str, extra: list[str]) -> dict:
+    """One fresh index process; its wall time, peak RSS and manifest stats."""
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    cfg = work / f"{name}.yaml"
+    cfg.write_text(config)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
+    t0 = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "index",
+            str(corpus),
+            "--out",
+            str(out),
+            "--config",
+            str(cfg),
+            *extra,
+        ],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    m = json.loads((out / "manifest.json").read_text())
+    files, stages = m["files"], m["stats"]["stages"]
+    rows = {k: v.get("rows", v.get("shape", [0])[0]) for k, v in files.items()}
+    edges = sum(g["edges"] for g in m["stats"].get("graphs", {}).values())
+    return {
+        "seconds": round(seconds, 1),
+        "chunks": rows["chunks"],
+        "units": rows.get("units", 0),
+        "entities": rows.get("entities", 0),
+        "relations": rows.get("relations", 0),
+        "graph_edges": edges,
+        "chunks_per_s": round(rows["chunks"] / seconds, 1),
+        "units_per_s": round(rows.get("units", 0) / seconds, 1),
+        "peak_rss_mib": round(max(peak, before) / 1024, 1),
+        "peak_rss_exact": peak > before,
+        "stage_seconds": {k: v.get("seconds") for k, v in stages.items()},
+        "llm": {
+            k: v
+            for k, v in stages.get("units", {}).items()
+            if k
+            in (
+                "model_calls",
+                "parse_failures",
+                "llm_units",
+                "core_chunks",
+                "prompt_tokens",
+                "completion_tokens",
+            )
+        },
+    }
+
+
+def main() -> None:
+    """Run the benchmark and print a table and a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", default="musique,2wiki")
+    ap.add_argument("--executors", default="local,ray")
+    ap.add_argument("--llm-sample", type=int, default=50)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="graphrag-index-bench-"))
+    results = []
+    for corpus in args.corpora.split(","):
+        path = DATA / FILES[corpus]
+        for ex in args.executors.split(","):
+            extra = ["--executor", ex] + (["--address", "local"] if ex == "ray" else [])
+            r = run_index(path, work, f"{corpus}-{ex}", "graph:\n  alpha: 0.0\n", extra)
+            results.append({"corpus": corpus, "executor": ex, "mode": "alpha=0", **r})
+    if args.llm_sample:
+        sample = work / "sample.jsonl"
+        with open(DATA / FILES["musique"]) as fh:
+            sample.write_text(
+                "".join(line for _, line in zip(range(args.llm_sample), fh, strict=False))
+            )
+        config = "graph:\n  alpha: 1.0\n  unit_max_tokens: 128\nmodels:\n  llm:\n    backend: transformers\n    batch_size: 8\n"
+        r = run_index(sample, work, "llm-sample", config, [])
+        results.append(
+            {
+                "corpus": f"musique[:{args.llm_sample}]",
+                "executor": "local",
+                "mode": "alpha=1, SmolLM2",
+                **r,
+            }
+        )
+    print(
+        f"{'corpus':<14}{'executor':<9}{'mode':<18}{'chunks':>7}{'units':>7}{'entities':>9}{'edges':>8}{'s':>7}{'chunks/s':>9}{'units/s':>8}{'RSS MiB':>8}"
+    )
+    for r in results:
+        print(
+            f"{r['corpus']:<14}{r['executor']:<9}{r['mode']:<18}{r['chunks']:>7}{r['units']:>7}{r['entities']:>9}"
+            f"{r['graph_edges']:>8}{r['seconds']:>7}{r['chunks_per_s']:>9}{r['units_per_s']:>8}{r['peak_rss_mib']:>8}"
+        )
+    print(json.dumps({"bench": "index", "results": results}))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
