@@ -23,6 +23,7 @@ from engine.models.base import (
     prompt_key,
 )
 from engine.models.cache import ResponseCache
+from engine.progress import progress
 
 
 class NoLLM:
@@ -91,6 +92,7 @@ class LLM:
                 # soon as it returns: a run killed mid-stage keeps every answer already paid for
                 fresh = []
                 todo_keys = list(todo.keys())
+                bar = progress(f"llm {stage}", total=len(batch), unit="prompt")
                 for lo in range(0, len(batch), self.flush_every):
                     part = self.backend.generate(batch[lo : lo + self.flush_every], params)
                     if self.cache is not None:
@@ -103,6 +105,8 @@ class LLM:
                         ]
                         self.cache.put_many(self.model_id, ok)
                     fresh.extend(part)
+                    bar.update(len(part))
+                bar.close()
                 failed = [c for c in fresh if c.error is not None]
                 if failed:
                     usage.seconds += time.perf_counter() - started
