@@ -147,6 +147,8 @@ class ExtractionConfig:
     """ROGRAG loop NER: 'trial' asks whether entities were missed, then continues; 'base' continues, then asks."""
     max_rounds: int = 2
     max_tokens: int = 512
+    summarize_above: int = 800
+    """Joined entity descriptions longer than this many characters are summarised by the LLM (0: never)."""
 
 
 @dataclass

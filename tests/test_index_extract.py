@@ -101,3 +101,21 @@ def test_extract_stage_in_index(tmp_path: Path) -> None:
     assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     again = open_index(out).manifest["stats"]["stages"]["extract"]
     assert again["model_calls"] == 0 and again["cached_calls"] == 4
+
+
+@pytest.mark.slow
+def test_long_descriptions_are_summarised_in_one_call(smollm) -> None:
+    from engine.index.extract import summarize_descriptions
+
+    llm = LLM(smollm)
+    long = "Hana Lirrow was an architect.\\n" * 10
+    entities = [
+        {"name": "Hana Lirrow", "description": long},
+        {"name": "Vesk", "description": "A city on Quillon."},
+        {"name": "Dunmere", "description": None},
+    ]
+    done = summarize_descriptions(llm, entities, above=100, max_tokens=24)
+    usage = llm.ledger.get("summarize_descriptions", smollm.model_id)
+    assert usage.calls == 1 and done == 1
+    assert entities[0]["description"] != long and entities[0]["description"]
+    assert entities[1]["description"] == "A city on Quillon." and entities[2]["description"] is None

@@ -252,3 +252,29 @@ def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> No
     origins = {u["origin"] for u in idx2.table("units").to_pylist()}
     assert "sentence" in origins
     assert units["llm_units"] > 0 or units["parse_failures"] == prompts
+
+
+@pytest.mark.slow
+def test_killed_index_runs_resume_to_the_same_index(tmp_path: Path) -> None:
+    """SIGKILL `index` at several points (ingest, embedding, NER, commit); re-running the same
+    command completes with the content of an uninterrupted run and re-embeds nothing paid for."""
+    clean = tmp_path / "clean"
+    assert main(["index", "--demo", "--out", str(clean)]) == 0
+    out = tmp_path / "killed"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
+    cmd = [sys.executable, "-m", "engine.cli", "index", "--demo", "--out", str(out)]
+    for delay in (0.5, 2.0, 4.0, 6.0):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if (out / "manifest.json").exists():
+            open_index(out)  # whatever was committed is whole
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    a, b = open_index(clean), open_index(out)
+    for t in TABLES:
+        key = a.table(t).schema.names[0]
+        assert table_rows(a, t, key) == table_rows(b, t, key), t
+    for v in ("chunk_vectors", "unit_vectors", "entity_vectors", "relation_vectors"):
+        np.testing.assert_allclose(a.vectors(v), b.vectors(v), atol=1e-5)

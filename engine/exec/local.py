@@ -52,5 +52,9 @@ class LocalExecutor:
         """Entities of every text."""
         return self._recognizer().extract(texts)
 
+    def llm_backend(self, llm_cfg) -> None:
+        """LLMs run in this process (make_llm builds them)."""
+        return None
+
     def close(self) -> None:
         """Nothing to release."""

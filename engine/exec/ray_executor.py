@@ -34,7 +34,49 @@ def _worker_class():
         def ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
             return self.local.ner(texts)
 
+        def _llm(self, llm_cfg: dict):
+            if getattr(self, "llm_backend", None) is None:
+                from engine.config import LLMConfig
+                from engine.models import make_backend
+
+                self.llm_backend = make_backend(LLMConfig(**llm_cfg))
+            return self.llm_backend
+
+        def llm_model_id(self, llm_cfg: dict) -> str:
+            return self._llm(llm_cfg).model_id
+
+        def generate(self, llm_cfg: dict, prompts: list, params):
+            return self._llm(llm_cfg).generate(prompts, params)
+
+        def count_tokens(self, llm_cfg: dict, prompts: list) -> list[int]:
+            return self._llm(llm_cfg).count_tokens(prompts)
+
     return ModelWorker
+
+
+class RayLLMBackend:
+    """An LLM backend whose engines live in the executor's actors (one per worker): a batch is
+    split into one shard per actor and answered in parallel, in input order."""
+
+    def __init__(self, executor: RayExecutor, llm_cfg: dict) -> None:
+        self.executor = executor
+        self.cfg = llm_cfg
+        self.model_id = executor._ray.get(executor.actors[0].llm_model_id.remote(llm_cfg))
+
+    def generate(self, prompts: list, params) -> list:
+        """One shard per actor, gathered in order."""
+        ex = self.executor
+        parts = [(a, s) for a, s in zip(ex.actors, ex._shards(prompts), strict=True) if s]
+        out: list = []
+        for r in ex._ray.get([a.generate.remote(self.cfg, s, params) for a, s in parts]):
+            out.extend(r)
+        return out
+
+    def count_tokens(self, prompts: list) -> list[int]:
+        """Prompt tokens, counted by the first actor's tokenizer."""
+        return self.executor._ray.get(
+            self.executor.actors[0].count_tokens.remote(self.cfg, prompts)
+        )
 
 
 class RayExecutor:
@@ -83,6 +125,14 @@ class RayExecutor:
         for r in self._ray.get([a.ner.remote(s) for a, s in parts]):
             out.extend([tuple(m) for m in ents] for ents in r)
         return out
+
+    def llm_backend(self, llm_cfg) -> RayLLMBackend | None:
+        """In-process LLM backends (transformers, vllm) move into the actors; servers stay remote."""
+        from dataclasses import asdict
+
+        if llm_cfg.backend not in ("transformers", "vllm"):
+            return None
+        return RayLLMBackend(self, asdict(llm_cfg))
 
     def close(self) -> None:
         """Release the actors (and the cluster this executor started)."""

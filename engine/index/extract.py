@@ -136,3 +136,32 @@ def extract_triples(
     else:
         raise ValueError(f"loop must be 'none', 'trial' or 'base', got {loop!r}")
     return results
+
+
+SUMMARY_PROMPT = """Several descriptions of the same entity were collected from different passages.
+Write one concise description of "{name}" that keeps every distinct fact and adds nothing.
+
+Descriptions:
+{descriptions}
+
+Description:"""
+
+
+def summarize_descriptions(
+    llm: LLM, entities: list[dict], above: int, max_tokens: int = 256
+) -> int:
+    """Replace joined descriptions longer than `above` characters by an LLM summary (one batched
+    call); an empty answer keeps the joined text. Returns how many were summarised."""
+    long = [e for e in entities if e["description"] and len(e["description"]) > above]
+    if not long:
+        return 0
+    prompts = [SUMMARY_PROMPT.format(name=e["name"], descriptions=e["description"]) for e in long]
+    answers = llm.generate(
+        prompts, GenParams(max_tokens=max_tokens), stage="summarize_descriptions"
+    )
+    done = 0
+    for e, a in zip(long, answers, strict=True):
+        if a.text.strip():
+            e["description"] = a.text.strip()
+            done += 1
+    return done

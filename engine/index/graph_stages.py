@@ -89,7 +89,12 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
     failures = 0
     llm = None
     if core.size:
-        llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE, dry_run=dry_run)
+        llm = make_llm(
+            config.models.llm,
+            default_cache=out / LLM_CACHE,
+            dry_run=dry_run,
+            backend=executor.llm_backend(config.models.llm),
+        )
         models["llm"] = llm.model_id
         pairs = [(chunks.ids[i], chunks.texts[i]) for i in core]
         if dry_run:
@@ -156,7 +161,11 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
         from engine.index.extract import extract_triples
 
         if llm is None:
-            llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE)
+            llm = make_llm(
+                config.models.llm,
+                default_cache=out / LLM_CACHE,
+                backend=executor.llm_backend(config.models.llm),
+            )
             models["llm"] = llm.model_id
         before = llm.ledger.total()
         x = config.extraction
@@ -184,6 +193,12 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
 
     t0 = time.perf_counter()
     entities, unit_entity, relations = resolve(unit_rows, mentions, extracted)
+    if extracted is not None and config.extraction.summarize_above > 0:
+        from engine.index.extract import summarize_descriptions
+
+        stats["stages"]["extract"]["summarized"] = summarize_descriptions(
+            llm, entities, config.extraction.summarize_above
+        )
     writer.write_table("entities", entities)
     writer.write_table("unit_entity", unit_entity)
     writer.write_table("relations", relations)
@@ -194,6 +209,13 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
     _stage(stats, "resolve_graphs", t0, items=len(entities), relations=len(relations))
 
     if config.communities.enabled:
+        if llm is None and config.communities.reports:
+            llm = make_llm(
+                config.models.llm,
+                default_cache=out / LLM_CACHE,
+                backend=executor.llm_backend(config.models.llm),
+            )
+            models["llm"] = llm.model_id
         llm = _communities(writer, out, config, entities, relations, stats, models, llm)
 
     # -- embeddings of units, entities, relations -------------------------------------------------

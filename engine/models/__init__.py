@@ -47,31 +47,40 @@ def _http(cfg) -> object:
     )
 
 
-def make_llm(cfg: LLMConfig, default_cache: str | Path | None = None, dry_run: bool = False) -> LLM:
-    """The LLM front for a config: backend + SQLite response cache + accounting."""
+def make_llm(
+    cfg: LLMConfig, default_cache: str | Path | None = None, dry_run: bool = False, backend=None
+) -> LLM:
+    """The LLM front for a config: backend + SQLite response cache + accounting.
+
+    `backend` overrides the one the config names (e.g. engines living in Ray actors).
+    """
+    backend = backend if backend is not None else make_backend(cfg)
+    cache_path = cfg.cache or default_cache
+    cache = ResponseCache(cache_path) if cache_path and cfg.backend != "none" else None
+    return LLM(backend, cache=cache, dry_run=dry_run, flush_every=cfg.flush_every)
+
+
+def make_backend(cfg: LLMConfig):
+    """The bare backend a config names (no cache, no accounting)."""
     if cfg.backend == "none":
-        backend = NoLLM()
-    elif cfg.backend == "transformers":
+        return NoLLM()
+    if cfg.backend == "transformers":
         from engine.models.transformers_llm import TransformersLLM
 
-        backend = TransformersLLM(cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size)
-    elif cfg.backend == "openai":
+        return TransformersLLM(cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size)
+    if cfg.backend == "openai":
         from engine.models.openai_llm import OpenAICompatLLM
 
         if not cfg.model:
             raise ConfigError("llm.model: the openai backend needs the server's model name")
-        backend = OpenAICompatLLM(cfg.model, _http(cfg))
-    elif cfg.backend == "vllm":
+        return OpenAICompatLLM(cfg.model, _http(cfg))
+    if cfg.backend == "vllm":
         from engine.models.vllm_llm import VLLMBackend
 
         if not cfg.model:
             raise ConfigError("llm.model: the vllm backend needs a local model folder")
-        backend = VLLMBackend(cfg.model, cfg.tensor_parallel_size, cfg.gpu_memory_utilization)
-    else:  # config validation makes this unreachable
-        raise ConfigError(f"llm.backend: unknown backend {cfg.backend!r}")
-    cache_path = cfg.cache or default_cache
-    cache = ResponseCache(cache_path) if cache_path and cfg.backend != "none" else None
-    return LLM(backend, cache=cache, dry_run=dry_run, flush_every=cfg.flush_every)
+        return VLLMBackend(cfg.model, cfg.tensor_parallel_size, cfg.gpu_memory_utilization)
+    raise ConfigError(f"llm.backend: unknown backend {cfg.backend!r}")
 
 
 def make_embedder(cfg: EmbedderConfig) -> Embedder:
