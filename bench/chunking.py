@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import resource
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from child_index import index_in_child
 
 WORDS = (
     "harbour island council river market railway engineer composer opera bridge museum storm "
@@ -46,34 +43,11 @@ def generate(path: Path, size_bytes: int, seed: int) -> int:
     return n
 
 
-def index_in_child(corpus: Path, out: Path) -> dict:
-    """Index `corpus` in a new process; return its seconds and peak RSS (MiB)."""
-    shutil.rmtree(out, ignore_errors=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    started = time.perf_counter()
-    env = {**os.environ, "GRAPHRAG_PROGRESS": "0", "HF_HUB_OFFLINE": "1"}
-    config = out.parent / "ingest_only.yaml"  # this bench measures ingest + chunking alone
-    config.write_text("graph:\n  enabled: false\n")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "engine.cli",
-            "index",
-            str(corpus),
-            "--out",
-            str(out),
-            "--config",
-            str(config),
-        ],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
-    seconds = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    manifest = json.loads((out / "manifest.json").read_text())
-    stage = manifest["stats"]["stages"]["ingest_chunk"]
+def index_run(corpus: Path, out: Path) -> dict:
+    """Index `corpus` (ingest + chunking only) in a new process; its seconds and peak RSS."""
+    run = index_in_child(corpus, out, "graph:\n  enabled: false\n")
+    stage = run["manifest"]["stats"]["stages"]["ingest_chunk"]
+    seconds = run["seconds"]
     return {
         "corpus_mib": round(corpus.stat().st_size / 2**20, 1),
         "documents": stage["items"],
@@ -81,8 +55,8 @@ def index_in_child(corpus: Path, out: Path) -> dict:
         "tokens": stage["tokens"],
         "seconds": round(seconds, 1),
         "mib_per_s": round(corpus.stat().st_size / 2**20 / seconds, 2),
-        "peak_rss_mib": round(max(peak_kib, before) / 1024, 1),
-        "peak_rss_exact": peak_kib > before,
+        "peak_rss_mib": run["peak_rss_mib"],
+        "peak_rss_exact": run["peak_rss_exact"],
     }
 
 
@@ -100,8 +74,8 @@ def main() -> None:
     generate(small, size // 10, seed=1)
     generate(big, size, seed=2)
     # the small (reference) run goes first: ru_maxrss of children is a running maximum
-    ref = index_in_child(small, work / "idx-small")
-    res = index_in_child(big, work / "idx-big")
+    ref = index_run(small, work / "idx-small")
+    res = index_run(big, work / "idx-big")
     ratio = res["peak_rss_mib"] / ref["peak_rss_mib"]
     print(
         f"{'corpus':<10}{'MiB':>9}{'docs':>10}{'chunks':>10}{'s':>8}{'MiB/s':>8}{'peak RSS MiB':>14}"

@@ -12,50 +12,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from child_index import REPO, index_in_child
+
 DATA = REPO.parent / "shared" / "data"
 FILES = {"musique": "musique_corpus.jsonl", "2wiki": "2wikimultihopqa_corpus.jsonl"}
 
 
 def run_index(corpus: Path, work: Path, name: str, config: str, extra: list[str]) -> dict:
     """One fresh index process; its wall time, peak RSS and manifest stats."""
-    out = work / name
-    shutil.rmtree(out, ignore_errors=True)
-    cfg = work / f"{name}.yaml"
-    cfg.write_text(config)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
-    t0 = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "engine.cli",
-            "index",
-            str(corpus),
-            "--out",
-            str(out),
-            "--config",
-            str(cfg),
-            *extra,
-        ],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        cwd=REPO,
-    )
-    seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    m = json.loads((out / "manifest.json").read_text())
+    run = index_in_child(corpus, work / name, config, extra)
+    seconds, m = run["seconds"], run["manifest"]
     files, stages = m["files"], m["stats"]["stages"]
     rows = {k: v.get("rows", v.get("shape", [0])[0]) for k, v in files.items()}
     edges = sum(g["edges"] for g in m["stats"].get("graphs", {}).values())
@@ -68,8 +38,8 @@ def run_index(corpus: Path, work: Path, name: str, config: str, extra: list[str]
         "graph_edges": edges,
         "chunks_per_s": round(rows["chunks"] / seconds, 1),
         "units_per_s": round(rows.get("units", 0) / seconds, 1),
-        "peak_rss_mib": round(max(peak, before) / 1024, 1),
-        "peak_rss_exact": peak > before,
+        "peak_rss_mib": run["peak_rss_mib"],
+        "peak_rss_exact": run["peak_rss_exact"],
         "stage_seconds": {k: v.get("seconds") for k, v in stages.items()},
         "llm": {
             k: v
