@@ -89,13 +89,7 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
     failures = 0
     llm = None
     if core.size:
-        llm = make_llm(
-            config.models.llm,
-            default_cache=out / LLM_CACHE,
-            dry_run=dry_run,
-            backend=executor.llm_backend(config.models.llm),
-        )
-        models["llm"] = llm.model_id
+        llm = _stage_llm(config, out, executor, models, dry_run)
         pairs = [(chunks.ids[i], chunks.texts[i]) for i in core]
         if dry_run:
             from engine.index.units import UNIT_PROMPT
@@ -161,12 +155,7 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
         from engine.index.extract import extract_triples
 
         if llm is None:
-            llm = make_llm(
-                config.models.llm,
-                default_cache=out / LLM_CACHE,
-                backend=executor.llm_backend(config.models.llm),
-            )
-            models["llm"] = llm.model_id
+            llm = _stage_llm(config, out, executor, models)
         before = llm.ledger.total()
         x = config.extraction
         found = extract_triples(
@@ -210,13 +199,8 @@ def _run(writer, out, config, chunks, stats, models, dry_run, executor):
 
     if config.communities.enabled:
         if llm is None and config.communities.reports:
-            llm = make_llm(
-                config.models.llm,
-                default_cache=out / LLM_CACHE,
-                backend=executor.llm_backend(config.models.llm),
-            )
-            models["llm"] = llm.model_id
-        llm = _communities(writer, out, config, entities, relations, stats, models, llm)
+            llm = _stage_llm(config, out, executor, models)
+        _communities(writer, config, entities, relations, stats, llm)
 
     # -- embeddings of units, entities, relations -------------------------------------------------
     if embedder is not None and g.embed:
@@ -277,8 +261,23 @@ def _add_extraction_estimate(
     return {k: estimate[k] + more[k] for k in estimate}
 
 
-def _communities(writer, out, config, entities, relations, stats, models, llm):
-    """Communities stage (and reports when asked); returns the LLM it may have made."""
+def _stage_llm(
+    config: IndexConfig, out: Path, executor, models: dict[str, str], dry_run: bool = False
+):
+    """The LLM of the index stages: response cache beside the index, engines in the executor's
+    workers where it has them (Ray), recorded in the manifest's models."""
+    llm = make_llm(
+        config.models.llm,
+        default_cache=out / LLM_CACHE,
+        dry_run=dry_run,
+        backend=executor.llm_backend(config.models.llm),
+    )
+    models["llm"] = llm.model_id
+    return llm
+
+
+def _communities(writer, config, entities, relations, stats, llm) -> None:
+    """Communities stage, and their reports when asked (`llm` is set then)."""
     from engine.index.communities import community_reports, detect_communities
 
     c = config.communities
@@ -287,9 +286,6 @@ def _communities(writer, out, config, entities, relations, stats, models, llm):
     writer.write_table("communities", rows)
     values: dict[str, Any] = {"items": len(rows), "levels": len({r["level"] for r in rows})}
     if c.reports:
-        if llm is None:
-            llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE)
-            models["llm"] = llm.model_id
         before = llm.ledger.total()
         reports, failures = community_reports(
             llm, rows, entities, relations, c.report_max_tokens, config.models.llm.parse_retries
@@ -303,4 +299,3 @@ def _communities(writer, out, config, entities, relations, stats, models, llm):
             cached_calls=after.cached_calls - before.cached_calls,
         )
     _stage(stats, "communities", t0, **values)
-    return llm
