@@ -146,14 +146,92 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _later(issue: str):
-    def run(args: argparse.Namespace) -> int:
-        raise NotYetAvailableError(
-            f"`{args.command}` is not available yet: it arrives with {issue}; "
-            "today the engine builds and inspects indexes (`index`, `info`)"
-        )
+def cmd_query(args: argparse.Namespace) -> int:
+    """Run one method over a question file against an index; results land in --out."""
+    from engine.config import QueryConfig
+    from engine.eval.datasets import demo_questions_path, load_questions
+    from engine.methods.run import run_query
+    from engine.store import open_index
 
-    return run
+    cfg = _query_config(args.method, QueryConfig)
+    if args.retrieval_only:
+        cfg.generation.enabled = False
+    if args.llm_backend:
+        cfg.models.llm.backend = args.llm_backend
+    if args.llm_model:
+        cfg.models.llm.model = args.llm_model
+    if args.base_url:
+        cfg.models.llm.base_url = args.base_url
+    cfg.validate(args.method)
+    index = open_index(args.index)
+    source = str(demo_questions_path()) if args.questions == "demo" else args.questions
+    questions = load_questions(source, limit=args.limit)
+    summary = run_query(index, questions, cfg, args.out, source, dry_run=args.dry_run)
+    if args.dry_run:
+        usage = summary["llm"]
+        print(
+            f"dry run: {len(questions)} questions, LLM stages {json.dumps(usage)}; nothing written"
+        )
+        return 0
+    tok = summary["query_tokens_per_question"]
+    print(
+        f"{cfg.method}: {summary['questions']} questions -> {args.out} in {summary['seconds']:.1f} s "
+        f"({summary['questions_per_s']} q/s, {summary['resumed_questions']} resumed); "
+        f"tokens per question {json.dumps(tok) if tok else 0}; stage seconds "
+        f"{json.dumps(summary['stage_seconds'])}"
+    )
+    return 0
+
+
+def _query_config(method: str, cls: type):
+    """--method is a YAML file, or the bare name of a method with default settings."""
+    import typing
+
+    if method.endswith((".yaml", ".yml")) or Path(method).is_file():
+        return load_config(method, cls)
+    names = typing.get_args(typing.get_type_hints(cls)["method"])
+    if method not in names:
+        raise BadInputError(
+            f"--method {method!r}: not a config file and not a method name ({', '.join(names)})"
+        )
+    cfg = cls()
+    cfg.method = method
+    return cfg
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Score query runs (or compare two) and write a report folder."""
+    from engine.eval.report import compare_runs, evaluate_runs
+
+    ks = [int(k) for k in args.k.split(",")]
+    if args.compare:
+        if len(args.runs) != 2:
+            raise BadInputError("eval --compare: give exactly two run folders (RUN_A RUN_B)")
+        path = compare_runs(args.runs[0], args.runs[1], args.out, ks)
+        print(path.read_text())
+        return 0
+    judge = None
+    if args.judge or args.ragas:
+        from engine.config import LLMConfig
+        from engine.models import make_llm
+
+        llm_cfg = LLMConfig(backend=args.judge_backend, model=args.judge_model)
+        if args.base_url:
+            llm_cfg.base_url = args.base_url
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        judge = make_llm(llm_cfg, default_cache=Path(args.out) / "judge_cache.sqlite")
+    path = evaluate_runs(
+        args.runs,
+        args.out,
+        ks,
+        judge_llm=judge,
+        pairwise=args.judge,
+        ragas=args.ragas,
+        judge_limit=args.judge_limit,
+        judge_max_tokens=args.judge_max_tokens,
+    )
+    print(path.read_text())
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,15 +291,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="count prompts and tokens, call no model")
     p.set_defaults(func=cmd_generate)
 
-    for name, issue in (
-        ("query", "the bulk querying issue (#6)"),
-        ("eval", "the evaluation issue (#6)"),
-        ("bench", "the benchmark scripts in bench/ (issues #3, #4, #5)"),
-    ):
-        p = sub.add_parser(name, help=f"not available yet ({issue})")
-        p.add_argument("args", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_later(issue))
+    p = sub.add_parser("query", help="run a method over a question file (batch-first, resumable)")
+    p.add_argument("index", help="index directory")
+    p.add_argument(
+        "questions", help="question JSONL (../shared/data/*_dev.jsonl, your own) or 'demo'"
+    )
+    p.add_argument(
+        "--method",
+        required=True,
+        help="method config YAML (configs/methods/) or a method name: none, naive, bm25, hyde, hipporag",
+    )
+    p.add_argument("--out", required=True, help="run folder (re-run the same command to resume)")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
+    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--llm-model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--dry-run", action="store_true", help="count LLM prompts and tokens only")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("eval", help="score query runs into a report (tables, CSV, plots)")
+    p.add_argument("runs", nargs="+", help="run folders written by `query`")
+    p.add_argument("--out", required=True, help="report folder")
+    p.add_argument("--k", default="1,2,5,10", help="cut-offs for Recall@k and Hit@k")
+    p.add_argument("--compare", action="store_true", help="paired differences of RUN_A and RUN_B")
+    p.add_argument("--judge", action="store_true", help="LLM-as-judge pairwise comparison")
+    p.add_argument("--ragas", action="store_true", help="faithfulness, context recall/precision")
+    p.add_argument(
+        "--judge-backend", default="transformers", choices=["transformers", "openai", "vllm"]
+    )
+    p.add_argument("--judge-model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--judge-limit", type=int, help="judge only the first N questions")
+    p.add_argument(
+        "--judge-max-tokens", type=int, default=400, help="completion budget per verdict"
+    )
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("bench", help="benchmarks live in bench/ (run them with python)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_bench_hint)
     return parser
+
+
+def _bench_hint(args: argparse.Namespace) -> int:
+    raise NotYetAvailableError(
+        "`bench` has no subcommand: run the scripts in bench/ (e.g. `python bench/kernels.py`); "
+        "each prints its table and the ratio against a reference measured in the same run"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

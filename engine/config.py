@@ -338,3 +338,88 @@ def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(tp))
     return getattr(tp, "__name__", str(tp))
+
+
+# -- query configs (`graphrag-engine query --method CONFIG`) ------------------------------------
+@dataclass
+class RetrievalConfig:
+    """How many passages a method ranks and how many reach the answer prompt."""
+
+    top_k: int = 5
+    """Passages (chunks) given to the answer prompt."""
+    candidates: int = 20
+    """Ranked passages kept per question for Recall@k / Hit@k (k <= candidates)."""
+
+
+@dataclass
+class GenerationConfig:
+    """The answer stage shared by every method."""
+
+    enabled: bool = True
+    max_tokens: int = 48
+    max_context_tokens: int = 2048
+    """Context passages are cut (whole passages) to fit this many tokens of the embedder's tokenizer."""
+
+
+@dataclass
+class HippoRAGConfig:
+    """HippoRAG-style PPR over the passage-entity graph."""
+
+    damping: float = 0.5
+    """HippoRAG's PPR damping (probability of following an edge)."""
+    link_threshold: float = 0.0
+    """Query entity -> graph entity links below this cosine are dropped."""
+    link_top_k: int = 1
+    """Graph entities linked per query entity."""
+    passage_weight: float = 0.05
+    """Seed mass on passage nodes from dense similarity (HippoRAG 2); 0 = entities only (HippoRAG 1)."""
+    specificity: bool = True
+    """Weight entity seeds by 1 / (number of passages mentioning them) (HippoRAG's node specificity)."""
+
+
+@dataclass
+class HyDEConfig:
+    """HyDE: embed an LLM-written hypothetical passage instead of (or with) the question."""
+
+    max_tokens: int = 128
+    include_question: bool = True
+    """Average the question's embedding with the hypothetical passage's (as the HyDE paper does)."""
+
+
+@dataclass
+class QueryConfig:
+    """Everything `graphrag-engine query` needs: the method, its parts and the models."""
+
+    method: Literal["none", "naive", "bm25", "hyde", "hipporag"] = "naive"
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    hipporag: HippoRAGConfig = field(default_factory=HippoRAGConfig)
+    hyde: HyDEConfig = field(default_factory=HyDEConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    batch_size: int = 1024
+    """Questions per batch; each finished batch is checkpointed in the run folder."""
+
+    def validate(self, where: str) -> None:
+        """Cross-field checks that a type alone cannot express."""
+        r = self.retrieval
+        if r.top_k < 1 or r.candidates < r.top_k:
+            raise ConfigError(
+                f"{where}: need 1 <= retrieval.top_k <= retrieval.candidates, got "
+                f"top_k={r.top_k}, candidates={r.candidates}"
+            )
+        if not 0.0 < self.hipporag.damping < 1.0:
+            raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
+        if self.batch_size < 1:
+            raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
+        needs_llm = self.generation.enabled or self.method == "hyde"
+        if needs_llm and self.models.llm.backend == "none":
+            what = "method 'hyde'" if self.method == "hyde" else "generation.enabled"
+            raise ConfigError(
+                f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; set "
+                "models.llm.backend (e.g. transformers) or run retrieval only "
+                "(generation.enabled: false, or --retrieval-only)"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every setting, defaults included."""
+        return dataclasses.asdict(self)

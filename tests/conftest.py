@@ -72,3 +72,41 @@ def llama_server(tmp_path_factory):
         yield server.wait()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory) -> Path:
+    """The built-in demo corpus indexed once per session (alpha = 0, spaCy NER, MiniLM)."""
+    from engine.cli import main
+
+    out = tmp_path_factory.mktemp("demo-index") / "index"
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def musique_subset(shared_data, tmp_path_factory) -> dict:
+    """Real data: the first 30 MuSiQue dev questions and the union of their 20-paragraph
+    contexts (about 570 passages), indexed once per session with alpha = 0."""
+    import json
+
+    from engine.cli import main
+
+    root = tmp_path_factory.mktemp("musique-subset")
+    questions = [json.loads(x) for x in (shared_data / "musique_dev.jsonl").open()][:30]
+    wanted = {p for q in questions for p in q["context_passage_ids"]}
+    corpus = [
+        rec
+        for rec in map(json.loads, (shared_data / "musique_corpus.jsonl").open())
+        if rec["id"] in wanted
+    ]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    assert main(["index", str(root / "corpus.jsonl"), "--out", str(root / "index")]) == 0
+    return {
+        "root": root,
+        "index": root / "index",
+        "questions": root / "questions.jsonl",
+        "corpus": corpus,
+        "gold": [json.loads(x) for x in (root / "questions.jsonl").open()],
+    }

@@ -160,12 +160,14 @@ class StructuredRun(Generic[T]):
 def generate_structured(
     llm: Any,
     prompts: list[Prompt],
-    parse: Callable[[str], T],
+    parse: Callable[[str], T] | list[Callable[[str], T]],
     params: GenParams,
     stage: str,
     retries: int = 2,
 ) -> StructuredRun[T]:
     """Generate for every prompt and parse; re-ask all failures together with a new seed.
+
+    `parse` is one parser for every prompt, or a list with one parser per prompt.
 
     `llm` is an `engine.models.llm.LLM` (anything with `generate(prompts, params, stage)` and
     a `note_parse_failures(stage, n, retried)` hook).
@@ -184,7 +186,8 @@ def generate_structured(
                 results[i] = Structured(None, "", attempt + 1, error="dry run")
                 continue
             try:
-                results[i] = Structured(parse(c.text), c.text, attempt + 1)
+                parser = parse[i] if isinstance(parse, list) else parse
+                results[i] = Structured(parser(c.text), c.text, attempt + 1)
             except ParseError as exc:
                 results[i] = Structured(None, c.text, attempt + 1, error=str(exc))
                 still.append(i)

@@ -1,0 +1,107 @@
+"""Retrieval quality of the LLM-free baselines on the dev splits of ../shared/data: Recall@2
+and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM and HippoRAG-style PPR,
+each next to the cross-check figures measured outside the project on the same files.
+
+    .venv/bin/python bench/retrieval.py [--sets musique,2wiki,hotpotqa] [--work DIR]
+
+Each corpus is indexed once with alpha = 0 (no LLM) into WORK/idx/SET (kept and reused when
+already there), every method runs with `graphrag-engine query --retrieval-only`, and
+`graphrag-engine eval` writes one report per set to WORK/reports/SET.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+
+from engine.cli import main as cli  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+SETS = {
+    "musique": ("musique_corpus.jsonl", "musique_dev.jsonl"),
+    "2wiki": ("2wikimultihopqa_corpus.jsonl", "2wikimultihopqa_dev.jsonl"),
+    "hotpotqa": ("hotpotqa_corpus.jsonl", "hotpotqa_dev.jsonl"),
+}
+METHODS = {"bm25": "BM25", "naive": "dense MiniLM", "hipporag": "HippoRAG-style PPR"}
+# measured outside the project on the same files (issue #6): R@2, R@5
+CROSS_CHECK = {
+    ("musique", "bm25"): (0.378, 0.479),
+    ("musique", "naive"): (0.396, 0.536),
+    ("2wiki", "bm25"): (0.538, 0.648),
+    ("2wiki", "naive"): (0.533, 0.645),
+    ("hotpotqa", "bm25"): (0.562, 0.772),
+    ("hotpotqa", "naive"): (0.592, 0.767),
+}
+
+
+def run_set(name: str, work: Path) -> list[dict]:
+    """Index (once), query with every method, evaluate; rows of the result table."""
+    corpus, questions = SETS[name]
+    index = work / "idx" / name
+    index_seconds = None
+    if not (index / "manifest.json").exists():
+        t0 = time.perf_counter()
+        cfg = work / "alpha0.yaml"
+        cfg.write_text("graph:\n  alpha: 0.0\n")
+        assert cli(["index", str(DATA / corpus), "--out", str(index), "--config", str(cfg)]) == 0
+        index_seconds = round(time.perf_counter() - t0, 1)
+    runs = []
+    for method in METHODS:
+        out = work / "runs" / name / method
+        args = ["query", str(index), str(DATA / questions), "--method", method]
+        assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
+        runs.append(str(out))
+    report = work / "reports" / name
+    assert cli(["eval", *runs, "--out", str(report), "--k", "1,2,5,10"]) == 0
+    summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
+    rows = []
+    for method, label in METHODS.items():
+        s = json.loads((work / "runs" / name / method / "summary.json").read_text())
+        row = {
+            "set": name,
+            "method": label,
+            "questions": s["questions"],
+            "q_per_s": s["questions_per_s"],
+        }
+        for k in (2, 5):
+            m = summary[(method, f"recall@{k}")]
+            row[f"R@{k}"] = round(float(m["mean"]), 3)
+            row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
+        ref = CROSS_CHECK.get((name, method))
+        row["cross_check"] = ref
+        row["index_seconds"] = index_seconds
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    """Run every set and print a table and a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
+    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = [r for name in args.sets.split(",") for r in run_set(name, work)]
+    print(
+        f"{'set':<10}{'method':<20}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'cross-check R@2/R@5':<22}"
+    )
+    for r in rows:
+        ref = "–" if r["cross_check"] is None else "{:.3f} / {:.3f}".format(*r["cross_check"])
+        r2 = f"{r['R@2']:.3f} [{r['R@2_ci'][0]:.3f}, {r['R@2_ci'][1]:.3f}]"
+        r5 = f"{r['R@5']:.3f} [{r['R@5_ci'][0]:.3f}, {r['R@5_ci'][1]:.3f}]"
+        print(f"{r['set']:<10}{r['method']:<20}{r2:<24}{r5:<24}{ref:<22}")
+    print(json.dumps({"bench": "retrieval", "results": rows}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Evaluation: question loaders, metrics, LLM judge and reports."""

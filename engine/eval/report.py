@@ -1,0 +1,274 @@
+"""`graphrag-engine eval`: score query runs and write a report folder.
+
+The report holds `report.md` (one table per metric, a row per run, mean with its 95%
+bootstrap interval), `summary.csv` and `per_question.csv`, and PNG plots (bars with error
+bars per metric group; Recall@k curves). `compare_runs` gives paired differences with a
+sign-flip permutation test on the questions both runs answered.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from engine.errors import BadInputError
+from engine.eval.metrics import (
+    accuracy,
+    bootstrap_ci,
+    exact_match,
+    hit_at_k,
+    paired_test,
+    recall_at_k,
+    token_f1,
+)
+
+
+def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """(label, summary, result rows) of a finished query run."""
+    run = Path(run)
+    path = run / "results.parquet"
+    if not path.exists():
+        raise BadInputError(
+            f"{run}: no results.parquet; finish the run with `graphrag-engine query ... --out {run}`"
+        )
+    summary = (
+        json.loads((run / "summary.json").read_text()) if (run / "summary.json").exists() else {}
+    )
+    return run.name, summary, pq.read_table(path).to_pylist()
+
+
+def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[float]]:
+    """Per-question values of every metric that the rows' gold supports (NaN where not)."""
+    nan = float("nan")
+    out: dict[str, list[float]] = {}
+
+    def put(name: str, value: float) -> None:
+        out.setdefault(name, []).append(value)
+
+    have_answers = any(r["answer"] is not None for r in rows)
+    have_support = any(r["supporting_ids"] for r in rows)
+    for r in rows:
+        gold, pred = r["gold_answers"] or [], r["answer"]
+        if have_answers:
+            ok = pred is not None and gold and r["kind"] != "abstract"
+            put("exact_match", exact_match(pred, gold) if ok else nan)
+            put("f1", token_f1(pred, gold) if ok else nan)
+            put("accuracy", accuracy(pred, gold) if ok else nan)
+        if have_support:
+            for k in ks:
+                put(f"recall@{k}", recall_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
+            for k in ks:
+                put(f"hit@{k}", hit_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
+        tokens = json.loads(r["tokens"] or "{}")
+        put("query_tokens", float(sum(tokens.values())))
+        put("seconds", float(sum(json.loads(r["seconds"] or "{}").values())))
+    return out
+
+
+def _fmt(mean: float, lo: float, hi: float, scale: float) -> str:
+    if math.isnan(mean):
+        return "–"
+    if scale == 1.0:
+        return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+    return f"{mean * scale:.1f} [{lo * scale:.1f}, {hi * scale:.1f}]"
+
+
+def evaluate_runs(
+    runs: list[str],
+    out: str | Path,
+    ks: list[int],
+    judge_llm=None,
+    pairwise: bool = False,
+    ragas: bool = False,
+    judge_limit: int | None = None,
+    judge_max_tokens: int = 400,
+    judge_retries: int = 2,
+) -> Path:
+    """Score every run and write the report folder; returns the path of report.md."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    loaded = [load_run(r) for r in runs]
+    labels = [label for label, _, _ in loaded]
+    if len(set(labels)) != len(labels):
+        raise BadInputError("eval: two runs share a folder name; give each run its own name")
+    scores = {label: score_rows(rows, ks) for label, _, rows in loaded}
+    if ragas and judge_llm is not None:
+        from engine.eval.judge import ragas_scores
+
+        for label, _, rows in loaded:
+            scores[label].update(
+                ragas_scores(judge_llm, rows[:judge_limit], judge_max_tokens, judge_retries)
+            )
+    metrics = sorted({m for s in scores.values() for m in s}, key=_metric_order)
+    table: dict[str, dict[str, tuple[float, float, float, int]]] = {}
+    for label in labels:
+        for m in metrics:
+            vals = scores[label].get(m, [])
+            n = sum(1 for v in vals if not math.isnan(v))
+            table.setdefault(m, {})[label] = (*bootstrap_ci(vals), n)
+
+    lines = ["# Evaluation report", "", "Runs: " + ", ".join(f"`{r}`" for r in runs), ""]
+    lines.append("Mean per question, 95% bootstrap interval in brackets (2,000 resamples).")
+    for m in metrics:
+        scale = 1.0 if m in ("query_tokens", "seconds") else 100.0
+        unit = "" if scale == 1.0 else " (%)"
+        lines += ["", f"## {m}{unit}", "", "| run | value | n |", "| --- | --- | --- |"]
+        for label in labels:
+            mean, lo, hi, n = table[m][label]
+            lines.append(f"| {label} | {_fmt(mean, lo, hi, scale)} | {n} |")
+    lines += ["", "## throughput", "", "| run | questions | seconds | questions/s | index tokens |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for label, summary, rows in loaded:
+        lines.append(
+            f"| {label} | {len(rows)} | {summary.get('seconds', '–')} | "
+            f"{summary.get('questions_per_s', '–')} | {summary.get('index_tokens', '–')} |"
+        )
+    if pairwise and judge_llm is not None:
+        from engine.eval.judge import pairwise_judge, win_rate_table
+
+        verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
+        _write_csv(out / "judge_verdicts.csv", verdicts)
+        lines += ["", *win_rate_table(verdicts)]
+
+    _write_csv(
+        out / "summary.csv",
+        [
+            {"run": lb, "metric": m, "mean": v[0], "ci_low": v[1], "ci_high": v[2], "n": v[3]}
+            for m in metrics
+            for lb, v in table[m].items()
+        ],
+    )
+    per_q = []
+    for label, _, rows in loaded:
+        for i, r in enumerate(rows):
+            per_q.append(
+                {
+                    "run": label,
+                    "qid": r["qid"],
+                    **{m: scores[label][m][i] for m in scores[label] if i < len(scores[label][m])},
+                }
+            )
+    _write_csv(out / "per_question.csv", per_q)
+    _plots(out, labels, metrics, table, ks)
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out / "report.md"
+
+
+def _metric_order(m: str) -> tuple[int, int, str]:
+    groups = [
+        "exact_match",
+        "f1",
+        "accuracy",
+        "recall@",
+        "hit@",
+        "faith",
+        "context_",
+        "query_tokens",
+        "seconds",
+    ]
+    for i, g in enumerate(groups):
+        if m.startswith(g):
+            k = int(m.split("@")[1]) if "@" in m else 0
+            return i, k, m
+    return len(groups), 0, m
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _plots(out: Path, labels: list[str], metrics: list[str], table: dict, ks: list[int]) -> None:
+    """Bars with bootstrap error bars per metric group, and Recall@k curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = {
+        "answers": [m for m in metrics if m in ("exact_match", "f1", "accuracy")],
+        "retrieval": [m for m in metrics if m.startswith(("recall@", "hit@"))],
+        "ragas": [m for m in metrics if m.startswith(("faith", "context_"))],
+    }
+    for name, ms in groups.items():
+        if not ms:
+            continue
+        fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(ms) * max(1, len(labels)) / 2), 3.6))
+        width = 0.8 / max(1, len(labels))
+        for j, label in enumerate(labels):
+            means = [table[m][label][0] for m in ms]
+            err = [
+                [max(0.0, table[m][label][0] - table[m][label][1]) for m in ms],
+                [max(0.0, table[m][label][2] - table[m][label][0]) for m in ms],
+            ]
+            xs = [i + j * width for i in range(len(ms))]
+            ax.bar(xs, means, width, yerr=err, capsize=3, label=label)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ms))], ms, rotation=30, ha="right")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7)
+        ax.set_title(f"{name} (95% bootstrap CI)")
+        fig.tight_layout()
+        fig.savefig(out / f"{name}.png", dpi=110)
+        plt.close(fig)
+    rec = [f"recall@{k}" for k in sorted(ks) if f"recall@{k}" in table]
+    if rec:
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        xs = [int(m.split("@")[1]) for m in rec]
+        for label in labels:
+            ys = [table[m][label][0] for m in rec]
+            lo = [table[m][label][1] for m in rec]
+            hi = [table[m][label][2] for m in rec]
+            ax.plot(xs, ys, marker="o", label=label)
+            ax.fill_between(xs, lo, hi, alpha=0.15)
+        ax.set_xlabel("k")
+        ax.set_ylabel("Recall@k")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "recall_at_k.png", dpi=110)
+        plt.close(fig)
+
+
+def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path:
+    """Paired differences (B - A) of every shared metric over the questions both runs hold."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (la, _, ra), (lb, _, rb) = load_run(run_a), load_run(run_b)
+    common = sorted({r["qid"] for r in ra} & {r["qid"] for r in rb})
+    if not common:
+        raise BadInputError(f"eval --compare: {run_a} and {run_b} share no question ids")
+    by_a = {r["qid"]: r for r in ra}
+    by_b = {r["qid"]: r for r in rb}
+    sa = score_rows([by_a[q] for q in common], ks)
+    sb = score_rows([by_b[q] for q in common], ks)
+    rows = []
+    for m in sorted(set(sa) & set(sb), key=_metric_order):
+        t = paired_test(sa[m], sb[m])
+        rows.append({"metric": m, **t})
+    lines = [
+        f"# {lb} vs {la}",
+        "",
+        f"{len(common)} shared questions; difference = {lb} - {la}; 95% bootstrap interval; "
+        "p from a paired sign-flip permutation test (10,000 draws).",
+        "",
+        "| metric | n | difference | 95% CI | p |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['metric']} | {r['n']} | {r['mean_diff']:+.4f} | "
+            f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] | {r['p_value']:.4f} |"
+        )
+    _write_csv(out / "compare.csv", rows)
+    (out / "compare.md").write_text("\n".join(lines) + "\n")
+    return out / "compare.md"

@@ -1,0 +1,84 @@
+"""The baselines every method is measured against: no retrieval, NaiveRAG (dense chunks),
+BM25 and HyDE. Each is one batch step over all questions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.eval.datasets import Question
+from engine.methods.base import Retrieved, StageClock, llm_tokens, register
+from engine.models.base import GenParams
+from engine.retrieve.context import QueryContext
+from engine.retrieve.dense import dense_search
+from engine.retrieve.lexical import BM25Retriever
+
+HYDE_PROMPT = """Please write a short passage to answer the question.
+Question: {question}
+Passage:"""
+
+
+def _depth(ctx: QueryContext) -> int:
+    """Chunks ranked per question: enough for `candidates` distinct passages in most corpora."""
+    return 2 * ctx.cfg.retrieval.candidates
+
+
+@register("none")
+def no_retrieval(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """The LLM answers from its own knowledge: no context at all."""
+    n = len(questions)
+    return Retrieved(None, [{} for _ in range(n)], [{} for _ in range(n)], clock.seconds)
+
+
+@register("naive")
+def naive_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """NaiveRAG: embed the questions, take the nearest chunks."""
+    with clock.stage("embed_queries"):
+        vectors = ctx.encode_queries([q.question for q in questions])
+    with clock.stage("dense_search"):
+        ranking = dense_search(ctx, vectors, _depth(ctx))
+    n = len(questions)
+    return Retrieved(ranking, [{} for _ in range(n)], [{} for _ in range(n)], clock.seconds)
+
+
+_BM25_CACHE: dict[tuple[str, int], BM25Retriever] = {}
+
+
+@register("bm25")
+def bm25(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """BM25 (bm25s, English stopwords) over "title\\ntext" of every chunk."""
+    key = (str(ctx.index.root), ctx.index.generation)
+    with clock.stage("bm25_index"):
+        if key not in _BM25_CACHE:
+            _BM25_CACHE.clear()
+            _BM25_CACHE[key] = BM25Retriever(ctx.chunks["titled"])
+    with clock.stage("bm25_search"):
+        ranking = _BM25_CACHE[key].search([q.question for q in questions], _depth(ctx))
+    n = len(questions)
+    return Retrieved(ranking, [{} for _ in range(n)], [{} for _ in range(n)], clock.seconds)
+
+
+@register("hyde")
+def hyde(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """HyDE: the LLM writes a passage that would answer each question (one batched call); the
+    passage's embedding (averaged with the question's) retrieves the chunks."""
+    cfg = ctx.cfg.hyde
+    with clock.stage("hyde_generate"):
+        prompts = [HYDE_PROMPT.format(question=q.question) for q in questions]
+        answers = ctx.llm.generate(prompts, GenParams(max_tokens=cfg.max_tokens), stage="hyde")
+    passages = [c.text.strip() for c in answers]
+    with clock.stage("embed_queries"):
+        texts = [p or q.question for p, q in zip(passages, questions, strict=True)]
+        if cfg.include_question:
+            vectors = ctx.encode_queries(texts + [q.question for q in questions])
+            vectors = _unit(vectors[: len(texts)]) + _unit(vectors[len(texts) :])
+        else:
+            vectors = ctx.encode_queries(texts)
+    with clock.stage("dense_search"):
+        ranking = dense_search(ctx, vectors, _depth(ctx))
+    return Retrieved(
+        ranking, [{"hyde_passage": p} for p in passages], llm_tokens(answers, "hyde"), clock.seconds
+    )
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)

@@ -1,0 +1,152 @@
+"""What a query run reads from an index and which models it holds, loaded lazily and once.
+
+Every retrieval operator takes a `QueryContext`, so a method loads only the tables, vectors,
+graphs and models it actually uses.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from engine.config import QueryConfig
+from engine.errors import BadInputError, IndexFormatError
+from engine.store.index_store import Index
+from kernels.graph import CSRGraph
+
+
+class QueryContext:
+    """Index tables, vectors, graphs and models shared by the operators of one query run."""
+
+    def __init__(
+        self,
+        index: Index,
+        cfg: QueryConfig,
+        run_dir: Path,
+        dry_run: bool = False,
+        llm_backend=None,
+    ) -> None:
+        """`llm_backend` replaces the backend the config names (an engine already loaded)."""
+        self.index = index
+        self._llm_backend = llm_backend
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.dry_run = dry_run
+
+    # -- passages ------------------------------------------------------------------------------
+    @cached_property
+    def chunks(self) -> dict[str, list]:
+        """Chunk ids, texts, "title\\ntext" strings and the corpus id of each chunk's document."""
+        docs = self.index.table("documents", ["doc_id", "external_id", "title"]).to_pydict()
+        ext = dict(zip(docs["doc_id"], docs["external_id"], strict=True))
+        title = dict(zip(docs["doc_id"], docs["title"], strict=True))
+        ch = self.index.table("chunks", ["chunk_id", "doc_id", "text"]).to_pydict()
+        titled = [
+            f"{title[d]}\n{t}" if title[d] else t
+            for d, t in zip(ch["doc_id"], ch["text"], strict=True)
+        ]
+        return {
+            "ids": ch["chunk_id"],
+            "texts": ch["text"],
+            "titled": titled,
+            "passage": [ext[d] or d for d in ch["doc_id"]],
+            "title": [title[d] for d in ch["doc_id"]],
+        }
+
+    @cached_property
+    def chunk_vectors(self) -> np.ndarray:
+        """L2-normalised chunk embeddings of "title\\ntext" (memory-mapped)."""
+        return self._vectors("chunk_vectors")
+
+    def _vectors(self, name: str) -> np.ndarray:
+        if not self.index.has(name):
+            raise IndexFormatError(
+                f"{self.index.root}: the index has no {name}; rebuild it with graph.embed: true"
+            )
+        return self.index.vectors(name)
+
+    # -- entities and graphs -------------------------------------------------------------------
+    @cached_property
+    def entities(self) -> dict[str, list]:
+        """Entity ids and names, in graph node order."""
+        if not self.index.has("entities"):
+            raise IndexFormatError(
+                f"{self.index.root}: the index has no entities; rebuild it with graph.enabled: true"
+            )
+        return self.index.table("entities", ["entity_id", "name"]).to_pydict()
+
+    @cached_property
+    def entity_vectors(self) -> np.ndarray:
+        """Entity embeddings ("name: description" or the name), in graph node order."""
+        return self._vectors("entity_vectors")
+
+    def graph_parts(self, name: str) -> dict[str, list[int]]:
+        """Node ranges of a multi-partite graph, e.g. {"chunk": [0, C], "entity": [C, C+E]}."""
+        return self.index.manifest["stats"]["graphs"][name]["parts"]
+
+    def graph(self, name: str) -> CSRGraph:
+        """An index graph as CSR (undirected graphs hold both edge directions)."""
+        if name not in self._graphs:
+            if not self.index.has(name):
+                raise IndexFormatError(
+                    f"{self.index.root}: the index has no {name}; rebuild it with graph.enabled: true"
+                )
+            layout = self.index.manifest.get("stats", {}).get("graphs", {}).get(name, {})
+            e = self.index.table(name).to_pydict()
+            src, dst = np.asarray(e["src"]), np.asarray(e["dst"])
+            w = np.asarray(e["weight"], dtype=np.float32)
+            n = int(layout.get("nodes", max(src.max(initial=-1), dst.max(initial=-1)) + 1))
+            self._graphs[name] = CSRGraph.from_edges(
+                src, dst, w, n_nodes=n, directed=bool(layout.get("directed", False))
+            )
+        return self._graphs[name]
+
+    @cached_property
+    def _graphs(self) -> dict[str, CSRGraph]:
+        return {}
+
+    # -- models --------------------------------------------------------------------------------
+    @cached_property
+    def embedder(self):
+        """The embedder the index was built with (a different one would compare apples to pears)."""
+        from engine.models import make_embedder
+
+        emb = make_embedder(self.cfg.models.embedder)
+        built = self.index.manifest.get("models", {}).get("embedder")
+        if built and built != emb.model_id:
+            raise BadInputError(
+                f"{self.index.root}: the index was embedded with {built}, the query config uses "
+                f"{emb.model_id}; set models.embedder to the index's model"
+            )
+        return emb
+
+    @cached_property
+    def llm(self):
+        """The LLM front with its response cache in the run folder (the resume ledger)."""
+        from engine.models import make_llm
+
+        return make_llm(
+            self.cfg.models.llm,
+            default_cache=self.run_dir / "llm_cache.sqlite",
+            dry_run=self.dry_run,
+        )
+
+    @cached_property
+    def ner(self):
+        """The entity recognizer the index used (spaCy, or the rule fallback)."""
+        from engine.index.ner import entity_recognizer
+
+        return entity_recognizer("auto")
+
+    @cached_property
+    def tokenizer(self):
+        """The embedder's tokenizer, for counting context tokens."""
+        from engine.index.chunking import load_tokenizer
+
+        return load_tokenizer("all-MiniLM-L6-v2")
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """One batched embedding call for a list of query texts."""
+        return np.asarray(self.embedder.encode(texts), dtype=np.float32)

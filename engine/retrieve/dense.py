@@ -1,0 +1,22 @@
+"""Dense retrieval: cosine top-k of query vectors against the chunk vectors of the index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.retrieve.context import QueryContext
+from engine.retrieve.ranking import ChunkRanking
+from kernels.similarity import cosine_topk
+
+
+def dense_search(ctx: QueryContext, query_vectors: np.ndarray, k: int) -> ChunkRanking:
+    """Top-k chunks of every query vector in one blocked similarity call."""
+    scores, ids = cosine_topk(query_vectors, ctx.chunk_vectors, k, normalized=False)
+    return ChunkRanking(ids, np.where(ids >= 0, scores, 0.0).astype(np.float32))
+
+
+def dense_scores(ctx: QueryContext, query_vectors: np.ndarray) -> np.ndarray:
+    """Full (B, n_chunks) cosine matrix, for methods that mix it with other scores."""
+    from kernels.similarity import cosine_matrix
+
+    return cosine_matrix(query_vectors, np.asarray(ctx.chunk_vectors))

@@ -1,0 +1,48 @@
+"""Ranked chunk lists of a whole batch, and their mapping to corpus passages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class ChunkRanking:
+    """(B, k) chunk row numbers and scores, best first; -1 pads rows with fewer hits."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+
+    def row(self, q: int) -> tuple[list[int], list[float]]:
+        """Chunk rows and scores of query q, padding dropped."""
+        keep = self.ids[q] >= 0
+        return self.ids[q][keep].tolist(), self.scores[q][keep].astype(float).tolist()
+
+
+def from_score_matrix(scores: np.ndarray, k: int) -> ChunkRanking:
+    """Top-k of a dense (B, n_chunks) score matrix, best first."""
+    b, n = scores.shape
+    kk = min(k, n)
+    ids = np.full((b, k), -1, dtype=np.int64)
+    out = np.zeros((b, k), dtype=np.float32)
+    if kk == 0:
+        return ChunkRanking(ids, out)
+    part = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
+    vals = np.take_along_axis(scores, part, axis=1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    ids[:, :kk] = np.take_along_axis(part, order, axis=1)
+    out[:, :kk] = np.take_along_axis(vals, order, axis=1)
+    return ChunkRanking(ids, out)
+
+
+def passages_of(rows: list[int], passage_of_chunk: list[str]) -> list[str]:
+    """Corpus passage ids in rank order of their first chunk (a passage appears once)."""
+    seen: set[str] = set()
+    out = []
+    for r in rows:
+        p = passage_of_chunk[r]
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out

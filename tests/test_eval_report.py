@@ -1,0 +1,170 @@
+"""`graphrag-engine eval`: report tables, CSV, plots, paired comparison, and the LLM judge on
+the packaged SmolLM2."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from engine.cli import main
+from engine.config import QueryConfig
+from engine.eval.datasets import demo_questions_path, load_questions
+from engine.eval.judge import CRITERIA, pairwise_judge, parse_verdict, ragas_scores, win_rates
+from engine.eval.metrics import recall_at_k
+from engine.methods.run import run_query
+from engine.models.cache import ResponseCache
+from engine.models.llm import LLM
+from engine.models.structured import ParseError
+from engine.store import open_index
+
+
+@pytest.fixture(scope="module")
+def two_runs(demo_index: Path, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    for m in ("bm25", "naive"):
+        args = ["query", str(demo_index), "demo", "--method", m, "--retrieval-only"]
+        assert main([*args, "--out", str(root / m)]) == 0
+    return {"bm25": root / "bm25", "naive": root / "naive"}
+
+
+def test_report_tables_csv_and_plots(two_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert (
+        main(
+            ["eval", str(two_runs["bm25"]), str(two_runs["naive"]), "--out", str(out), "--k", "2,5"]
+        )
+        == 0
+    )
+    md = (out / "report.md").read_text()
+    assert (
+        "## recall@2 (%)" in md and "## hit@5 (%)" in md and "| bm25 |" in md and "| naive |" in md
+    )
+    summary = list(csv.DictReader((out / "summary.csv").open()))
+    for run, path in two_runs.items():
+        rows = pq.read_table(path / "results.parquet").to_pylist()
+        expect = np.mean([recall_at_k(r["retrieved_ids"], r["supporting_ids"], 2) for r in rows])
+        got = next(s for s in summary if s["run"] == run and s["metric"] == "recall@2")
+        assert float(got["mean"]) == pytest.approx(expect)
+        assert float(got["ci_low"]) <= expect <= float(got["ci_high"])
+        assert int(got["n"]) == 45
+    per_q = list(csv.DictReader((out / "per_question.csv").open()))
+    assert len(per_q) == 90
+    for png in ("retrieval.png", "recall_at_k.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_gives_paired_differences(two_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    assert (
+        main(
+            ["eval", "--compare", str(two_runs["bm25"]), str(two_runs["naive"]), "--out", str(out)]
+        )
+        == 0
+    )
+    rows = {r["metric"]: r for r in csv.DictReader((out / "compare.csv").open())}
+    a = pq.read_table(two_runs["bm25"] / "results.parquet").to_pylist()
+    b = pq.read_table(two_runs["naive"] / "results.parquet").to_pylist()
+    diff = np.mean(
+        [
+            recall_at_k(y["retrieved_ids"], y["supporting_ids"], 2)
+            - recall_at_k(x["retrieved_ids"], x["supporting_ids"], 2)
+            for x, y in zip(a, b, strict=True)
+        ]
+    )
+    assert float(rows["recall@2"]["mean_diff"]) == pytest.approx(diff)
+    assert 0 < float(rows["recall@2"]["p_value"]) <= 1
+    assert "naive vs bm25" in (out / "compare.md").read_text()
+    assert main(["eval", "--compare", str(two_runs["bm25"]), "--out", str(out)]) == 2
+
+
+def test_eval_of_an_unfinished_run_exits_2(tmp_path: Path, capsys) -> None:
+    assert main(["eval", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "no results.parquet" in capsys.readouterr().err
+
+
+def test_verdict_parsing_and_position_bias_cancels() -> None:
+    v = parse_verdict('```json\n{"Overall": {"Winner": "Answer 2"}, "Diversity": "Tie"}\n```')
+    assert v["overall"] == "2" and v["diversity"] == "tie" and v["coherence"] is None
+    with pytest.raises(ParseError):
+        parse_verdict('{"diversity": {"winner": "Answer 1"}}')
+    # a judge that always prefers the first answer: each run wins once per order -> 50/50
+    rows = [
+        {"qid": "q", "run_a": "A", "run_b": "B", "order": o, "criterion": "overall", "verdict": v}
+        for o, v in (("ab", "a"), ("ba", "b"))
+    ]
+    (w,) = win_rates(rows)
+    assert w["win_a"] == 0.5 and w["win_b"] == 0.5 and w["tie"] == 0.0
+    rows.append({**rows[0], "verdict": "unparsable"})
+    assert win_rates(rows)[0]["unparsable"] == 1
+
+
+@pytest.mark.slow
+def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, smollm) -> None:
+    """Answers, the pairwise judge and RAGAS-style metrics on the real small model."""
+    questions = load_questions(demo_questions_path(), limit=4)
+    index = open_index(demo_index)
+    runs = []
+    for method in ("bm25", "none"):
+        cfg = QueryConfig(method=method)
+        cfg.models.llm.backend = "transformers"
+        cfg.retrieval.top_k = 2
+        cfg.generation.max_tokens = 12
+        out = tmp_path / method
+        summary = run_query(index, questions, cfg, out, "demo", llm_backend=smollm)
+        assert summary["questions"] == 4
+        assert summary["query_tokens_per_question"]["answer_prompt"] > 0
+        runs.append(out)
+    rows = pq.read_table(runs[0] / "results.parquet").to_pylist()
+    assert all(isinstance(r["answer"], str) for r in rows)
+    assert all(len(r["context_text"]) == 2 for r in rows)
+    llm = LLM(smollm, cache=ResponseCache(tmp_path / "judge.sqlite"))
+    from engine.eval.report import load_run
+
+    loaded = [load_run(r) for r in runs]
+    verdicts = pairwise_judge(llm, loaded, limit=2, max_tokens=160, retries=1)
+    assert len(verdicts) == 2 * 2 * len(CRITERIA)  # questions x orders x criteria
+    assert {v["verdict"] for v in verdicts} <= {"a", "b", "tie", "unparsable"}
+    usage = llm.ledger.summary()
+    assert any(k.startswith("judge_pairwise/") for k in usage)
+    scores = ragas_scores(llm, rows[:2], max_tokens=160, retries=1)
+    for name in ("faithfulness", "context_recall", "context_precision"):
+        assert len(scores[name]) == 2
+        assert all(np.isnan(x) or 0.0 <= x <= 1.0 for x in scores[name])
+    # the whole report with answer metrics, judge and RAGAS through the CLI path
+    from engine.eval.report import evaluate_runs
+
+    md = evaluate_runs(
+        [str(r) for r in runs],
+        tmp_path / "rep",
+        [1, 2],
+        judge_llm=llm,
+        pairwise=True,
+        ragas=True,
+        judge_limit=2,
+        judge_max_tokens=160,
+        judge_retries=1,
+    ).read_text()
+    assert "## exact_match (%)" in md and "## f1 (%)" in md and "## accuracy (%)" in md
+    assert "pairwise win rates" in md and "## faithfulness (%)" in md
+    calls_before = llm.ledger.total().calls
+    assert llm.ledger.total().cached_calls > 0  # the report re-used the verdicts above
+    evaluate_runs(
+        [str(r) for r in runs],
+        tmp_path / "rep2",
+        [1],
+        judge_llm=llm,
+        pairwise=True,
+        ragas=True,
+        judge_limit=2,
+        judge_max_tokens=160,
+        judge_retries=1,
+    )
+    assert llm.ledger.total().calls == calls_before  # every verdict came from the cache
+    per_q = list(csv.DictReader((tmp_path / "rep" / "per_question.csv").open()))
+    assert len(per_q) == 8
+    assert json.loads(json.dumps(per_q[0]))["qid"] == "demo-q01"
