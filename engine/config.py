@@ -387,14 +387,35 @@ class HyDEConfig:
 
 
 @dataclass
+class ClueRAGConfig:
+    """Clue-RAG's Q-Iter retrieval (paper defaults K=3, D=3, M=5, N=5) and its ablations."""
+
+    anchor_k: int = 3
+    """K: entity nodes per query entity (spreading activation) and units (knowledge anchoring)."""
+    depth: int = 3
+    """D: iterations of beam retrieval over units."""
+    beam: int = 5
+    """M: units kept per query per depth."""
+    top_n: int = 5
+    """N: chunks kept after the final chunk reranking."""
+    prefilter: int = 32
+    """Candidate units per query per depth scored by the (updated) query embedding before the reranker."""
+    spreading_activation: bool = True
+    knowledge_anchoring: bool = True
+    query_update: bool = True
+    """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
+
+
+@dataclass
 class QueryConfig:
     """Everything `graphrag-engine query` needs: the method, its parts and the models."""
 
-    method: Literal["none", "naive", "bm25", "hyde", "hipporag"] = "naive"
+    method: Literal["none", "naive", "bm25", "hyde", "hipporag", "clue"] = "naive"
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     hipporag: HippoRAGConfig = field(default_factory=HippoRAGConfig)
     hyde: HyDEConfig = field(default_factory=HyDEConfig)
+    clue: ClueRAGConfig = field(default_factory=ClueRAGConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     batch_size: int = 1024
     """Questions per batch; each finished batch is checkpointed in the run folder."""
@@ -411,6 +432,15 @@ class QueryConfig:
             raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
         if self.batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
+        c = self.clue
+        if min(c.anchor_k, c.depth, c.beam, c.top_n, c.prefilter) < 1:
+            raise ConfigError(
+                f"{where}: clue.anchor_k, depth, beam, top_n and prefilter must be >= 1"
+            )
+        if self.method == "clue" and not (c.spreading_activation or c.knowledge_anchoring):
+            raise ConfigError(
+                f"{where}: clue needs spreading_activation or knowledge_anchoring to find its first entities"
+            )
         needs_llm = self.generation.enabled or self.method == "hyde"
         if needs_llm and self.models.llm.backend == "none":
             what = "method 'hyde'" if self.method == "hyde" else "generation.enabled"

@@ -65,6 +65,8 @@ def cosine_topk(
                 ct = cand_blocks[bi]
             else:
                 c = np.asarray(candidates[c0 : c0 + block_candidates], dtype=np.float32)
+                if not c.flags.writeable:  # a read-only memory map: torch wants its own copy
+                    c = c.copy()
                 ct = torch.from_numpy(c if normalized else l2_normalize(c)).to(device)
                 if reuse:
                     cand_blocks.append(ct)

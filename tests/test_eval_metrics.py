@@ -87,3 +87,28 @@ def test_paired_test_matches_scipy_permutation() -> None:
     assert ours["ci_low"] > 0
     same = paired_test(a, a)
     assert same["mean_diff"] == 0 and same["p_value"] == 1.0
+
+
+def test_kbqa_and_entity_metrics_in_reports() -> None:
+    from engine.eval.report import score_rows, split_answers
+
+    assert split_answers("Jamaican English, Jamaican Creole\n") == [
+        "Jamaican English",
+        "Jamaican Creole",
+    ]
+    row = {
+        "answer": "jamaican english; patois",
+        "gold_answers": ["Jamaican English"],
+        "kind": "kbqa",
+        "supporting_ids": None,
+        "retrieved_ids": [],
+        "tokens": "{}",
+        "seconds": '{"ppr": 0.5}',
+        "extras": '{"retrieved_entities": ["Jamaica", "Jamaican English"]}',
+    }
+    s = score_rows([row], [1])
+    assert s["hr@1"] == [1.0]
+    assert (
+        s["entity_precision"] == [0.5] and s["entity_recall"] == [1.0] and s["entity_hit"] == [1.0]
+    )
+    assert s["seconds"] == [0.5] and "recall@1" not in s

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from engine.errors import BadInputError
 from engine.eval.metrics import (
     accuracy,
     bootstrap_ci,
+    entity_prf,
     exact_match,
+    hit_at_1,
     hit_at_k,
     paired_test,
     recall_at_k,
@@ -59,6 +62,12 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
             put("exact_match", exact_match(pred, gold) if ok else nan)
             put("f1", token_f1(pred, gold) if ok else nan)
             put("accuracy", accuracy(pred, gold) if ok else nan)
+        if r["kind"] == "kbqa" and pred is not None:
+            put("hr@1", hit_at_1(split_answers(pred), gold))
+        ents = json.loads(r["extras"] or "{}").get("retrieved_entities")
+        if ents is not None and gold:
+            for name, v in entity_prf(ents, gold).items():
+                put(f"entity_{name}", v)
         if have_support:
             for k in ks:
                 put(f"recall@{k}", recall_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
@@ -68,6 +77,12 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
         put("query_tokens", float(sum(tokens.values())))
         put("seconds", float(sum(json.loads(r["seconds"] or "{}").values())))
     return out
+
+
+def split_answers(text: str) -> list[str]:
+    """A KBQA answer listing several entities, split on newlines, semicolons, commas or "|"."""
+    parts = [p.strip(" .") for p in re.split(r"[\n;|,]", text)]
+    return [p for p in parts if p]
 
 
 def _fmt(mean: float, lo: float, hi: float, scale: float) -> str:
@@ -161,6 +176,8 @@ def evaluate_runs(
 
 def _metric_order(m: str) -> tuple[int, int, str]:
     groups = [
+        "hr@1",
+        "entity_",
         "exact_match",
         "f1",
         "accuracy",
@@ -196,7 +213,8 @@ def _plots(out: Path, labels: list[str], metrics: list[str], table: dict, ks: li
     import matplotlib.pyplot as plt
 
     groups = {
-        "answers": [m for m in metrics if m in ("exact_match", "f1", "accuracy")],
+        "answers": [m for m in metrics if m in ("exact_match", "f1", "accuracy", "hr@1")],
+        "subgraph": [m for m in metrics if m.startswith("entity_")],
         "retrieval": [m for m in metrics if m.startswith(("recall@", "hit@"))],
         "ragas": [m for m in metrics if m.startswith(("faith", "context_"))],
     }

@@ -46,14 +46,19 @@ class StageClock:
 
 
 MethodFn = Callable[[QueryContext, list[Question], StageClock], Retrieved]
+PromptFn = Callable[[str, "list[str] | None"], Any]
 METHODS: dict[str, MethodFn] = {}
+ANSWER_PROMPTS: dict[str, PromptFn] = {}
 
 
-def register(name: str) -> Callable[[MethodFn], MethodFn]:
-    """Class-free registry: `@register("bm25")` on a function (ctx, questions, clock) -> Retrieved."""
+def register(name: str, answer_prompt: PromptFn | None = None) -> Callable[[MethodFn], MethodFn]:
+    """Class-free registry: `@register("bm25")` on a function (ctx, questions, clock) -> Retrieved;
+    `answer_prompt(question, passages)` replaces the shared answer prompt for that method."""
 
     def wrap(fn: MethodFn) -> MethodFn:
         METHODS[name] = fn
+        if answer_prompt is not None:
+            ANSWER_PROMPTS[name] = answer_prompt
         return fn
 
     return wrap

@@ -29,7 +29,7 @@ from engine.config import QueryConfig
 from engine.errors import BadInputError
 from engine.eval.datasets import Question
 from engine.methods.answer import answer_prompts, clean_answer, fit_context, generate_answers
-from engine.methods.base import Retrieved, StageClock, get_method, llm_tokens
+from engine.methods.base import ANSWER_PROMPTS, Retrieved, StageClock, get_method, llm_tokens
 from engine.progress import progress
 from engine.retrieve.context import QueryContext
 from engine.retrieve.ranking import ChunkRanking, passages_of
@@ -139,7 +139,11 @@ def _answer_batch(
                 passages = [chunks["titled"][i] for i in rows_q]
                 counts = [len(e.ids) for e in ctx.tokenizer.encode_batch(passages)]
                 texts.append(fit_context(passages, counts, cfg.generation.max_context_tokens))
-            prompts = answer_prompts([q.question for q in batch], texts)
+            custom = ANSWER_PROMPTS.get(cfg.method)
+            if custom is not None:
+                prompts = [custom(q.question, t) for q, t in zip(batch, texts, strict=True)]
+            else:
+                prompts = answer_prompts([q.question for q in batch], texts)
             done = generate_answers(ctx.llm, prompts, cfg.generation.max_tokens)
             answers = [clean_answer(c.text) for c in done]
             ans_tokens = llm_tokens(done, "answer")

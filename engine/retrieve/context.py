@@ -67,6 +67,16 @@ class QueryContext:
             )
         return self.index.vectors(name)
 
+    @cached_property
+    def units(self) -> dict[str, list]:
+        """Knowledge unit ids and texts, in graph node order."""
+        return self.index.table("units", ["unit_id", "text"]).to_pydict()
+
+    @cached_property
+    def unit_vectors(self) -> np.ndarray:
+        """Unit embeddings, loaded into memory (they are gathered at random every depth)."""
+        return np.ascontiguousarray(self._vectors("unit_vectors"))
+
     # -- entities and graphs -------------------------------------------------------------------
     @cached_property
     def entities(self) -> dict[str, list]:
