@@ -136,12 +136,19 @@ def evaluate_runs(
         for label in labels:
             mean, lo, hi, n = table[m][label]
             lines.append(f"| {label} | {_fmt(mean, lo, hi, scale)} | {n} |")
-    lines += ["", "## throughput", "", "| run | questions | seconds | questions/s | index tokens |"]
-    lines.append("| --- | --- | --- | --- | --- |")
+    lines += [
+        "",
+        "## throughput and cost",
+        "",
+        "| run | questions | seconds | questions/s | query tokens / question | index tokens |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for label, summary, rows in loaded:
         lines.append(
             f"| {label} | {len(rows)} | {summary.get('seconds', '–')} | "
-            f"{summary.get('questions_per_s', '–')} | {summary.get('index_tokens', '–')} |"
+            f"{summary.get('questions_per_s', '–')} | "
+            f"{sum(summary.get('query_tokens_per_question', {}).values()):.0f} | "
+            f"{summary.get('index_tokens', '–')} |"
         )
     if pairwise and judge_llm is not None:
         from engine.eval.judge import pairwise_judge, win_rate_table

@@ -267,6 +267,7 @@ def _finish(
         "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()},
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
         "index_tokens": index_tokens,
+        "index_tokens_per_question": round(index_tokens / n, 2),
         "llm": ctx.llm.ledger.summary() if "llm" in vars(ctx) else {},
     }
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
