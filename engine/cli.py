@@ -168,9 +168,13 @@ def cmd_query(args: argparse.Namespace) -> int:
     questions = load_questions(source, limit=args.limit)
     summary = run_query(index, questions, cfg, args.out, source, dry_run=args.dry_run)
     if args.dry_run:
-        usage = summary["llm"]
+        stages = ", ".join(
+            f"{key.split('/')[0]}: {u['dry_run_prompts']} prompts, {u['prompt_tokens']} prompt tokens"
+            for key, u in summary["llm"].items()
+        )
         print(
-            f"dry run: {len(questions)} questions, LLM stages {json.dumps(usage)}; nothing written"
+            f"dry run: {len(questions)} questions; LLM {stages or 'not needed'}; "
+            "nothing was sent or written"
         )
         return 0
     tok = summary["query_tokens_per_question"]

@@ -224,3 +224,15 @@ def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smo
     rows = pq.read_table(tmp_path / "none" / "results.parquet").to_pylist()
     assert all(r["retrieved_ids"] == [] and r["context_text"] == [] for r in rows)
     assert all(isinstance(r["answer"], str) for r in rows)
+
+
+@pytest.mark.slow
+def test_dry_run_counts_prompts_and_writes_nothing(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "never"
+    args = ["query", str(demo_index), "demo", "--method", "bm25", "--limit", "5"]
+    assert main([*args, "--llm-backend", "transformers", "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "answer: 5 prompts" in text and "nothing was sent or written" in text
+    assert not out.exists()

@@ -189,7 +189,8 @@ def run_query(
 
     `llm_backend` replaces the backend the config names (e.g. a model already in memory)."""
     out = Path(out)
-    _check_run_dir(out, _run_identity(index, cfg, questions_src, len(questions)))
+    if not dry_run:  # a dry run counts prompts and tokens and writes nothing
+        _check_run_dir(out, _run_identity(index, cfg, questions_src, len(questions)))
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
     method = get_method(cfg.method)
     started = time.perf_counter()
@@ -200,18 +201,19 @@ def run_query(
     for b in range(n_batches):
         batch = questions[b * bs : (b + 1) * bs]
         done_path = out / "parts" / f"{b:05d}.parquet"
-        if done_path.exists():
+        if done_path.exists() and not dry_run:
             resumed += len(batch)
             bar.update(len(batch))
             continue
         ckpt = out / "parts" / f"{b:05d}.retrieved.json"
         clock = StageClock()
-        if ckpt.exists():
+        if ckpt.exists() and not dry_run:
             r = _load_retrieved(ckpt)
             clock.seconds = dict(r.seconds)
         else:
             r = method(ctx, batch, clock)
-            _save_retrieved(ckpt, r)
+            if not dry_run:
+                _save_retrieved(ckpt, r)
         rows = _answer_batch(ctx, batch, r, clock)
         if dry_run:
             bar.update(len(batch))

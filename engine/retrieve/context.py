@@ -139,7 +139,7 @@ class QueryContext:
 
         return make_llm(
             self.cfg.models.llm,
-            default_cache=self.run_dir / "llm_cache.sqlite",
+            default_cache=None if self.dry_run else self.run_dir / "llm_cache.sqlite",
             dry_run=self.dry_run,
         )
 
