@@ -1,10 +1,10 @@
-"""Retrieval quality of the LLM-free baselines on the dev splits of ../shared/data: Recall@2
-and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM and HippoRAG-style PPR,
-each next to the cross-check figures measured outside the project on the same files and to
-the same recipe re-measured here on whole passages (the engine ranks chunks of at most 200
-tokens, a passage by its best chunk).
+"""Retrieval quality on the dev splits of ../shared/data with LLM-free (alpha = 0) indexes:
+Recall@2 and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM, HippoRAG-style PPR
+and Clue-RAG's Q-Iter with its three ablations; the baselines next to the cross-check figures
+measured outside the project on the same files and to the same recipe re-measured here on
+whole passages (the engine ranks chunks of at most 200 tokens, a passage by its best chunk).
 
-    .venv/bin/python bench/retrieval.py [--sets musique,2wiki,hotpotqa] [--work DIR]
+    .venv/bin/python bench/retrieval.py [--sets musique,2wiki,hotpotqa] [--methods ...] [--work DIR]
 
 Each corpus is indexed once with alpha = 0 (no LLM) into WORK/idx/SET (kept and reused when
 already there), every method runs with `graphrag-engine query --retrieval-only`, and
@@ -32,7 +32,18 @@ SETS = {
     "2wiki": ("2wikimultihopqa_corpus.jsonl", "2wikimultihopqa_dev.jsonl"),
     "hotpotqa": ("hotpotqa_corpus.jsonl", "hotpotqa_dev.jsonl"),
 }
-METHODS = {"bm25": "BM25", "naive": "dense MiniLM", "hipporag": "HippoRAG-style PPR"}
+METHODS = {  # run name: (label, --method)
+    "bm25": ("BM25", "bm25"),
+    "naive": ("dense MiniLM", "naive"),
+    "hipporag": ("HippoRAG-style PPR", "hipporag"),
+    "clue": ("Clue-RAG Q-Iter", "configs/methods/clue.yaml"),
+    "clue_no_ka": ("  w/o knowledge anchoring", "configs/methods/clue_no_knowledge_anchoring.yaml"),
+    "clue_no_sa": (
+        "  w/o spreading activation",
+        "configs/methods/clue_no_spreading_activation.yaml",
+    ),
+    "clue_no_update": ("  w/o query update", "configs/methods/clue_no_query_update.yaml"),
+}
 # measured outside the project on the same files (issue #6): R@2, R@5
 CROSS_CHECK = {
     ("musique", "bm25"): (0.378, 0.479),
@@ -77,7 +88,7 @@ def reference_recall(name: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-def run_set(name: str, work: Path, reference: bool) -> list[dict]:
+def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[dict]:
     """Index (once), query with every method, evaluate; rows of the result table."""
     corpus, questions = SETS[name]
     index = work / "idx" / name
@@ -89,9 +100,11 @@ def run_set(name: str, work: Path, reference: bool) -> list[dict]:
         assert cli(["index", str(DATA / corpus), "--out", str(index), "--config", str(cfg)]) == 0
         index_seconds = round(time.perf_counter() - t0, 1)
     runs = []
-    for method in METHODS:
+    for method in methods:
         out = work / "runs" / name / method
-        args = ["query", str(index), str(DATA / questions), "--method", method]
+        spec = METHODS[method][1]
+        spec = str(REPO / spec) if spec.endswith(".yaml") else spec
+        args = ["query", str(index), str(DATA / questions), "--method", spec]
         assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
         runs.append(str(out))
     report = work / "reports" / name
@@ -99,7 +112,8 @@ def run_set(name: str, work: Path, reference: bool) -> list[dict]:
     summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
     ref_here = reference_recall(name) if reference else {}
     rows = []
-    for method, label in METHODS.items():
+    for method in methods:
+        label = METHODS[method][0]
         s = json.loads((work / "runs" / name / method / "summary.json").read_text())
         row = {
             "set": name,
@@ -124,6 +138,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
     ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--methods", default=",".join(METHODS), help=f"of {', '.join(METHODS)}")
     ap.add_argument(
         "--no-reference",
         action="store_true",
@@ -133,9 +148,14 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    rows = [r for name in args.sets.split(",") for r in run_set(name, work)]
+    rows = [
+        r
+        for name in args.sets.split(",")
+        for r in run_set(name, work, not args.no_reference, args.methods.split(","))
+    ]
     print(
-        f"{'set':<10}{'method':<20}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'cross-check R@2/R@5':<22}"
+        f"{'set':<10}{'method':<20}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}"
+        f"{'cross-check R@2/R@5':<22}{'passage-level here':<20}"
     )
     for r in rows:
         ref = "–" if r["cross_check"] is None else "{:.3f} / {:.3f}".format(*r["cross_check"])
