@@ -112,3 +112,15 @@ def test_kbqa_and_entity_metrics_in_reports() -> None:
         s["entity_precision"] == [0.5] and s["entity_recall"] == [1.0] and s["entity_hit"] == [1.0]
     )
     assert s["seconds"] == [0.5] and "recall@1" not in s
+
+
+def test_context_fits_the_token_budget() -> None:
+    from engine.methods.answer import answer_prompts, clean_answer, fit_context
+
+    assert fit_context(["a", "b", "c"], [100, 100, 100], 250) == ["a", "b"]
+    assert fit_context(["long"], [5000], 100) == ["long"]  # the best passage always goes in
+    (p,) = answer_prompts(["Q?"], [["T1\nx", "T2\ny"]])
+    assert "[1] T1" in p[1]["content"] and "[2] T2" in p[1]["content"]
+    (p,) = answer_prompts(["Q?"], [None])
+    assert "Passages" not in p[1]["content"]
+    assert clean_answer("Answer: Stanley\nbecause ...") == "Stanley"

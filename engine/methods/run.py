@@ -132,13 +132,14 @@ def _answer_batch(
     if cfg.generation.enabled:
         with clock.stage("answer"):
             texts: list[list[str] | None] = []
-            for rows_q in contexts:
+            for q, rows_q in enumerate(contexts):
                 if rows_q is None:
                     texts.append(None)
                     continue
                 passages = [chunks["titled"][i] for i in rows_q]
                 counts = [len(e.ids) for e in ctx.tokenizer.encode_batch(passages)]
                 texts.append(fit_context(passages, counts, cfg.generation.max_context_tokens))
+                contexts[q] = rows_q[: len(texts[-1])]  # what the prompt really holds
             custom = ANSWER_PROMPTS.get(cfg.method)
             if custom is not None:
                 prompts = [custom(q.question, t) for q, t in zip(batch, texts, strict=True)]
