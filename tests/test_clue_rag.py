@@ -1,5 +1,6 @@
 """Clue-RAG Q-Iter on real data: batched equals one query at a time, the bi-encoder fast path
-equals the reranker on texts, ablations change what they say, the answer prompt's shape."""
+equals the reranker on texts, paths grow one unit per depth along shared entities, ablations
+change what they say, the answer prompt's shape."""
 
 from __future__ import annotations
 
@@ -61,6 +62,25 @@ def test_cue_adjacency_matches_tables(setup) -> None:
     assert set(adj.units_of(np.array([e])).tolist()) == {u for u, x in pairs if x == e}
 
 
+def test_paths_follow_shared_entities(setup) -> None:
+    index, questions, tmp = setup
+    ctx, r = _run(index, questions[:5], tmp, depth=3)
+    adj = cue_adjacency(ctx)
+    text_row = {t: i for i, t in enumerate(ctx.units["text"])}
+    for extras in r.extras:
+        assert 0 < extras["paths"] <= 3 * 5  # at most M paths kept per depth
+        for path in extras["top_paths"]:
+            assert 1 <= len(path) <= 3 and len(set(path)) == len(path)
+            rows = [text_row[t] for t in path]
+            # every unit of a path shares an entity with another unit of the path
+            if len(rows) > 1:
+                ents = [set(adj.entities_of(np.array([u])).tolist()) for u in rows]
+                assert all(
+                    any(ents[i] & ents[j] for j in range(len(rows)) if j != i)
+                    for i in range(len(rows))
+                )
+
+
 def test_segment_topk() -> None:
     owner = np.array([0, 0, 0, 1, 1, 2])
     scores = np.array([0.1, 0.9, 0.5, 0.3, 0.2, 0.7])
@@ -88,7 +108,7 @@ def test_ablations_change_anchoring(setup) -> None:
     _, no_up = _run(index, questions[:10], tmp, query_update=False)
     n_full = [len(e["anchor_entities"]) for e in full.extras]
     assert all(len(a["anchor_entities"]) <= b for a, b in zip(no_sa.extras, n_full, strict=True))
-    assert [e["units"] for e in no_ka.extras] != [e["units"] for e in full.extras]
+    assert [e["top_paths"] for e in no_ka.extras] != [e["top_paths"] for e in full.extras]
     # without the update the same query vector keeps pulling the same neighbourhood
     assert not np.array_equal(no_up.ranking.ids, full.ranking.ids)
 

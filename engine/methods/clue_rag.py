@@ -4,18 +4,20 @@ For the whole batch at once:
 
 1. Entity anchoring. Spreading activation: the query's entities (NER) are matched to their
    top-K entity nodes by embedding. Knowledge anchoring: the top-K units by query embedding
-   add their entities (and join the accumulated unit set).
-2. Iterative retrieval, depth 1..D, every query advancing together: the candidate units are
-   the unvisited units of the current entities; the (updated) query embedding scores them in
-   one similarity call, the best `prefilter` per query go to the reranker (one call for the
-   batch), the best M per query are kept; their entities become the next frontier, and the
-   query embedding drops their direction: phi_v <- normalise(phi_v - phi(k)).
-3. The accumulated units, scored by the reranker against the query, vote for their chunks;
-   the candidate chunks are reranked against the query (one call) and the top N kept.
+   add their entities.
+2. Iterative retrieval, depth 1..D, every query advancing together. A beam element is a path
+   (a chain of units) with its own query vector. From every frontier entity of every path,
+   the top-K units holding that entity (not yet on the path) by the path's query vector are
+   the extensions (one similarity call for the batch); each extended path's vector drops the
+   new unit's direction, phi_v <- phi_v - phi(k); every extended path is scored as a whole
+   (its units' texts joined) against the question by the reranker (one call for the batch),
+   and the best M paths per query are kept. Their last units' entities are the next frontier.
+3. The chunks of every unit on a kept path are reranked against the question (one call) and
+   the top N lead the ranking; dense hits fill the rest of the candidate list.
 
 Ablations (config `clue:`): no knowledge anchoring, no spreading activation, no query update.
-The default reranker is the bi-encoder: it reuses the index's unit and chunk vectors, which is
-the same cosine the bi-encoder would compute; a cross-encoder gets the texts.
+The default reranker is the bi-encoder; for chunks it reuses the index's chunk vectors (the
+same cosine it would compute). A cross-encoder gets the texts.
 """
 
 from __future__ import annotations
@@ -62,10 +64,24 @@ class _Reranker:
 
             self.model = make_reranker(ctx.cfg.models.reranker, ctx.embedder)
 
-    def units(self, phi: np.ndarray, owner: np.ndarray, units: np.ndarray) -> np.ndarray:
-        if self.bi:
-            return rowwise_dot(phi, owner, self.ctx.unit_vectors, units)
-        return self._cross(owner, [self.ctx.units["text"][u] for u in units])
+    def paths(self, phi: np.ndarray, owner: np.ndarray, paths: list[tuple[int, ...]]) -> np.ndarray:
+        """Scores of unit paths, their texts joined; the bi-encoder embeds every distinct
+        multi-unit path in one call and reuses the index's vectors of single units."""
+        texts = [" ".join(self.ctx.units["text"][u] for u in path) for path in paths]
+        if not self.bi:
+            return self._cross(owner, texts)
+        out = np.zeros(len(paths), dtype=np.float32)
+        single = np.array([len(p) == 1 for p in paths], dtype=bool)
+        if single.any():
+            rows = np.array([p[0] for p, one in zip(paths, single, strict=True) if one])
+            out[single] = rowwise_dot(phi, owner[single], self.ctx.unit_vectors, rows)
+        if (~single).any():
+            multi = [t for t, one in zip(texts, single, strict=True) if not one]
+            distinct = sorted(set(multi))
+            row = {t: i for i, t in enumerate(distinct)}
+            vecs = _unit_norm(self.ctx.encode_queries(distinct))
+            out[~single] = rowwise_dot(phi, owner[~single], vecs, np.array([row[t] for t in multi]))
+        return out
 
     def chunks(self, phi: np.ndarray, owner: np.ndarray, chunks: np.ndarray) -> np.ndarray:
         if self.bi:
@@ -95,75 +111,79 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     with clock.stage("embed_queries"):
         phi0 = _unit_norm(ctx.encode_queries(texts))
 
-    # 1. entity anchoring
-    frontier: list[set[int]] = [set() for _ in range(b)]
-    visited: list[set[int]] = [set() for _ in range(b)]
-    acc: list[dict[int, float]] = [{} for _ in range(b)]
-    found: list[list[int]] = [[] for _ in range(b)]  # units in discovery order (depth, rank)
+    # 1. entity anchoring: the first frontier of every query
+    anchors: list[set[int]] = [set() for _ in range(b)]
     with clock.stage("anchor"):
         if cfg.spreading_activation:
             links, _ = link_entities(ctx, texts, top_k=cfg.anchor_k)
             for q, linked in enumerate(links):
-                frontier[q].update(linked)
+                anchors[q].update(linked)
         if cfg.knowledge_anchoring:
-            scores, units = cosine_topk(phi0, ctx.unit_vectors, cfg.anchor_k, normalized=True)
+            _, units = cosine_topk(phi0, ctx.unit_vectors, cfg.anchor_k, normalized=True)
             for q in range(b):
-                keep = units[q][units[q] >= 0]
-                frontier[q].update(adj.entities_of(keep).tolist())
-                visited[q].update(keep.tolist())
-                acc[q].update(zip(keep.tolist(), scores[q][units[q] >= 0].tolist(), strict=True))
-                found[q].extend(keep.tolist())
-    anchored = [sorted(f) for f in frontier]
+                anchors[q].update(adj.entities_of(units[q][units[q] >= 0]).tolist())
+
+    # the beam: paths (unit chains) with their query vectors; an item expands one path from
+    # one of its frontier entities
+    path_units: list[tuple[int, ...]] = [()] * b
+    path_vec = phi0.copy()
+    items = [(q, e, q) for q in range(b) for e in sorted(anchors[q])]
+    kept: list[dict[tuple[int, ...], float]] = [{} for _ in range(b)]
 
     # 2. iterative retrieval, all queries one depth at a time
-    phi = phi0.copy()
-    expanded: list[set[int]] = [set() for _ in range(b)]
     for _depth in range(cfg.depth):
-        owner_l, unit_l = [], []
-        for q in range(b):
-            ents = np.fromiter(frontier[q] - expanded[q], dtype=np.int64)
-            expanded[q] |= frontier[q]
-            cand = adj.units_of(ents)
-            if visited[q]:
-                cand = cand[~np.isin(cand, np.fromiter(visited[q], dtype=np.int64))]
-            owner_l.append(np.full(cand.size, q, dtype=np.int64))
-            unit_l.append(cand)
-        owner, units = np.concatenate(owner_l), np.concatenate(unit_l)
+        if not items:
+            break
+        with clock.stage("expand"):
+            owner_l, unit_l = [], []
+            for i, (_, e, p) in enumerate(items):
+                cand = adj.units_of(np.array([e]))
+                if path_units[p]:
+                    cand = cand[~np.isin(cand, path_units[p])]
+                owner_l.append(np.full(cand.size, i, dtype=np.int64))
+                unit_l.append(cand)
+            owner, units = np.concatenate(owner_l), np.concatenate(unit_l)
         if owner.size == 0:
             break
+        item_path = np.array([p for _, _, p in items])
         with clock.stage("similarity"):
-            sim = rowwise_dot(phi, owner, ctx.unit_vectors, units)
-            pre = segment_topk(owner, sim, cfg.prefilter)
-        owner, units = owner[pre], units[pre]
-        with clock.stage("rerank_units"):
-            score = rerank.units(phi0, owner, units)
-        best = segment_topk(owner, score, cfg.beam)
-        frontier = [set() for _ in range(b)]
-        picked: list[list[int]] = [[] for _ in range(b)]
-        for q, u, s in zip(owner[best], units[best], score[best], strict=True):
-            acc[q][int(u)] = float(s)
-            visited[q].add(int(u))
-            picked[q].append(int(u))
-            found[q].append(int(u))
-        for q in range(b):
-            if picked[q]:
-                frontier[q] = set(adj.entities_of(np.asarray(picked[q])).tolist())
-                if cfg.query_update:
-                    step = ctx.unit_vectors[picked[q]].mean(axis=0)
-                    phi[q] = _unit_norm(phi[q] - step)
+            sim = rowwise_dot(path_vec[item_path], owner, ctx.unit_vectors, units)
+            top = segment_topk(owner, sim, cfg.anchor_k)
+        # extended paths, de-duplicated per query (the same unit set reached twice is one path)
+        new: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
+        for i, u in zip(owner[top].tolist(), units[top].tolist(), strict=True):
+            q, _, p = items[i]
+            key = (q, tuple(sorted(path_units[p] + (u,))))
+            new.setdefault(key, (p, u))
+        keys = list(new)
+        cand_q = np.array([q for q, _ in keys])
+        with clock.stage("rerank_paths"):
+            score = rerank.paths(phi0, cand_q, [units_ for _, units_ in keys])
+        best = segment_topk(cand_q, score, cfg.beam)
+        next_units, next_vec, items = [], [], []
+        for j in best.tolist():
+            q, units_ = keys[j]
+            parent, u = new[keys[j]]
+            vec = path_vec[parent] - ctx.unit_vectors[u] if cfg.query_update else path_vec[parent]
+            kept[q][units_] = float(score[j])
+            pid = len(next_units)
+            next_units.append(units_)
+            next_vec.append(vec)
+            items.extend((q, int(e), pid) for e in adj.entities_of(np.array([u])))
+        path_units = next_units
+        path_vec = np.asarray(next_vec, dtype=np.float32).reshape(-1, phi0.shape[1])
 
-    # 3. units vote for chunks; final chunk reranking
+    # 3. the kept paths' chunks, reranked against the question; dense hits fill the list
     depth_k = 2 * ctx.cfg.retrieval.candidates
     with clock.stage("dense_fill"):
         dense = dense_search(ctx, phi0, depth_k)
     with clock.stage("rerank_chunks"):
         owner_l, chunk_l = [], []
         for q in range(b):
-            chunks = (
-                np.unique(adj.unit_chunk[np.fromiter(acc[q], dtype=np.int64)]) if acc[q] else []
-            )
-            owner_l.append(np.full(len(chunks), q, dtype=np.int64))
-            chunk_l.append(np.asarray(chunks, dtype=np.int64))
+            units_q = sorted({u for path in kept[q] for u in path})
+            chunks = np.unique(adj.unit_chunk[units_q]) if units_q else np.zeros(0, np.int64)
+            owner_l.append(np.full(chunks.size, q, dtype=np.int64))
+            chunk_l.append(chunks.astype(np.int64))
         owner, chunks = np.concatenate(owner_l), np.concatenate(chunk_l)
         cscore = rerank.chunks(phi0, owner, chunks)
         order = segment_topk(owner, cscore, depth_k)
@@ -171,21 +191,20 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     out = np.zeros((b, depth_k), dtype=np.float32)
     for q in range(b):
         mine = order[owner[order] == q]
-        # the reranked graph chunks lead (top N first); dense hits fill the rest of the list
         score_of = dict(zip(*dense.row(q), strict=True))
         score_of.update(zip(chunks[mine].tolist(), cscore[mine].tolist(), strict=True))
         row = list(dict.fromkeys(chunks[mine].tolist() + dense.row(q)[0]))[:depth_k]
         ids[q, : len(row)] = row
         out[q, : len(row)] = [score_of[c] for c in row]
-    extras = [
-        {
-            "anchor_entities": [ctx.entities["name"][e] for e in anchored[q][:20]],
-            "units": len(acc[q]),
-            "graph_chunks": len(set(adj.unit_chunk[list(acc[q])].tolist())) if acc[q] else 0,
-            "top_units": [
-                ctx.units["text"][u] for u in sorted(acc[q], key=acc[q].get, reverse=True)[:5]
-            ],
-        }
-        for q in range(b)
-    ]
+    extras = []
+    for q in range(b):
+        best_paths = sorted(kept[q], key=kept[q].get, reverse=True)[:3]
+        extras.append(
+            {
+                "anchor_entities": [ctx.entities["name"][e] for e in sorted(anchors[q])[:20]],
+                "paths": len(kept[q]),
+                "graph_chunks": int(np.sum(owner == q)),
+                "top_paths": [[ctx.units["text"][u] for u in path] for path in best_paths],
+            }
+        )
     return Retrieved(ChunkRanking(ids, out), extras, [{} for _ in range(b)], clock.seconds)
