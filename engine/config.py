@@ -398,12 +398,12 @@ class ClueRAGConfig:
     """M: units kept per query per depth."""
     top_n: int = 5
     """N: chunks kept after the final chunk reranking."""
-    prefilter: int = 32
-    """Candidate units per query per depth scored by the (updated) query embedding before the reranker."""
     spreading_activation: bool = True
     knowledge_anchoring: bool = True
     query_update: bool = True
     """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
+    path_scoring: Literal["mean", "text"] = "mean"
+    """Bi-encoder score of a multi-unit path: its units' summed vectors, or its joined text embedded."""
 
 
 @dataclass
@@ -433,10 +433,8 @@ class QueryConfig:
         if self.batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
         c = self.clue
-        if min(c.anchor_k, c.depth, c.beam, c.top_n, c.prefilter) < 1:
-            raise ConfigError(
-                f"{where}: clue.anchor_k, depth, beam, top_n and prefilter must be >= 1"
-            )
+        if min(c.anchor_k, c.depth, c.beam, c.top_n) < 1:
+            raise ConfigError(f"{where}: clue.anchor_k, depth, beam and top_n must be >= 1")
         if self.method == "clue" and not (c.spreading_activation or c.knowledge_anchoring):
             raise ConfigError(
                 f"{where}: clue needs spreading_activation or knowledge_anchoring to find its first entities"

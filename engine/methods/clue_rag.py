@@ -65,8 +65,10 @@ class _Reranker:
             self.model = make_reranker(ctx.cfg.models.reranker, ctx.embedder)
 
     def paths(self, phi: np.ndarray, owner: np.ndarray, paths: list[tuple[int, ...]]) -> np.ndarray:
-        """Scores of unit paths, their texts joined; the bi-encoder embeds every distinct
-        multi-unit path in one call and reuses the index's vectors of single units."""
+        """Scores of unit paths against their questions. A cross-encoder reads the joined texts.
+        The bi-encoder reuses the index's vectors of single units and, for longer paths, the
+        normalised sum of their units' vectors (`path_scoring: mean`, the default) or embeds
+        every distinct joined text in one call (`path_scoring: text`)."""
         texts = [" ".join(self.ctx.units["text"][u] for u in path) for path in paths]
         if not self.bi:
             return self._cross(owner, texts)
@@ -75,7 +77,13 @@ class _Reranker:
         if single.any():
             rows = np.array([p[0] for p, one in zip(paths, single, strict=True) if one])
             out[single] = rowwise_dot(phi, owner[single], self.ctx.unit_vectors, rows)
-        if (~single).any():
+        multi_paths = [p for p, one in zip(paths, single, strict=True) if not one]
+        if multi_paths and self.ctx.cfg.clue.path_scoring == "mean":
+            vecs = _unit_norm(
+                np.stack([self.ctx.unit_vectors[list(p)].sum(axis=0) for p in multi_paths])
+            )
+            out[~single] = rowwise_dot(phi, owner[~single], vecs, np.arange(len(vecs)))
+        elif multi_paths:
             multi = [t for t, one in zip(texts, single, strict=True) if not one]
             distinct = sorted(set(multi))
             row = {t: i for i, t in enumerate(distinct)}
