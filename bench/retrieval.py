@@ -154,7 +154,7 @@ def main() -> None:
         for r in run_set(name, work, not args.no_reference, args.methods.split(","))
     ]
     print(
-        f"{'set':<10}{'method':<20}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}"
+        f"{'set':<10}{'method':<28}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}"
         f"{'cross-check R@2/R@5':<22}{'passage-level here':<20}"
     )
     for r in rows:
@@ -162,7 +162,7 @@ def main() -> None:
         r2 = f"{r['R@2']:.3f} [{r['R@2_ci'][0]:.3f}, {r['R@2_ci'][1]:.3f}]"
         r5 = f"{r['R@5']:.3f} [{r['R@5_ci'][0]:.3f}, {r['R@5_ci'][1]:.3f}]"
         here = "–" if not r["reference_here"] else "{:.3f} / {:.3f}".format(*r["reference_here"])
-        print(f"{r['set']:<10}{r['method']:<20}{r2:<24}{r5:<24}{ref:<22}{here:<20}")
+        print(f"{r['set']:<10}{r['method']:<28}{r2:<24}{r5:<24}{ref:<22}{here:<20}")
     print(json.dumps({"bench": "retrieval", "results": rows}))
 
 
