@@ -92,6 +92,7 @@ class _Reranker:
         return out
 
     def chunks(self, phi: np.ndarray, owner: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+        """Scores of candidate chunks ("title\ntext") against their questions."""
         if self.bi:
             return rowwise_dot(phi, owner, self.ctx.chunk_vectors, chunks)
         return self._cross(owner, [self.ctx.chunks["titled"][c] for c in chunks])
