@@ -3,14 +3,13 @@ BM25 and HyDE. Each is one batch step over all questions."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from engine.eval.datasets import Question
 from engine.methods.base import Retrieved, StageClock, llm_tokens, register
 from engine.models.base import GenParams
 from engine.retrieve.context import QueryContext
 from engine.retrieve.dense import dense_search
 from engine.retrieve.lexical import BM25Retriever
+from kernels.similarity import l2_normalize
 
 HYDE_PROMPT = """Please write a short passage to answer the question.
 Question: {question}
@@ -70,7 +69,7 @@ def hyde(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
         texts = [p or q.question for p, q in zip(passages, questions, strict=True)]
         if cfg.include_question:
             vectors = ctx.encode_queries(texts + [q.question for q in questions])
-            vectors = _unit(vectors[: len(texts)]) + _unit(vectors[len(texts) :])
+            vectors = l2_normalize(vectors[: len(texts)]) + l2_normalize(vectors[len(texts) :])
         else:
             vectors = ctx.encode_queries(texts)
     with clock.stage("dense_search"):
@@ -78,7 +77,3 @@ def hyde(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
     return Retrieved(
         ranking, [{"hyde_passage": p} for p in passages], llm_tokens(answers, "hyde"), clock.seconds
     )
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)

@@ -31,7 +31,7 @@ from engine.retrieve.cue import cue_adjacency, rowwise_dot, segment_topk
 from engine.retrieve.dense import dense_search
 from engine.retrieve.linking import link_entities
 from engine.retrieve.ranking import ChunkRanking
-from kernels.similarity import cosine_topk
+from kernels.similarity import cosine_topk, l2_normalize
 
 ANSWER_PROMPT = """Context:
 {context}
@@ -46,10 +46,6 @@ def answer_prompt(question: str, passages: list[str] | None) -> list[dict]:
     """Clue-RAG's answer prompt: the context first, then the question repeated, terse answer."""
     context = "\n\n".join(passages or [])
     return [{"role": "user", "content": ANSWER_PROMPT.format(context=context, question=question)}]
-
-
-def _unit_norm(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
 class _Reranker:
@@ -79,7 +75,7 @@ class _Reranker:
             out[single] = rowwise_dot(phi, owner[single], self.ctx.unit_vectors, rows)
         multi_paths = [p for p, one in zip(paths, single, strict=True) if not one]
         if multi_paths and self.ctx.cfg.clue.path_scoring == "mean":
-            vecs = _unit_norm(
+            vecs = l2_normalize(
                 np.stack([self.ctx.unit_vectors[list(p)].sum(axis=0) for p in multi_paths])
             )
             out[~single] = rowwise_dot(phi, owner[~single], vecs, np.arange(len(vecs)))
@@ -87,7 +83,7 @@ class _Reranker:
             multi = [t for t, one in zip(texts, single, strict=True) if not one]
             distinct = sorted(set(multi))
             row = {t: i for i, t in enumerate(distinct)}
-            vecs = _unit_norm(self.ctx.encode_queries(distinct))
+            vecs = l2_normalize(self.ctx.encode_queries(distinct))
             out[~single] = rowwise_dot(phi, owner[~single], vecs, np.array([row[t] for t in multi]))
         return out
 
@@ -118,7 +114,7 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     adj = cue_adjacency(ctx)
     rerank = _Reranker(ctx, texts)
     with clock.stage("embed_queries"):
-        phi0 = _unit_norm(ctx.encode_queries(texts))
+        phi0 = l2_normalize(ctx.encode_queries(texts))
 
     # 1. entity anchoring: the first frontier of every query
     anchors: list[set[int]] = [set() for _ in range(b)]
