@@ -1,9 +1,13 @@
 """Indexing throughput on real corpora: MuSiQue and 2WikiMultiHopQA from ../shared/data with
-alpha = 0 (no LLM) on the local and the Ray executor, and LLM unit extraction (transformers,
-packaged SmolLM2) on a 50-chunk sample. Every run is a fresh `graphrag-engine index` process
-with fresh caches; measured in one run on this machine.
+alpha = 0 (no LLM) on the local and the Ray executor, and the Clue-RAG index modes alpha = 0,
+0.5 and 1 (LLM knowledge units from the packaged SmolLM2 on the knapsack's core chunks, with
+the indexing tokens of each) on a sample of MuSiQue passages. Every run is a fresh
+`graphrag-engine index` process with fresh caches; measured in one run on this machine.
 
-    .venv/bin/python bench/index.py [--corpora musique,2wiki] [--executors local,ray] [--llm-sample 50]
+    .venv/bin/python bench/index.py [--corpora musique,2wiki] [--executors local,ray]
+                                    [--llm-sample 50] [--alphas 0,0.5,1]
+
+`--corpora ''` runs only the sample.
 
 Peak RSS is the index process's own (Ray workers are separate processes and not included).
 """
@@ -62,11 +66,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", default="musique,2wiki")
     ap.add_argument("--executors", default="local,ray")
-    ap.add_argument("--llm-sample", type=int, default=50)
+    ap.add_argument("--llm-sample", type=int, default=50, help="passages; 0 skips the sample")
+    ap.add_argument("--alphas", default="0,0.5,1", help="index modes run on the sample")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="graphrag-index-bench-"))
     results = []
-    for corpus in args.corpora.split(","):
+    for corpus in filter(None, args.corpora.split(",")):
         path = DATA / FILES[corpus]
         for ex in args.executors.split(","):
             extra = ["--executor", ex] + (["--address", "local"] if ex == "ray" else [])
@@ -78,23 +83,26 @@ def main() -> None:
             sample.write_text(
                 "".join(line for _, line in zip(range(args.llm_sample), fh, strict=False))
             )
-        config = "graph:\n  alpha: 1.0\n  unit_max_tokens: 128\nmodels:\n  llm:\n    backend: transformers\n    batch_size: 8\n"
-        r = run_index(sample, work, "llm-sample", config, [])
-        results.append(
-            {
-                "corpus": f"musique[:{args.llm_sample}]",
-                "executor": "local",
-                "mode": "alpha=1, SmolLM2",
-                **r,
-            }
-        )
+        for alpha in (float(a) for a in args.alphas.split(",")):
+            config = (
+                f"graph:\n  alpha: {alpha}\n  unit_max_tokens: 128\n"
+                "models:\n  llm:\n    backend: transformers\n    batch_size: 8\n"
+            )
+            r = run_index(sample, work, f"sample-alpha{alpha}", config, [])
+            mode = f"alpha={alpha:g}" + (", SmolLM2" if alpha > 0 else "")
+            results.append(
+                {"corpus": f"musique[:{args.llm_sample}]", "executor": "local", "mode": mode, **r}
+            )
     print(
         f"{'corpus':<14}{'executor':<9}{'mode':<18}{'chunks':>7}{'units':>7}{'entities':>9}{'edges':>8}{'s':>7}{'chunks/s':>9}{'units/s':>8}{'RSS MiB':>8}"
+        f"{'core':>6}{'failed':>7}{'prompt tok':>11}{'compl. tok':>11}"
     )
     for r in results:
         print(
             f"{r['corpus']:<14}{r['executor']:<9}{r['mode']:<18}{r['chunks']:>7}{r['units']:>7}{r['entities']:>9}"
             f"{r['graph_edges']:>8}{r['seconds']:>7}{r['chunks_per_s']:>9}{r['units_per_s']:>8}{r['peak_rss_mib']:>8}"
+            f"{r['llm'].get('core_chunks', 0):>6}{r['llm'].get('parse_failures', 0):>7}"
+            f"{r['llm'].get('prompt_tokens', 0):>11}{r['llm'].get('completion_tokens', 0):>11}"
         )
     print(json.dumps({"bench": "index", "results": results}))
     shutil.rmtree(work, ignore_errors=True)

@@ -5,6 +5,11 @@ measured outside the project on the same files and to the same recipe re-measure
 whole passages (the engine ranks chunks of at most 200 tokens, a passage by its best chunk).
 
     .venv/bin/python bench/retrieval.py [--sets musique,2wiki,hotpotqa] [--methods ...] [--work DIR]
+                                        [--answers N]
+
+`--answers N` also answers the first N questions of each set with the packaged SmolLM2
+(transformers, the method's own answer prompt; no retrieval as a floor, BM25, dense, PPR and
+Q-Iter) and reports accuracy (a gold answer or alias contained in the answer), EM and F1.
 
 Each corpus is indexed once with alpha = 0 (no LLM) into WORK/idx/SET (kept and reused when
 already there), every method runs with `graphrag-engine query --retrieval-only`, and
@@ -133,6 +138,52 @@ def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[
     return rows
 
 
+ANSWER_METHODS = ["none", "bm25", "naive", "hipporag", "clue"]
+ANSWER_LABELS = {"none": "no retrieval (LLM only)"}
+
+
+def answer_set(name: str, work: Path, limit: int) -> list[dict]:
+    """Answer the first `limit` questions with every answer method; accuracy, EM, F1 with CIs."""
+    questions = DATA / SETS[name][1]
+    index = work / "idx" / name
+    runs = []
+    for method in ANSWER_METHODS:
+        out = work / "answers" / name / method
+        spec = METHODS.get(method, (None, method))[1]
+        spec = str(REPO / spec) if spec.endswith(".yaml") else spec
+        args = ["query", str(index), str(questions), "--method", spec, "--limit", str(limit)]
+        assert cli([*args, "--llm-backend", "transformers", "--out", str(out)]) == 0
+        runs.append(str(out))
+    report = work / "reports" / f"{name}-answers"
+    assert cli(["eval", *runs, "--out", str(report), "--k", "5"]) == 0
+    summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
+    rows = []
+    for method in ANSWER_METHODS:
+        s = json.loads((work / "answers" / name / method / "summary.json").read_text())
+        row = {
+            "set": name,
+            "method": ANSWER_LABELS.get(method) or METHODS[method][0],
+            "questions": s["questions"],
+            "q_per_s": s["questions_per_s"],
+            "prompt_tokens_per_q": s["query_tokens_per_question"].get("answer_prompt"),
+        }
+        for metric in ("accuracy", "exact_match", "f1"):
+            m = summary[(method, metric)]
+            row[metric] = round(float(m["mean"]), 3)
+            row[f"{metric}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
+        rows.append(row)
+    return rows
+
+
+def print_answers(rows: list[dict]) -> None:
+    """The answer table."""
+    print(f"{'set':<10}{'method':<28}{'accuracy [95% CI]':<24}{'EM':<8}{'F1 [95% CI]':<24}")
+    for r in rows:
+        acc = f"{r['accuracy']:.3f} [{r['accuracy_ci'][0]:.3f}, {r['accuracy_ci'][1]:.3f}]"
+        f1 = f"{r['f1']:.3f} [{r['f1_ci'][0]:.3f}, {r['f1_ci'][1]:.3f}]"
+        print(f"{r['set']:<10}{r['method']:<28}{acc:<24}{r['exact_match']:<8.3f}{f1:<24}")
+
+
 def main() -> None:
     """Run every set and print a table and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -144,13 +195,17 @@ def main() -> None:
         action="store_true",
         help="skip re-measuring the passage-level bm25s / MiniLM reference",
     )
+    ap.add_argument(
+        "--answers", type=int, default=0, help="also answer the first N questions with SmolLM2"
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    sets = args.sets.split(",")
     rows = [
         r
-        for name in args.sets.split(",")
+        for name in sets
         for r in run_set(name, work, not args.no_reference, args.methods.split(","))
     ]
     print(
@@ -163,7 +218,12 @@ def main() -> None:
         r5 = f"{r['R@5']:.3f} [{r['R@5_ci'][0]:.3f}, {r['R@5_ci'][1]:.3f}]"
         here = "–" if not r["reference_here"] else "{:.3f} / {:.3f}".format(*r["reference_here"])
         print(f"{r['set']:<10}{r['method']:<28}{r2:<24}{r5:<24}{ref:<22}{here:<20}")
-    print(json.dumps({"bench": "retrieval", "results": rows}))
+    answers = (
+        [r for name in sets for r in answer_set(name, work, args.answers)] if args.answers else []
+    )
+    if answers:
+        print_answers(answers)
+    print(json.dumps({"bench": "retrieval", "results": rows, "answers": answers}))
 
 
 if __name__ == "__main__":
