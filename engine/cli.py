@@ -152,6 +152,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from engine.eval.datasets import demo_questions_path, load_questions
     from engine.methods.run import run_query
     from engine.store import open_index
+    from engine.store.index_store import NoIndex
 
     cfg = _query_config(args.method, QueryConfig)
     if args.retrieval_only:
@@ -163,7 +164,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.base_url:
         cfg.models.llm.base_url = args.base_url
     cfg.validate(args.method)
-    index = open_index(args.index)
+    index = NoIndex() if args.index == "none" else open_index(args.index)
     source = str(demo_questions_path()) if args.questions == "demo" else args.questions
     questions = load_questions(source, limit=args.limit)
     summary = run_query(index, questions, cfg, args.out, source, dry_run=args.dry_run)
@@ -296,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("query", help="run a method over a question file (batch-first, resumable)")
-    p.add_argument("index", help="index directory")
+    p.add_argument(
+        "index", help="index directory, or 'none' for questions with their own graphs (KBQA)"
+    )
     p.add_argument(
         "questions", help="question JSONL (../shared/data/*_dev.jsonl, your own) or 'demo'"
     )

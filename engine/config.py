@@ -406,16 +406,85 @@ class ClueRAGConfig:
     """Bi-encoder score of a multi-unit path: its units' summed vectors, or its joined text embedded."""
 
 
+Scorer = Literal[
+    "none", "random", "bm25", "bi-encoder", "cross-encoder", "llm", "bi-encoder-ft", "llm-ft"
+]
+"""How a LEGO module scores texts against the question: none, random, BM25, the embedder
+(bi-encoder), models.reranker (cross-encoder), the query LLM, or a fine-tuned bi-encoder / LLM
+read from `model` (a local folder)."""
+
+
+@dataclass
+class LegoSEConfig:
+    """LEGO subgraph extraction: PPR or RWR from the topic entities, then an optional scorer."""
+
+    method: Literal["ppr", "rwr"] = "ppr"
+    """ppr: exact personalized PageRank; rwr: Monte-Carlo random walks with restart."""
+    restart_prob: float = 0.8
+    max_ent: int = 2000
+    """Nodes kept by their PPR / RWR score (topic entities always)."""
+    scorer: Scorer = "none"
+    model: str | None = None
+    node_threshold: float | None = None
+    """Scorer: nodes scoring below it are dropped (topic entities stay)."""
+    edge_threshold: float | None = None
+    """Scorer: edges scoring below it are dropped."""
+    window: int = 24
+    """Scorer: each node keeps at most its `window` best-scoring edges."""
+    walks: int = 2000
+    """rwr: walks started per question."""
+
+
+@dataclass
+class LegoPFConfig:
+    """LEGO path filtering over the extracted subgraph."""
+
+    method: Literal["spf", "cpf", "beam"] = "spf"
+    """spf: a shortest path from the topic entities to every node; cpf: every simple path;
+    beam: iterative beam search that scores partial paths."""
+    max_hops: int = 2
+    max_paths: int = 1000
+    """cpf: paths kept per question (the cap)."""
+    scorer: Scorer = "bi-encoder"
+    model: str | None = None
+    beam_width: int = 128
+
+
+@dataclass
+class LegoPRConfig:
+    """LEGO path refinement: score the filtered paths and keep the top_k."""
+
+    scorer: Scorer = "none"
+    model: str | None = None
+    top_k: int = 64
+
+
+@dataclass
+class LegoConfig:
+    """A LEGO-GraphRAG instance: SE -> PF -> PR over a question's graph or the index's."""
+
+    graph: Literal["question", "index"] = "question"
+    """question: the KBQA question's own triples (WebQSP); index: the corpus entity graph."""
+    se: LegoSEConfig = field(default_factory=LegoSEConfig)
+    pf: LegoPFConfig = field(default_factory=LegoPFConfig)
+    pr: LegoPRConfig = field(default_factory=LegoPRConfig)
+    shots: Literal[0, 1, 3] = 0
+    """Worked examples in the answer prompt: zero-, one- or few-shot."""
+    seed: int = 0
+    """Random scorer / RWR sampling seed."""
+
+
 @dataclass
 class QueryConfig:
     """Everything `graphrag-engine query` needs: the method, its parts and the models."""
 
-    method: Literal["none", "naive", "bm25", "hyde", "hipporag", "clue"] = "naive"
+    method: Literal["none", "naive", "bm25", "hyde", "hipporag", "clue", "lego"] = "naive"
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     hipporag: HippoRAGConfig = field(default_factory=HippoRAGConfig)
     hyde: HyDEConfig = field(default_factory=HyDEConfig)
     clue: ClueRAGConfig = field(default_factory=ClueRAGConfig)
+    lego: LegoConfig = field(default_factory=LegoConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     batch_size: int = 1024
     """Questions per batch; each finished batch is checkpointed in the run folder."""
@@ -439,9 +508,25 @@ class QueryConfig:
             raise ConfigError(
                 f"{where}: clue needs spreading_activation or knowledge_anchoring to find its first entities"
             )
-        needs_llm = self.generation.enabled or self.method == "hyde"
+        lg = self.lego
+        if not 0.0 < lg.se.restart_prob < 1.0:
+            raise ConfigError(f"{where}: lego.se.restart_prob must lie in (0, 1)")
+        if min(lg.se.max_ent, lg.se.window, lg.se.walks, lg.pf.max_hops, lg.pf.max_paths) < 1:
+            raise ConfigError(
+                f"{where}: lego.se.max_ent, window, walks and lego.pf.max_hops, max_paths must be >= 1"
+            )
+        if min(lg.pf.beam_width, lg.pr.top_k) < 1:
+            raise ConfigError(f"{where}: lego.pf.beam_width and lego.pr.top_k must be >= 1")
+        if self.method == "lego" and lg.pf.method == "beam" and lg.pf.scorer == "none":
+            raise ConfigError(f"{where}: lego.pf.method 'beam' needs a scorer (lego.pf.scorer)")
+        lego_llm = self.method == "lego" and "llm" in (lg.se.scorer, lg.pf.scorer, lg.pr.scorer)
+        needs_llm = self.generation.enabled or self.method == "hyde" or lego_llm
         if needs_llm and self.models.llm.backend == "none":
-            what = "method 'hyde'" if self.method == "hyde" else "generation.enabled"
+            what = (
+                "method 'hyde'"
+                if self.method == "hyde"
+                else ("an llm scorer" if lego_llm else "generation.enabled")
+            )
             raise ConfigError(
                 f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; set "
                 "models.llm.backend (e.g. transformers) or run retrieval only "

@@ -188,3 +188,35 @@ def simple_paths(
             if bwd[v] <= left - 1 and v not in prefix:
                 stack.append(prefix + (v,))
     return sorted(paths, key=lambda p: (p.hops, p.nodes))
+
+
+def nearest_source_paths(
+    graph: CSRGraph, sources: Sequence[int], max_hops: int
+) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """For every node within `max_hops` of the nearest source (sources excluded), one
+    minimum-hop path from that source: one multi-source BFS for all sources at once.
+
+    With the disjoint per-question blocks of a batch graph and every question's sources given
+    together, this is each question's shortest path-filtering in one kernel call. Returns the
+    reached nodes (ascending) and their paths.
+    """
+    src = np.unique(np.asarray(sources, dtype=np.int64))
+    if src.size == 0 or graph.n_nodes == 0:
+        return np.zeros(0, np.int64), []
+    dist, pred, nearest = csgraph.dijkstra(
+        graph.to_scipy(),
+        directed=True,
+        indices=src,
+        unweighted=True,
+        limit=max_hops + 0.5,
+        return_predecessors=True,
+        min_only=True,
+    )
+    reached = np.flatnonzero(np.isfinite(dist) & (dist > 0))
+    paths = []
+    for v in reached:
+        nodes = [int(v)]
+        while nodes[-1] != nearest[v]:
+            nodes.append(int(pred[nodes[-1]]))
+        paths.append(tuple(nodes[::-1]))
+    return reached, paths

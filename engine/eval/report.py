@@ -64,10 +64,17 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
             put("accuracy", accuracy(pred, gold) if ok else nan)
         if r["kind"] == "kbqa" and pred is not None:
             put("hr@1", hit_at_1(split_answers(pred), gold))
-        ents = json.loads(r["extras"] or "{}").get("retrieved_entities")
+        extras = json.loads(r["extras"] or "{}")
+        ents = extras.get("retrieved_entities")
         if ents is not None and gold:
             for name, v in entity_prf(ents, gold).items():
                 put(f"entity_{name}", v)
+        for module, names in (extras.get("module_entities") or {}).items():
+            if gold:
+                for name, v in entity_prf(names, gold).items():
+                    put(f"{module}_entity_{name}", v)
+        for key, v in (extras.get("module_seconds") or {}).items():
+            put("seconds_" + key.replace("_seconds_per_question", ""), float(v))
         if have_support:
             for k in ks:
                 put(f"recall@{k}", recall_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
@@ -130,7 +137,7 @@ def evaluate_runs(
     lines = ["# Evaluation report", "", "Runs: " + ", ".join(f"`{r}`" for r in runs), ""]
     lines.append("Mean per question, 95% bootstrap interval in brackets (2,000 resamples).")
     for m in metrics:
-        scale = 1.0 if m in ("query_tokens", "seconds") else 100.0
+        scale = 1.0 if m.startswith(("query_tokens", "seconds")) else 100.0
         unit = "" if scale == 1.0 else " (%)"
         lines += ["", f"## {m}{unit}", "", "| run | value | n |", "| --- | --- | --- |"]
         for label in labels:
@@ -185,6 +192,9 @@ def _metric_order(m: str) -> tuple[int, int, str]:
     groups = [
         "hr@1",
         "entity_",
+        "se_entity_",
+        "pf_entity_",
+        "pr_entity_",
         "exact_match",
         "f1",
         "accuracy",

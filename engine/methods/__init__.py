@@ -1,3 +1,3 @@
 """Methods: one small file each, registered by name (see base.py)."""
 
-from engine.methods import baselines, clue_rag, hipporag  # noqa: F401  (register the methods)
+from engine.methods import baselines, clue_rag, hipporag, lego  # noqa: F401  (register the methods)

@@ -27,6 +27,8 @@ class Retrieved:
     extras: list[dict[str, Any]]
     tokens: list[dict[str, int]]
     seconds: dict[str, float] = field(default_factory=dict)
+    contexts: list[list[str]] | None = None
+    """Context texts the method built itself (e.g. reasoning paths), used instead of chunks."""
 
 
 class StageClock:
@@ -46,14 +48,14 @@ class StageClock:
 
 
 MethodFn = Callable[[QueryContext, list[Question], StageClock], Retrieved]
-PromptFn = Callable[[str, "list[str] | None"], Any]
+PromptFn = Callable[[str, "list[str] | None", Any], Any]
 METHODS: dict[str, MethodFn] = {}
 ANSWER_PROMPTS: dict[str, PromptFn] = {}
 
 
 def register(name: str, answer_prompt: PromptFn | None = None) -> Callable[[MethodFn], MethodFn]:
     """Class-free registry: `@register("bm25")` on a function (ctx, questions, clock) -> Retrieved;
-    `answer_prompt(question, passages)` replaces the shared answer prompt for that method."""
+    `answer_prompt(question, passages, cfg)` replaces the shared answer prompt for that method."""
 
     def wrap(fn: MethodFn) -> MethodFn:
         METHODS[name] = fn

@@ -42,7 +42,7 @@ Answer in as few words as possible.
 Answer:"""
 
 
-def answer_prompt(question: str, passages: list[str] | None) -> list[dict]:
+def answer_prompt(question: str, passages: list[str] | None, cfg=None) -> list[dict]:
     """Clue-RAG's answer prompt: the context first, then the question repeated, terse answer."""
     context = "\n\n".join(passages or [])
     return [{"role": "user", "content": ANSWER_PROMPT.format(context=context, question=question)}]

@@ -71,7 +71,7 @@ def _run_identity(index: Index, cfg: QueryConfig, questions_src: str, n: int) ->
         "method": cfg.method,
         "config": cfg.to_dict(),
         "index": {
-            "path": str(Path(index.root).resolve()),
+            "path": "none" if index.root == Path("none") else str(Path(index.root).resolve()),
             "generation": index.generation,
             "config_hash": index.manifest.get("config_hash"),
         },
@@ -103,6 +103,7 @@ def _save_retrieved(path: Path, r: Retrieved) -> None:
         "extras": r.extras,
         "tokens": r.tokens,
         "seconds": r.seconds,
+        "contexts": r.contexts,
     }
     _write_atomic(path, json.dumps(payload).encode())
 
@@ -114,7 +115,7 @@ def _load_retrieved(path: Path) -> Retrieved:
         ranking = ChunkRanking(
             np.asarray(p["ids"], dtype=np.int64), np.asarray(p["scores"], dtype=np.float32)
         )
-    return Retrieved(ranking, p["extras"], p["tokens"], p["seconds"])
+    return Retrieved(ranking, p["extras"], p["tokens"], p["seconds"], p.get("contexts"))
 
 
 def _answer_batch(
@@ -133,6 +134,11 @@ def _answer_batch(
         with clock.stage("answer"):
             texts: list[list[str] | None] = []
             for q, rows_q in enumerate(contexts):
+                if r.contexts is not None:
+                    given = r.contexts[q]
+                    counts = [len(e.ids) for e in ctx.tokenizer.encode_batch(given)]
+                    texts.append(fit_context(given, counts, cfg.generation.max_context_tokens))
+                    continue
                 if rows_q is None:
                     texts.append(None)
                     continue
@@ -142,7 +148,7 @@ def _answer_batch(
                 contexts[q] = rows_q[: len(texts[-1])]  # what the prompt really holds
             custom = ANSWER_PROMPTS.get(cfg.method)
             if custom is not None:
-                prompts = [custom(q.question, t) for q, t in zip(batch, texts, strict=True)]
+                prompts = [custom(q.question, t, cfg) for q, t in zip(batch, texts, strict=True)]
             else:
                 prompts = answer_prompts([q.question for q in batch], texts)
             done = generate_answers(ctx.llm, prompts, cfg.generation.max_tokens)
@@ -152,6 +158,8 @@ def _answer_batch(
     for q, question in enumerate(batch):
         ranked, scores = ([], []) if r.ranking is None else r.ranking.row(q)
         ctx_rows = contexts[q] or []
+        if r.contexts is not None:
+            given = texts[q] if cfg.generation.enabled else r.contexts[q]
         rows.append(
             {
                 "qid": question.qid,
@@ -164,7 +172,9 @@ def _answer_batch(
                 "retrieved_chunk_ids": [chunks["ids"][i] for i in ranked] if chunks else [],
                 "retrieved_scores": scores,
                 "context_ids": [chunks["ids"][i] for i in ctx_rows] if chunks else [],
-                "context_text": [chunks["titled"][i] for i in ctx_rows] if chunks else [],
+                "context_text": given
+                if r.contexts is not None
+                else ([chunks["titled"][i] for i in ctx_rows] if chunks else []),
                 "gold_answers": question.answers,
                 "supporting_ids": question.supporting_ids,
                 "qtype": question.qtype,

@@ -357,3 +357,26 @@ class Index:
 def open_index(root: str | Path) -> Index:
     """Open and validate the current commit of the index at `root`."""
     return Index(root)
+
+
+class NoIndex:
+    """Stands in for an index when the questions carry their own graphs (KBQA, `query none`)."""
+
+    root = Path("none")
+    manifest: dict[str, Any] = {"files": {}, "stats": {}}
+    generation = 0
+
+    def has(self, name: str) -> bool:
+        """Nothing is held."""
+        return False
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """Always an error: this run has no index."""
+        raise IndexFormatError(
+            f"this run has no index (INDEX 'none') but the method reads its {name}; give an "
+            "index folder, or a method that needs none (lego with lego.graph: question)"
+        )
+
+    def vectors(self, name: str) -> np.ndarray:
+        """Always an error: this run has no index."""
+        return self.table(name)  # raises

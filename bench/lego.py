@@ -1,0 +1,119 @@
+"""LEGO-GraphRAG's 21 instances (configs/lego/) on WebQSP's per-question graphs and on the
+entity graph of a multi-hop index: per-module answer-entity F1 / recall and seconds per
+question, retrieval only.
+
+    .venv/bin/python bench/lego.py [--instances 0-20] [--webqsp N] [--multihop N] [--llm N]
+                                   [--index DIR] [--work DIR]
+
+`--index` is an index of the multi-hop corpus (default: the MuSiQue index bench/retrieval.py
+builds). Instances that score with the LLM run on the first `--llm` questions only (SmolLM2 on
+2 cores); instances whose cross-encoder or fine-tuned model folder is absent are skipped with
+the reason. Seconds are per question and include loading the module's model the first time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+
+from engine.cli import main as cli  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+METRICS = ["se_entity_f1", "se_entity_recall", "pf_entity_f1", "pf_entity_recall"]
+METRICS += ["pr_entity_f1", "pr_entity_recall", "seconds_se", "seconds_pf", "seconds_pr"]
+
+
+def instance_ids(spec: str) -> list[int]:
+    """'0-20' or '0,3,8'."""
+    if "-" in spec:
+        a, b = spec.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(x) for x in spec.split(",")]
+
+
+def missing_model(text: str) -> str | None:
+    """Why an instance cannot run here (a model folder it names is absent), or None."""
+    for path in re.findall(r"^\s*model: (\S+)", text, flags=re.M):
+        if not (REPO / path).exists() and not Path(path).exists():
+            return f"model folder {path} is absent"
+    return None
+
+
+def run(config: Path, index: str, questions: Path, limit: int, out: Path) -> dict:
+    """One retrieval-only query run; its per-metric means from `graphrag-engine eval`."""
+    args = ["query", index, str(questions), "--method", str(config), "--limit", str(limit)]
+    assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
+    report = out.parent / f"{out.name}-report"
+    assert cli(["eval", str(out), "--out", str(report), "--k", "5"]) == 0
+    means = {r["metric"]: float(r["mean"]) for r in csv.DictReader((report / "summary.csv").open())}
+    summary = json.loads((out / "summary.json").read_text())
+    return {"questions": summary["questions"], **{m: means.get(m) for m in METRICS}}
+
+
+def main() -> None:
+    """Run the instances and print one table per dataset and a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instances", default="0-20")
+    ap.add_argument("--webqsp", type=int, default=200, help="WebQSP dev questions")
+    ap.add_argument("--multihop", type=int, default=10, help="MuSiQue dev questions")
+    ap.add_argument("--llm", type=int, default=10, help="questions for LLM-scored instances")
+    ap.add_argument("--index", default="/tmp/graphrag-retrieval-bench/idx/musique")
+    ap.add_argument("--work", default="/tmp/graphrag-lego-bench")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    sets = [("webqsp", "none", DATA / "webqsp_dev.jsonl", args.webqsp, "question")]
+    if args.multihop and (Path(args.index) / "manifest.json").exists():
+        sets.append(("musique", args.index, DATA / "musique_dev.jsonl", args.multihop, "index"))
+    elif args.multihop:
+        print(f"skipping the multi-hop set: no index at {args.index} (run bench/retrieval.py)")
+    results = []
+    for i in instance_ids(args.instances):
+        src = REPO / "configs" / "lego" / f"instance_{i:02d}.yaml"
+        text = src.read_text()
+        title = text.splitlines()[0].removeprefix("# LEGO-GraphRAG ")
+        why = missing_model(text)
+        if why:
+            print(f"skipping instance {i:02d}: {why} (see README, LEGO-GraphRAG)")
+            results.append({"instance": i, "title": title, "skipped": why})
+            continue
+        uses_llm = "scorer: llm" in text
+        for name, index, questions, limit, graph in sets:
+            cfg = work / f"instance_{i:02d}_{name}.yaml"
+            cfg.write_text(text.replace("graph: question", f"graph: {graph}"))
+            n = min(limit, args.llm) if uses_llm else limit
+            row = run(cfg, index, questions, n, work / "runs" / f"{name}_{i:02d}")
+            results.append({"instance": i, "title": title, "set": name, **row})
+    for name, *_ in sets:
+        print(f"\n{name}: answer-entity F1 / recall after each module, seconds per question")
+        print(
+            f"{'#':<4}{'q':>5}{'SE F1/R':>14}{'PF F1/R':>14}{'PR F1/R':>14}{'s SE/PF/PR':>24}  instance"
+        )
+        for r in results:
+            if r.get("set") != name:
+                continue
+            fr = [
+                f"{r[f'{m}_entity_f1']:.3f}/{r[f'{m}_entity_recall']:.3f}"
+                for m in ("se", "pf", "pr")
+            ]
+            sec = "/".join(f"{r[f'seconds_{m}']:.4f}" for m in ("se", "pf", "pr"))
+            print(
+                f"{r['instance']:<4}{r['questions']:>5}{fr[0]:>14}{fr[1]:>14}{fr[2]:>14}{sec:>24}  {r['title']}"
+            )
+    for r in results:
+        if "skipped" in r:
+            print(f"skipped {r['instance']:02d}: {r['skipped']}")
+    print(json.dumps({"bench": "lego", "results": results}))
+
+
+if __name__ == "__main__":
+    main()
