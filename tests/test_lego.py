@@ -1,0 +1,251 @@
+"""LEGO-GraphRAG on real WebQSP graphs and a real MuSiQue index: kernels against networkx and
+the exact solver, each module's contract, the 21 instance configs, the CLI end to end, and
+the answer prompt on SmolLM2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from engine.config import LegoPFConfig, LegoSEConfig, QueryConfig, load_config
+from engine.errors import ConfigError
+from engine.eval.datasets import load_questions
+from engine.methods.base import StageClock
+from engine.methods.lego import answer_prompt, lego
+from engine.retrieve.context import QueryContext
+from engine.retrieve.kg import question_graphs, topic_entities_by_name
+from engine.retrieve.lego_modules import PathText, extract_subgraphs, filter_paths, refine_paths
+from engine.retrieve.scorers import BM25Scorer, RandomScorer, make_scorer
+from engine.store import open_index
+from engine.store.index_store import NoIndex
+from kernels.graph import CSRGraph
+from kernels.paths import nearest_source_paths
+from kernels.ppr import random_walk_with_restart, sampled_rwr
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def webqsp(shared_data: Path):
+    """The first 120 WebQSP dev questions with their graphs and topic entities."""
+    qs = [q for q in load_questions(shared_data / "webqsp_dev.jsonl", limit=120) if q.triples]
+    tg = question_graphs([q.triples for q in qs])
+    return qs, tg
+
+
+@pytest.fixture(scope="module")
+def seeds(webqsp, minilm):
+    qs, tg = webqsp
+    return topic_entities_by_name(tg, [q.question for q in qs], minilm.encode)
+
+
+def test_sampled_rwr_converges_to_the_exact_solver() -> None:
+    rng = np.random.default_rng(3)
+    n = 80
+    src, dst = rng.integers(0, n, 400), rng.integers(0, n, 400)
+    g = CSRGraph.from_edges(src, dst, rng.random(400) + 0.1, n_nodes=n, directed=True)
+    seeds = [{0: 1.0}, {5: 2.0, 9: 1.0}]
+    exact = random_walk_with_restart(g, seeds, restart_prob=0.3, tol=1e-12).to_dense()
+    est = sampled_rwr(g, seeds, restart_prob=0.3, walks=100_000, seed=1).to_dense()
+    assert np.allclose(est.sum(axis=0), 1.0)
+    assert np.abs(est - exact).sum(axis=0).max() < 0.02
+    rough = sampled_rwr(g, seeds, restart_prob=0.3, walks=1_000, seed=1).to_dense()
+    assert np.abs(rough - exact).sum() > np.abs(est - exact).sum()  # more walks, closer
+
+
+def test_nearest_source_paths_match_networkx(webqsp) -> None:
+    _, tg = webqsp
+    G = nx.MultiGraph()
+    G.add_nodes_from(range(tg.n_nodes))
+    G.add_edges_from(zip(tg.heads.tolist(), tg.tails.tolist(), strict=True))
+    sources = [int(np.flatnonzero(tg.node_owner == q)[0]) for q in range(20)]
+    reached, paths = nearest_source_paths(tg.graph, sources, 2)
+    dist = nx.multi_source_dijkstra_path_length(G, set(sources), cutoff=2)
+    assert sorted(reached.tolist()) == sorted(v for v, d in dist.items() if d > 0)
+    for p in paths:
+        assert p[0] in sources and len(p) - 1 == dist[p[-1]]
+        assert all(G.has_edge(a, b) for a, b in zip(p, p[1:], strict=False))
+
+
+def test_topic_entities_come_from_the_question(webqsp, seeds) -> None:
+    qs, tg = webqsp
+    assert all(seeds), "every question with a graph gets a topic entity"
+    by_name = sum(
+        any(tg.names[s].lower() in q.question.lower() for s in ss)
+        for q, ss in zip(qs, seeds, strict=True)
+    )
+    assert by_name / len(qs) > 0.6
+    assert all(tg.node_owner[s] == q for q, ss in enumerate(seeds) for s in ss)
+
+
+def test_se_keeps_topic_entities_and_the_best_ppr_nodes(webqsp, seeds) -> None:
+    qs, tg = webqsp
+    texts = [q.question for q in qs]
+    cfg = LegoSEConfig(max_ent=3)
+    sub, sub_seeds = extract_subgraphs(tg, seeds, texts, cfg, None)
+    for q in range(len(qs)):
+        nodes = np.flatnonzero(sub.node_owner == q)
+        assert len(nodes) <= 3 + len(seeds[q])
+        assert {sub.names[s] for s in sub_seeds[q]} == {tg.names[s] for s in seeds[q]}
+    # every kept triple joins two kept nodes of its own question
+    assert np.all(sub.node_owner[sub.heads] == sub.edge_owner)
+    assert np.all(sub.node_owner[sub.tails] == sub.edge_owner)
+    # max_ent 2000: every node the walk can reach from the topic entities, and only those
+    full, _ = extract_subgraphs(tg, seeds, texts, LegoSEConfig(), None)
+    G = nx.Graph()
+    G.add_nodes_from(range(tg.n_nodes))
+    G.add_edges_from(zip(tg.heads.tolist(), tg.tails.tolist(), strict=True))
+    reach = set().union(*(nx.node_connected_component(G, s) for ss in seeds for s in ss))
+    assert sorted(full.origin.tolist()) == sorted(reach)
+
+
+def test_se_scorer_window_and_threshold(webqsp, seeds) -> None:
+    qs, tg = webqsp
+    texts = [q.question for q in qs]
+    cfg = LegoSEConfig(scorer="bm25", window=1, edge_threshold=0.0)
+    sub, _ = extract_subgraphs(tg, seeds, texts, cfg, BM25Scorer())
+    # window 1: an edge survives only as the best edge of one of its ends
+    assert len(sub.heads) < len(tg.heads)
+    assert len(sub.heads) <= sub.n_nodes
+
+
+def test_spf_cpf_and_beam_paths(webqsp, seeds, minilm) -> None:
+    qs, tg = webqsp
+    texts = [q.question for q in qs]
+    show = PathText(tg)
+    spf = filter_paths(tg, seeds, texts, LegoPFConfig(method="spf", max_hops=2), None, show)
+    cpf = filter_paths(tg, seeds, texts, LegoPFConfig(method="cpf", max_hops=2), None, show)
+    for q in range(len(qs)):
+        G = nx.Graph()
+        idx = np.flatnonzero(tg.edge_owner == q)
+        G.add_edges_from(zip(tg.heads[idx].tolist(), tg.tails[idx].tolist(), strict=True))
+        ends = {p[-1] for p in spf[q].paths}
+        near = nx.multi_source_dijkstra_path_length(G, set(seeds[q]), cutoff=2)
+        assert ends == {v for v, d in near.items() if d > 0}
+        expected = sum(
+            1
+            for s in seeds[q]
+            for v in G.nodes
+            if v != s
+            for _ in nx.all_simple_paths(G, s, v, cutoff=2)
+        )
+        assert len(cpf[q].paths) == min(expected, 1000)
+        assert all(len(set(p)) == len(p) for p in cpf[q].paths)
+    from engine.models.rerank import BiEncoderReranker
+
+    beam_cfg = LegoPFConfig(method="beam", max_hops=2, beam_width=3)
+    beam = filter_paths(tg, seeds, texts, beam_cfg, BiEncoderReranker(minilm), show)
+    for ps in beam:
+        assert len(ps.paths) <= 2 * 3
+        assert np.all(np.diff(ps.scores) <= 1e-6)
+
+
+def test_pr_scorers(webqsp, seeds) -> None:
+    qs, tg = webqsp
+    texts = [q.question for q in qs]
+    show = PathText(tg)
+    spf = filter_paths(tg, seeds, texts, LegoPFConfig(), None, show)
+    top = refine_paths(spf, texts, 2, BM25Scorer(), show)
+    assert all(len(ps.paths) <= 2 for ps in top)
+    r1 = refine_paths(spf, texts, 4, RandomScorer(7), show)
+    r2 = refine_paths(spf, texts, 4, RandomScorer(7), show)
+    assert [ps.paths for ps in r1] == [ps.paths for ps in r2]
+    bm = BM25Scorer().score_batch(
+        [
+            (
+                "who is the spouse of nixon",
+                ["Nixon people person spouse s Pat", "Nixon born in Yorba"],
+            )
+        ]
+    )[0]
+    assert bm[0] > bm[1]
+
+
+def test_the_21_instances_load_and_the_fine_tuned_ones_explain_themselves(
+    run_cli, tmp_path
+) -> None:
+    files = sorted((REPO / "configs" / "lego").glob("instance_*.yaml"))
+    assert [f.stem for f in files] == [f"instance_{i:02d}" for i in range(21)]
+    kinds = set()
+    for f in files:
+        cfg = load_config(f, QueryConfig)
+        lg = cfg.lego
+        assert (lg.se.max_ent, lg.se.restart_prob, lg.se.window) == (2000, 0.8, 24)
+        assert (lg.pf.beam_width, lg.pr.top_k) == (128, 64)
+        kinds |= {lg.se.method, lg.pf.method, lg.se.scorer, lg.pf.scorer, lg.pr.scorer}
+    assert {"ppr", "rwr", "spf", "cpf", "beam", "bm25", "bi-encoder", "cross-encoder"} <= kinds
+    assert {"llm", "random", "bi-encoder-ft", "llm-ft"} <= kinds
+    ft = REPO / "configs" / "lego" / "instance_16.yaml"
+    res = run_cli(
+        "query", "none", str(REPO.parent / "shared" / "data" / "webqsp_dev.jsonl"),
+        "--method", str(ft), "--retrieval-only", "--limit", "2", "--out", str(tmp_path / "ft"),
+    )  # fmt: skip
+    assert res.returncode == 2
+    assert "fine-tuned model" in res.stderr and "margin loss" in res.stderr
+
+
+def test_lego_cli_end_to_end_with_module_metrics(run_cli, tmp_path, shared_data) -> None:
+    out, rep = tmp_path / "run", tmp_path / "report"
+    cfg = REPO / "configs" / "lego" / "instance_03.yaml"
+    res = run_cli(
+        "query", "none", str(shared_data / "webqsp_dev.jsonl"), "--method", str(cfg),
+        "--retrieval-only", "--limit", "40", "--out", str(out),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(x) for x in (out / "results.jsonl").open()]
+    assert len(rows) == 40 and all(r["kind"] == "kbqa" for r in rows)
+    assert all(r["context_text"] for r in rows if json.loads(r["extras"])["topic_entities"])
+    assert run_cli("eval", str(out), "--out", str(rep)).returncode == 0
+    summary = {
+        r.split(",")[1]: float(r.split(",")[2])
+        for r in (rep / "summary.csv").read_text().splitlines()[1:]
+    }
+    for m in ("se", "pf", "pr"):
+        assert 0.6 < summary[f"{m}_entity_recall"] <= 1.0
+        assert f"seconds_{m}" in summary
+    # a passage-QA question file with lego.graph: question is refused with the reason
+    bad = run_cli(
+        "query", "none", "demo", "--method", str(cfg), "--retrieval-only", "--out", str(tmp_path / "b"),
+    )  # fmt: skip
+    assert bad.returncode == 2 and "lego.graph" in bad.stderr
+
+
+def test_lego_on_the_index_entity_graph(musique_subset: dict, minilm, tmp_path) -> None:
+    index = open_index(musique_subset["index"])
+    questions = load_questions(musique_subset["questions"])[:6]
+    cfg = QueryConfig(method="lego")
+    cfg.generation.enabled = False
+    cfg.lego.graph = "index"
+    cfg.lego.se.max_ent = 200
+    ctx = QueryContext(index, cfg, tmp_path)
+    ctx.__dict__["embedder"] = minilm
+    r = lego(ctx, questions, StageClock())
+    assert r.ranking is None and len(r.contexts) == 6
+    for e in r.extras:
+        if e["topic_entities"]:
+            assert e["module_counts"]["se_nodes"] <= 200 + len(e["topic_entities"])
+            assert e["paths"] and all(p.split(" ")[0] for p in e["paths"])
+    assert any(e["paths"] for e in r.extras)
+
+
+def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> None:
+    zero = answer_prompt("q?", ["A -[r]-> B"], None)[0]["content"]
+    cfg = QueryConfig(method="lego")
+    cfg.lego.shots = 3
+    few = answer_prompt("q?", ["A -[r]-> B"], cfg)[0]["content"]
+    assert few.count("Reasoning paths:") == 4 and zero.count("Reasoning paths:") == 1
+    qs, _ = webqsp
+    cfg = QueryConfig(method="lego")
+    cfg.models.llm.backend = "transformers"
+    cfg.generation.max_tokens = 16
+    from engine.methods.run import run_query
+
+    summary = run_query(NoIndex(), qs[:2], cfg, tmp_path / "ans", "webqsp", llm_backend=smollm)
+    assert summary["questions"] == 2
+    assert summary["query_tokens_per_question"]["answer_prompt"] > 50
+    with pytest.raises(ConfigError, match="fine-tuned"):
+        make_scorer("bi-encoder-ft", str(tmp_path / "absent"), None)
