@@ -179,7 +179,9 @@ def test_the_21_instances_load_and_the_fine_tuned_ones_explain_themselves(
         kinds |= {lg.se.method, lg.pf.method, lg.se.scorer, lg.pf.scorer, lg.pr.scorer}
     assert {"ppr", "rwr", "spf", "cpf", "beam", "bm25", "bi-encoder", "cross-encoder"} <= kinds
     assert {"llm", "random", "bi-encoder-ft", "llm-ft"} <= kinds
-    ft = REPO / "configs" / "lego" / "instance_16.yaml"
+    ft = tmp_path / "instance_16.yaml"  # its model folder moved somewhere absent
+    text = (REPO / "configs" / "lego" / "instance_16.yaml").read_text()
+    ft.write_text(text.replace("models/lego/bi-encoder-ft", str(tmp_path / "absent")))
     res = run_cli(
         "query", "none", str(REPO.parent / "shared" / "data" / "webqsp_dev.jsonl"),
         "--method", str(ft), "--retrieval-only", "--limit", "2", "--out", str(tmp_path / "ft"),
