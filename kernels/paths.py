@@ -213,10 +213,4 @@ def nearest_source_paths(
         min_only=True,
     )
     reached = np.flatnonzero(np.isfinite(dist) & (dist > 0))
-    paths = []
-    for v in reached:
-        nodes = [int(v)]
-        while nodes[-1] != nearest[v]:
-            nodes.append(int(pred[nodes[-1]]))
-        paths.append(tuple(nodes[::-1]))
-    return reached, paths
+    return reached, [_walk_back(pred, int(nearest[v]), int(v)) for v in reached]

@@ -13,7 +13,7 @@ module runs once per batch; extras keep each module's entities for the LEGO metr
 
 from __future__ import annotations
 
-import time
+import numpy as np
 
 from engine.errors import BadInputError
 from engine.eval.datasets import Question
@@ -65,7 +65,6 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
     """SE -> PF -> PR for every question of the batch."""
     cfg = ctx.cfg.lego
     texts = [q.question for q in questions]
-    module_seconds: dict[str, float] = {}
     with clock.stage("topic_entities"):
         if cfg.graph == "question":
             missing = [q.qid for q in questions if q.triples is None]
@@ -84,22 +83,19 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
         name: make_scorer(part.scorer, part.model, ctx, cfg.seed)
         for name, part in (("se", cfg.se), ("pf", cfg.pf), ("pr", cfg.pr))
     }
-    t0 = time.perf_counter()
     with clock.stage("se"):
         sub, sub_seeds = extract_subgraphs(tg, seeds, texts, cfg.se, scorers["se"], cfg.seed)
         show = PathText(sub)
-    module_seconds["se"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
     with clock.stage("pf"):
         filtered = filter_paths(sub, sub_seeds, texts, cfg.pf, scorers["pf"], show)
-    module_seconds["pf"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
     with clock.stage("pr"):
         refined = refine_paths(filtered, texts, cfg.pr.top_k, scorers["pr"], show)
-    module_seconds["pr"] = time.perf_counter() - t0
+    n_q = len(questions)
+    se_nodes = sub.nodes_by_question(n_q)
+    se_triples = np.bincount(sub.edge_owner, minlength=n_q)
     extras = []
-    for q in range(len(questions)):
-        se_names = [sub.names[n] for n in range(sub.n_nodes) if sub.node_owner[n] == q]
+    for q in range(n_q):
+        se_names = [sub.names[n] for n in se_nodes[q]]
         pf_names = _names_on(sub, filtered[q].paths)
         pr_names = _names_on(sub, refined[q].paths)
         extras.append(
@@ -110,7 +106,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
                 "module_entities": {"se": se_names, "pf": pf_names, "pr": pr_names},
                 "module_counts": {
                     "se_nodes": len(se_names),
-                    "se_triples": int((sub.edge_owner == q).sum()),
+                    "se_triples": int(se_triples[q]),
                     "pf_paths": len(filtered[q].paths),
                     "pr_paths": len(refined[q].paths),
                 },
@@ -120,7 +116,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
     if failures:
         for e in extras:
             e["scorer_parse_failures"] = failures
-    per_q = {f"{k}_seconds_per_question": v / len(questions) for k, v in module_seconds.items()}
+    per_q = {f"{k}_seconds_per_question": clock.seconds[k] / n_q for k in ("se", "pf", "pr")}
     for e in extras:
         e["module_seconds"] = per_q
     contexts = [e["paths"] for e in extras]

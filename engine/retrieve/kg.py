@@ -38,13 +38,15 @@ class TripleGraph:
         """Undirected CSR view; every entry's edge id is its triple's row."""
         return CSRGraph.from_edges(self.heads, self.tails, n_nodes=self.n_nodes, directed=False)
 
-    def hop_text(self, u: int, v: int, edges: tuple[int, ...]) -> str:
-        """One hop u -> v written with its relations in their stored direction."""
-        labels = [
-            f"-[{self.relations[e]}]->" if self.heads[e] == u else f"<-[{self.relations[e]}]-"
-            for e in edges
-        ]
-        return f" {' / '.join(labels)} {self.names[v]}"
+    def nodes_by_question(self, n_q: int) -> list[np.ndarray]:
+        """Node ids of each question's block (ascending)."""
+        return by_owner(self.node_owner, n_q)
+
+    def edges_by_question(self, n_q: int) -> list[np.ndarray]:
+        """Triple rows each question may use: its block's, or all of a shared graph's."""
+        if self.edge_owner.size and self.edge_owner.min() < 0:
+            return [np.arange(self.heads.size)] * n_q
+        return by_owner(self.edge_owner, n_q)
 
     def subgraphs(self, nodes: list[np.ndarray], edges: list[np.ndarray]) -> TripleGraph:
         """Question q's `nodes[q]` and `edges[q]` (rows of this graph) as disjoint blocks of a
@@ -72,6 +74,13 @@ class TripleGraph:
             np.asarray(e_owner, np.int64),
             np.concatenate(origin) if origin else np.zeros(0, np.int64),
         )
+
+
+def by_owner(owner: np.ndarray, n_q: int) -> list[np.ndarray]:
+    """Row ids grouped by owner 0..n_q-1 (one stable sort, not one scan per owner)."""
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(n_q + 1))
+    return [order[bounds[q] : bounds[q + 1]] for q in range(n_q)]
 
 
 def question_graphs(triples: list[list[list[str]]]) -> TripleGraph:
@@ -140,9 +149,10 @@ def topic_entities_by_name(tg: TripleGraph, questions: list[str], encode) -> lis
     name embeds closest to the question (one embedding call for every name of the batch)."""
     out: list[list[int]] = []
     missing: list[int] = []
+    groups = tg.nodes_by_question(len(questions))
     for q, text in enumerate(questions):
         qn = _norm(text)
-        nodes = np.flatnonzero(tg.node_owner == q)
+        nodes = groups[q]
         found: list[int] = []
         taken: list[str] = []
         for n in sorted(nodes, key=lambda n: -len(tg.names[n])):
@@ -155,10 +165,10 @@ def topic_entities_by_name(tg: TripleGraph, questions: list[str], encode) -> lis
             missing.append(q)
     if missing:
         qvec = encode([questions[q] for q in missing])
-        groups = [np.flatnonzero(tg.node_owner == q) for q in missing]
-        nvec = encode([tg.names[n] for g in groups for n in g])
+        nvec = encode([tg.names[n] for q in missing for n in groups[q]])
         start = 0
-        for row, (q, g) in enumerate(zip(missing, groups, strict=True)):
+        for row, q in enumerate(missing):
+            g = groups[q]
             sims = nvec[start : start + g.size] @ qvec[row]
             out[q] = [int(g[int(np.argmax(sims))])]
             start += g.size

@@ -49,12 +49,17 @@ class PathText:
                 self.pairs.setdefault((t, h), []).append(e)
 
     def show(self, path: tuple[int, ...]) -> str:
-        """`A -[r]-> B <-[s]- C`: the prompt's reasoning path."""
+        """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored
+        direction, parallel relations joined by " / "."""
         tg = self.tg
-        return tg.names[path[0]] + "".join(
-            tg.hop_text(u, v, tuple(self.pairs[(u, v)]))
-            for u, v in zip(path, path[1:], strict=False)
-        )
+        out = [tg.names[path[0]]]
+        for u, v in zip(path, path[1:], strict=False):
+            labels = [
+                f"-[{tg.relations[e]}]->" if tg.heads[e] == u else f"<-[{tg.relations[e]}]-"
+                for e in self.pairs[(u, v)]
+            ]
+            out.append(f" {' / '.join(labels)} {tg.names[v]}")
+        return "".join(out)
 
     def words(self, path: tuple[int, ...]) -> str:
         """The path as plain words for scorers."""
@@ -91,7 +96,7 @@ def extract_subgraphs(
         for row, q in enumerate(has):
             nodes = top[row][top[row] >= 0]
             kept_nodes[q] = np.unique(np.concatenate([nodes, np.asarray(seeds[q], np.int64)]))
-    edges_by_owner = _edges_by_owner(tg, n_q)
+    edges_by_owner = tg.edges_by_question(n_q)
     mask = np.zeros(tg.n_nodes, dtype=bool)
     kept_edges = []
     for q in range(n_q):
@@ -109,15 +114,6 @@ def extract_subgraphs(
     }
     sub_seeds = [[local[(q, s)] for s in seeds[q] if (q, s) in local] for q in range(n_q)]
     return sub, sub_seeds
-
-
-def _edges_by_owner(tg: TripleGraph, n_q: int) -> list[np.ndarray]:
-    if tg.edge_owner.size and tg.edge_owner.min() < 0:  # one graph shared by every question
-        every = np.arange(tg.heads.size)
-        return [every] * n_q
-    order = np.argsort(tg.edge_owner, kind="stable")
-    bounds = np.searchsorted(tg.edge_owner[order], np.arange(n_q + 1))
-    return [order[bounds[q] : bounds[q + 1]] for q in range(n_q)]
 
 
 def _score_filter(tg, seeds, questions, nodes, edges, cfg: LegoSEConfig, scorer):
