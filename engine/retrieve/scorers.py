@@ -180,20 +180,20 @@ def make_scorer(kind: str, model: str | None, ctx, seed: int = 0) -> TextScorer 
         return RandomScorer(seed)
     if kind == "bm25":
         return BM25Scorer()
-    from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
+    from engine.models.rerank import BiEncoderReranker
 
     if kind == "bi-encoder":
         return BiEncoderReranker(ctx.embedder)
     if kind == "cross-encoder":
+        import dataclasses
+
+        from engine.models import make_reranker
+
         rr = ctx.cfg.models.reranker
-        path = model or rr.model
-        if not path:
-            raise ConfigError(
-                "lego: a cross-encoder scorer needs a local model folder (the module's `model`, "
-                "or models.reranker.model), e.g. bge-reranker-v2-m3"
-            )
-        backend = "flag" if rr.backend == "flag" else "sentence-transformers"
-        return CrossEncoderReranker(path, backend, rr.device, rr.batch_size)
+        backend = "cross-encoder" if rr.backend == "bi-encoder" else rr.backend
+        return make_reranker(
+            dataclasses.replace(rr, backend=backend, model=model or rr.model), ctx.embedder
+        )
     if kind == "llm":
         return LLMScorer(ctx.llm)
     if kind in ("bi-encoder-ft", "llm-ft"):
