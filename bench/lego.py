@@ -3,12 +3,14 @@ entity graph of a multi-hop index: per-module answer-entity F1 / recall and seco
 question, retrieval only.
 
     .venv/bin/python bench/lego.py [--instances 0-20] [--webqsp N] [--multihop N] [--llm N]
-                                   [--index DIR] [--work DIR]
+                                   [--index DIR] [--work DIR] [--cross-encoder DIR]
 
 `--index` is an index of the multi-hop corpus (default: the MuSiQue index bench/retrieval.py
 builds). Instances that score with the LLM run on the first `--llm` questions only (SmolLM2 on
 2 cores); instances whose cross-encoder or fine-tuned model folder is absent are skipped with
-the reason. Seconds are per question and include loading the module's model the first time.
+the reason; `--cross-encoder` names a local cross-encoder folder to use in place of the
+configs' bge-reranker-v2-m3 (e.g. the MiniLM one bench/lego_finetune.py trains). Seconds are per
+question and include loading the module's model the first time.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def main() -> None:
     ap.add_argument("--llm", type=int, default=10, help="questions for LLM-scored instances")
     ap.add_argument("--index", default="/tmp/graphrag-retrieval-bench/idx/musique")
     ap.add_argument("--work", default="/tmp/graphrag-lego-bench")
+    ap.add_argument("--cross-encoder", default=None, help="local folder for bge-reranker-v2-m3")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
@@ -80,6 +83,8 @@ def main() -> None:
     for i in instance_ids(args.instances):
         src = REPO / "configs" / "lego" / f"instance_{i:02d}.yaml"
         text = src.read_text()
+        if args.cross_encoder:
+            text = text.replace("models/bge-reranker-v2-m3", args.cross_encoder)
         title = text.splitlines()[0].removeprefix("# LEGO-GraphRAG ")
         why = missing_model(text)
         if why:

@@ -433,6 +433,9 @@ class LegoSEConfig:
     """Scorer: each node keeps at most its `window` best-scoring edges."""
     walks: int = 2000
     """rwr: walks started per question."""
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
 
 
 @dataclass
@@ -448,6 +451,9 @@ class LegoPFConfig:
     scorer: Scorer = "bi-encoder"
     model: str | None = None
     beam_width: int = 128
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
 
 
 @dataclass
@@ -457,6 +463,9 @@ class LegoPRConfig:
     scorer: Scorer = "none"
     model: str | None = None
     top_k: int = 64
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
 
 
 @dataclass
@@ -517,6 +526,8 @@ class QueryConfig:
             )
         if min(lg.pf.beam_width, lg.pr.top_k) < 1:
             raise ConfigError(f"{where}: lego.pf.beam_width and lego.pr.top_k must be >= 1")
+        if min(lg.se.prefilter, lg.pf.prefilter, lg.pr.prefilter) < 0:
+            raise ConfigError(f"{where}: lego.se/pf/pr.prefilter must be >= 0 (0: no prefilter)")
         if self.method == "lego" and lg.pf.method == "beam" and lg.pf.scorer == "none":
             raise ConfigError(f"{where}: lego.pf.method 'beam' needs a scorer (lego.pf.scorer)")
         lego_llm = self.method == "lego" and "llm" in (lg.se.scorer, lg.pf.scorer, lg.pr.scorer)

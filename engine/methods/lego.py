@@ -1,5 +1,6 @@
 """LEGO-GraphRAG (Cao et al., VLDB 2025): retrieval as three composable modules over a
-knowledge graph, each a config section; the 21 instances of the paper are configs/lego/.
+knowledge graph, each a config section; the instances are configs/lego/ (00-14 the paper's
+fifteen main-experiment compositions, 15-20 the remaining module options).
 
     topic entities  <- question (names found in it; else the closest node by embedding)
     SE: subgraph    <- PPR / RWR from the topic entities (+ scorer thresholds and window)
@@ -80,7 +81,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
             links, _ = link_entities(ctx, texts, top_k=1)
             seeds = [sorted(lk) for lk in links]
     scorers = {
-        name: make_scorer(part.scorer, part.model, ctx, cfg.seed)
+        name: make_scorer(part.scorer, part.model, ctx, cfg.seed, part.prefilter)
         for name, part in (("se", cfg.se), ("pf", cfg.pf), ("pr", cfg.pr))
     }
     with clock.stage("se"):

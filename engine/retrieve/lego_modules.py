@@ -117,10 +117,12 @@ def extract_subgraphs(
 
 
 def _score_filter(tg, seeds, questions, nodes, edges, cfg: LegoSEConfig, scorer):
-    """Thresholds on node and triple scores, then each node's `window` best triples."""
-    node_scores = scorer.score_batch(
-        [(q, [tg.names[n] for n in ns]) for q, ns in zip(questions, nodes, strict=True)]
-    )
+    """Thresholds on node and triple scores, then each node's `window` best triples. Nodes are
+    scored only when there is a node threshold to apply."""
+    if cfg.node_threshold is not None:
+        node_scores = scorer.score_batch(
+            [(q, [tg.names[n] for n in ns]) for q, ns in zip(questions, nodes, strict=True)]
+        )
     edge_scores = scorer.score_batch(
         [
             (
@@ -135,9 +137,9 @@ def _score_filter(tg, seeds, questions, nodes, edges, cfg: LegoSEConfig, scorer)
     )
     out_nodes, out_edges = [], []
     for q in range(len(questions)):
-        ns, es, ns_s, es_s = nodes[q], edges[q], node_scores[q], edge_scores[q]
+        ns, es, es_s = nodes[q], edges[q], edge_scores[q]
         if cfg.node_threshold is not None:
-            keep = (ns_s >= cfg.node_threshold) | np.isin(ns, seeds[q])
+            keep = (node_scores[q] >= cfg.node_threshold) | np.isin(ns, seeds[q])
             ns = ns[keep]
         if cfg.edge_threshold is not None:
             keep = es_s >= cfg.edge_threshold

@@ -172,8 +172,52 @@ class LLMScorer:
         return out
 
 
-def make_scorer(kind: str, model: str | None, ctx, seed: int = 0) -> TextScorer | None:
-    """The scorer a LEGO module names; `ctx` supplies the shared embedder, reranker and LLM."""
+class PrefilteredScorer:
+    """A cheap scorer ranks each question's candidates and only its best `keep` go to a choosing
+    scorer (an LLM: score > 0 means chosen), as the paper's LLM modules rank with an embedding
+    model first. Scores come in tiers, each ordered within: chosen (by the chooser's score),
+    then prefiltered but not chosen, then the rest (both by the cheap scorer's rank)."""
+
+    def __init__(self, first: TextScorer, chooser: TextScorer, keep: int) -> None:
+        self.first, self.chooser, self.keep = first, chooser, keep
+        self.model_id = f"{chooser.model_id}|top{keep}:{first.model_id}"
+
+    @property
+    def failures(self) -> int:
+        """Unparsable chooser answers so far."""
+        return getattr(self.chooser, "failures", 0)
+
+    def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
+        """One cheap call over every candidate, one chooser call over the prefiltered ones."""
+        cheap = self.first.score_batch(pairs)
+        tops = [np.argsort(-s, kind="stable")[: self.keep] for s in cheap]
+        chosen = self.chooser.score_batch(
+            [(q, [texts[i] for i in top]) for (q, texts), top in zip(pairs, tops, strict=True)]
+        )
+        out = []
+        for s, top, c in zip(cheap, tops, chosen, strict=True):
+            rank = np.empty(len(s), np.float64)
+            rank[np.argsort(-s, kind="stable")] = np.arange(len(s))
+            score = 1.0 - rank / max(len(s), 1)  # (0, 1], the cheap order
+            score[top] += 1.0 + np.where(c > 0, 2.0 + c, 0.0)
+            out.append(score.astype(np.float32))
+        return out
+
+
+def make_scorer(
+    kind: str, model: str | None, ctx, seed: int = 0, prefilter: int = 0
+) -> TextScorer | None:
+    """The scorer a LEGO module names; `ctx` supplies the shared embedder, reranker and LLM.
+    LLM scorers see only the bi-encoder's best `prefilter` candidates when it is > 0."""
+    scorer = _make_scorer(kind, model, ctx, seed)
+    if prefilter > 0 and kind in ("llm", "llm-ft"):
+        from engine.models.rerank import BiEncoderReranker
+
+        return PrefilteredScorer(BiEncoderReranker(ctx.embedder), scorer, prefilter)
+    return scorer
+
+
+def _make_scorer(kind: str, model: str | None, ctx, seed: int) -> TextScorer | None:
     if kind == "none":
         return None
     if kind == "random":
