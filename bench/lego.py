@@ -57,7 +57,16 @@ def run(config: Path, index: str, questions: Path, limit: int, out: Path) -> dic
     assert cli(["eval", str(out), "--out", str(report), "--k", "5"]) == 0
     means = {r["metric"]: float(r["mean"]) for r in csv.DictReader((report / "summary.csv").open())}
     summary = json.loads((out / "summary.json").read_text())
-    return {"questions": summary["questions"], **{m: means.get(m) for m in METRICS}}
+    llm = summary.get("llm", {}).values()
+    return {
+        "questions": summary["questions"],
+        **{m: means.get(m) for m in METRICS},
+        "llm_tokens_per_question": sum(
+            v for k, v in summary["query_tokens_per_question"].items() if k.startswith("lego_")
+        ),
+        "llm_prompts": sum(u["calls"] + u["cached_calls"] for u in llm),
+        "llm_parse_failures": sum(u["parse_failures"] for u in llm),
+    }
 
 
 def main() -> None:
@@ -85,7 +94,9 @@ def main() -> None:
         text = src.read_text()
         if args.cross_encoder:
             text = text.replace("models/bge-reranker-v2-m3", args.cross_encoder)
-        title = text.splitlines()[0].removeprefix("# LEGO-GraphRAG ")
+        title = text.splitlines()[0].removeprefix("# LEGO-GraphRAG instance ")
+        paper = re.search(r"main-experiment instance (No\.\d+ .+)", text)
+        title += f" [{paper.group(1)}]" if paper else ""
         why = missing_model(text)
         if why:
             print(f"skipping instance {i:02d}: {why} (see README, LEGO-GraphRAG)")
@@ -101,7 +112,8 @@ def main() -> None:
     for name, *_ in sets:
         print(f"\n{name}: answer-entity F1 / recall after each module, seconds per question")
         print(
-            f"{'#':<4}{'q':>5}{'SE F1/R':>14}{'PF F1/R':>14}{'PR F1/R':>14}{'s SE/PF/PR':>24}  instance"
+            f"{'#':<4}{'q':>5}{'SE F1/R':>14}{'PF F1/R':>14}{'PR F1/R':>14}{'s SE/PF/PR':>24}"
+            f"{'LLM tok/q':>11}{'prompts':>9}{'failed':>8}  instance"
         )
         for r in results:
             if r.get("set") != name:
@@ -111,8 +123,10 @@ def main() -> None:
                 for m in ("se", "pf", "pr")
             ]
             sec = "/".join(f"{r[f'seconds_{m}']:.4f}" for m in ("se", "pf", "pr"))
+            llm = f"{r['llm_tokens_per_question']:>11.0f}{r['llm_prompts']:>9}{r['llm_parse_failures']:>8}"
             print(
-                f"{r['instance']:<4}{r['questions']:>5}{fr[0]:>14}{fr[1]:>14}{fr[2]:>14}{sec:>24}  {r['title']}"
+                f"{r['instance']:<4}{r['questions']:>5}{fr[0]:>14}{fr[1]:>14}{fr[2]:>14}{sec:>24}"
+                f"{llm}  {r['title']}"
             )
     for r in results:
         if "skipped" in r:

@@ -144,6 +144,10 @@ def test_llm_scorer_sees_only_the_prefiltered_candidates(webqsp, smollm) -> None
     usage = llm.ledger.get("lego_score", smollm.model_id)
     assert usage.calls - usage.retries == 3  # one group of 5 per question, nothing else
     assert usage.parse_failures == scorer.failures
+    spent = scorer.take_tokens()  # per question, every attempt counted
+    assert len(spent) == 3 and min(spent) > 0
+    assert sum(spent) == usage.prompt_tokens + usage.completion_tokens
+    assert scorer.take_tokens() == []
     for (_, words), s, cheap in zip(pairs, scores, BM25Scorer().score_batch(pairs), strict=True):
         top = set(np.argsort(-cheap, kind="stable")[:5].tolist())
         assert {i for i in range(len(words)) if s[i] > 1.0} == top  # prefiltered tier

@@ -113,6 +113,10 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
                 },
             }
         )
+    tokens: list[dict[str, int]] = [{} for _ in questions]
+    for name, scorer in scorers.items():
+        for q, n in enumerate(scorer.take_tokens() if hasattr(scorer, "take_tokens") else []):
+            tokens[q][f"lego_{name}_llm"] = n
     failures = {k: s.failures for k, s in scorers.items() if hasattr(s, "failures")}
     if failures:
         for e in extras:
@@ -121,7 +125,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
     for e in extras:
         e["module_seconds"] = per_q
     contexts = [e["paths"] for e in extras]
-    return Retrieved(None, extras, [{} for _ in questions], clock.seconds, contexts)
+    return Retrieved(None, extras, tokens, clock.seconds, contexts)
 
 
 def _names_on(tg, paths: list[tuple[int, ...]]) -> list[str]:

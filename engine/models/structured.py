@@ -138,6 +138,8 @@ class Structured(Generic[T]):
     raw: str
     attempts: int
     error: str | None = None
+    tokens: int = 0
+    """Prompt + completion tokens over every attempt."""
 
     @property
     def ok(self) -> bool:
@@ -173,6 +175,7 @@ def generate_structured(
     a `note_parse_failures(stage, n, retried)` hook).
     """
     results: list[Structured[T] | None] = [None] * len(prompts)
+    spent = [0] * len(prompts)
     pending = list(range(len(prompts)))
     for attempt in range(retries + 1):
         if not pending:
@@ -182,14 +185,15 @@ def generate_structured(
         completions = llm.generate([prompts[i] for i in pending], p, stage=stage)
         still = []
         for i, c in zip(pending, completions, strict=True):
+            spent[i] += c.prompt_tokens + c.completion_tokens
             if c.dry_run:
-                results[i] = Structured(None, "", attempt + 1, error="dry run")
+                results[i] = Structured(None, "", attempt + 1, error="dry run", tokens=spent[i])
                 continue
             try:
                 parser = parse[i] if isinstance(parse, list) else parse
-                results[i] = Structured(parser(c.text), c.text, attempt + 1)
+                results[i] = Structured(parser(c.text), c.text, attempt + 1, tokens=spent[i])
             except ParseError as exc:
-                results[i] = Structured(None, c.text, attempt + 1, error=str(exc))
+                results[i] = Structured(None, c.text, attempt + 1, str(exc), spent[i])
                 still.append(i)
         if attempt < retries and still:
             llm.note_parse_failures(stage, 0, retried=len(still))

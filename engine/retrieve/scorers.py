@@ -135,6 +135,7 @@ class LLMScorer:
         self.llm, self.group, self.max_tokens, self.retries = llm, group, max_tokens, retries
         self.model_id = f"llm:{getattr(llm, 'model_id', 'llm')}"
         self.failures = 0
+        self._tokens: list[int] = []
 
     def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
         """One batched LLM call (plus re-asks) for every group of every question."""
@@ -154,6 +155,7 @@ class LLMScorer:
                 parsers.append(_parse_choice(len(part)))
                 where.append((p, start))
         out = [np.zeros(len(t), np.float32) for _, t in pairs]
+        self._tokens += [0] * (len(pairs) - len(self._tokens))
         if not prompts:
             return out
         run = generate_structured(
@@ -166,9 +168,16 @@ class LLMScorer:
         )
         self.failures += run.failures
         for (p, start), res in zip(where, run.results, strict=True):
+            self._tokens[p] += res.tokens
             if res.ok:
                 for rank, i in enumerate(res.value):
                     out[p][start + i - 1] = 1.0 - rank / len(res.value) + 1e-3
+        return out
+
+    def take_tokens(self) -> list[int]:
+        """Prompt + completion tokens per pair position since the last take (LEGO's pairs are
+        its questions, in the same order on every call)."""
+        out, self._tokens = self._tokens, []
         return out
 
 
@@ -186,6 +195,10 @@ class PrefilteredScorer:
     def failures(self) -> int:
         """Unparsable chooser answers so far."""
         return getattr(self.chooser, "failures", 0)
+
+    def take_tokens(self) -> list[int]:
+        """The chooser's tokens per pair position since the last take."""
+        return self.chooser.take_tokens() if hasattr(self.chooser, "take_tokens") else []
 
     def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
         """One cheap call over every candidate, one chooser call over the prefiltered ones."""
