@@ -230,6 +230,11 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
         if steps % 10 == 0:
             print(f"  step {steps}, {time.perf_counter() - started:.0f} s", flush=True)
     model.eval()
+    # the weights were dequantized to float32 on load; drop the GGUF marker so they can be saved
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(args.out)
     tok.save_pretrained(args.out)
     after = llm_groups_score(args.out, held_groups)
@@ -269,7 +274,6 @@ def main() -> None:
     args.out = args.out or str(REPO / OUT[args.kind])
     args.batch = args.batch or (8 if llm else 32)
     args.lr = args.lr or (5e-5 if llm else 2e-5)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     questions = load_questions(DATA)
     started = time.perf_counter()

@@ -3,7 +3,8 @@ question's candidate texts (node names, triples, paths) in one call for the whol
 
 none (no scoring), random, BM25 (Okapi over each question's own candidates), bi-encoder (the
 embedder), cross-encoder (a local folder), vanilla LLM (numbered candidates, the model names the
-useful ones), and fine-tuned bi-encoder or LLM read from a local folder.
+useful ones), and fine-tuned bi-encoder or LLM read from a local folder. An LLM scorer can sit
+behind a bi-encoder prefilter (PrefilteredScorer), so it reads only the best candidates.
 """
 
 from __future__ import annotations
