@@ -20,10 +20,12 @@ from engine.errors import ConfigError
 from engine.models.base import GenParams
 from engine.models.structured import ParseError, generate_structured
 
-FINETUNE_HINT = (
-    "train one with `.venv/bin/python bench/lego_finetune.py --out PATH` (the margin loss of "
-    "LEGO-GraphRAG on WebQSP's gold triples), or pick an instance without a fine-tuned model"
-)
+FINETUNE_HINT = {
+    "bi-encoder-ft": "train one with `.venv/bin/python bench/lego_finetune.py --kind bi-encoder "
+    "--out PATH` (the margin loss of LEGO-GraphRAG on WebQSP's gold triples)",
+    "llm-ft": "train one with `.venv/bin/python bench/lego_finetune.py --kind llm --out PATH` "
+    "(SmolLM2 supervised on picking WebQSP's gold triples, about 20 minutes on 2 cores)",
+}
 
 
 class TextScorer(Protocol):
@@ -256,7 +258,10 @@ def _make_scorer(kind: str, model: str | None, ctx, seed: int) -> TextScorer | N
         return LLMScorer(ctx.llm)
     if kind in ("bi-encoder-ft", "llm-ft"):
         if not model or not Path(model).exists():
-            raise ConfigError(f"lego: the fine-tuned model {model!r} is not there; {FINETUNE_HINT}")
+            raise ConfigError(
+                f"lego: the fine-tuned model {model!r} is not there; {FINETUNE_HINT[kind]}, "
+                "or pick an instance without a fine-tuned model"
+            )
         if kind == "bi-encoder-ft":
             from engine.models.embed import SentenceTransformerEmbedder
 
