@@ -190,7 +190,7 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
     """SFT of SmolLM2 on the scorer prompt; (parsable, first-pick) before and after, steps."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engine.models.transformers_llm import smollm2_gguf
+    from engine.models.transformers_llm import save_dequantized, smollm2_gguf
     from engine.retrieve.scorers import LLM_PROMPT
 
     before = llm_groups_score(None, held_groups)
@@ -230,13 +230,7 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
         if steps % 10 == 0:
             print(f"  step {steps}, {time.perf_counter() - started:.0f} s", flush=True)
     model.eval()
-    # the weights were dequantized to float32 on load; drop the GGUF marker so they can be saved
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(args.out)
-    tok.save_pretrained(args.out)
+    save_dequantized(model, tok, args.out)
     after = llm_groups_score(args.out, held_groups)
     return before, after, steps
 

@@ -313,3 +313,31 @@ def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> Non
     assert summary["query_tokens_per_question"]["answer_prompt"] > 50
     with pytest.raises(ConfigError, match="fine-tuned"):
         make_scorer("bi-encoder-ft", str(tmp_path / "absent"), None)
+
+
+def test_fine_tuned_llm_instance_reads_a_local_folder(webqsp, tmp_path) -> None:
+    """Instance 20 with SmolLM2 saved as a plain transformers folder standing in for a
+    fine-tuned model: it loads, scores SE and PR, and its prompts and tokens are accounted."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from engine.methods.run import run_query
+    from engine.models.transformers_llm import save_dequantized, smollm2_gguf
+
+    folder, gguf = smollm2_gguf()
+    ft = tmp_path / "llm-ft"
+    save_dequantized(
+        AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, local_files_only=True),
+        AutoTokenizer.from_pretrained(folder, gguf_file=gguf, local_files_only=True),
+        ft,
+    )
+    cfg = load_config(REPO / "configs" / "lego" / "instance_20.yaml", QueryConfig)
+    cfg.lego.se.model = cfg.lego.pr.model = str(ft)
+    cfg.generation.enabled = False
+    qs, _ = webqsp
+    summary = run_query(NoIndex(), qs[:3], cfg, tmp_path / "run", "webqsp")
+    used = {k: u for k, u in summary["llm"].items() if k.endswith("/transformers:llm-ft")}
+    assert {k.split("/")[0] for k in used} >= {"lego_score"}
+    assert sum(u["calls"] for u in used.values()) >= 2  # SE and PR each ask at least once
+    per_q = summary["query_tokens_per_question"]
+    assert per_q["lego_se_llm"] > 100 and per_q["lego_pr_llm"] > 100
+    assert (tmp_path / "run" / "llm_ft_cache.sqlite").is_file()

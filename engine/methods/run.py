@@ -236,7 +236,7 @@ def run_query(
         bar.update(len(batch))
     bar.close()
     if dry_run:
-        return {"dry_run": True, "llm": ctx.llm.ledger.summary() if "llm" in vars(ctx) else {}}
+        return {"dry_run": True, "llm": ctx.ledger.summary()}
     return _finish(out, index, cfg, n_batches, time.perf_counter() - started, resumed, ctx)
 
 
@@ -281,7 +281,7 @@ def _finish(
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
-        "llm": ctx.llm.ledger.summary() if "llm" in vars(ctx) else {},
+        "llm": ctx.ledger.summary(),
     }
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
     return summary

@@ -48,16 +48,21 @@ def _http(cfg) -> object:
 
 
 def make_llm(
-    cfg: LLMConfig, default_cache: str | Path | None = None, dry_run: bool = False, backend=None
+    cfg: LLMConfig,
+    default_cache: str | Path | None = None,
+    dry_run: bool = False,
+    backend=None,
+    ledger: UsageLedger | None = None,
 ) -> LLM:
     """The LLM front for a config: backend + SQLite response cache + accounting.
 
-    `backend` overrides the one the config names (e.g. engines living in Ray actors).
+    `backend` overrides the one the config names (e.g. engines living in Ray actors); `ledger`
+    lets several LLMs of one run account into the same usage table.
     """
     backend = backend if backend is not None else make_backend(cfg)
     cache_path = cfg.cache or default_cache
     cache = ResponseCache(cache_path) if cache_path and cfg.backend != "none" else None
-    return LLM(backend, cache=cache, dry_run=dry_run, flush_every=cfg.flush_every)
+    return LLM(backend, cache=cache, ledger=ledger, dry_run=dry_run, flush_every=cfg.flush_every)
 
 
 def make_backend(cfg: LLMConfig):

@@ -30,6 +30,20 @@ def smollm2_gguf() -> tuple[str, str]:
     return str(folder), SMOLLM2_FILE
 
 
+def save_dequantized(model, tokenizer, out: str | Path) -> None:
+    """Save a model loaded from a GGUF file as a plain transformers folder (float32 weights).
+
+    transformers dequantizes GGUF weights on load but keeps a quantizer marker that refuses
+    `save_pretrained`; the weights in memory are plain tensors, so the marker is dropped first.
+    """
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    Path(out).mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
 class TransformersLLM:
     """A causal LM answering prompts in padded batches (longest first, `batch_size` at a time)."""
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from engine.config import QueryConfig
 from engine.errors import BadInputError, IndexFormatError
+from engine.models.base import UsageLedger
 from engine.store.index_store import Index
 from kernels.graph import CSRGraph
 
@@ -34,6 +35,7 @@ class QueryContext:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.dry_run = dry_run
+        self.ledger = UsageLedger()  # every LLM of the run (query LLM, fine-tuned scorers)
 
     # -- passages ------------------------------------------------------------------------------
     @cached_property
@@ -141,6 +143,7 @@ class QueryContext:
             self.cfg.models.llm,
             default_cache=None if self.dry_run else self.run_dir / "llm_cache.sqlite",
             dry_run=self.dry_run,
+            ledger=self.ledger,
         )
 
     @cached_property

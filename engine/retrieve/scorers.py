@@ -270,5 +270,6 @@ def _make_scorer(kind: str, model: str | None, ctx, seed: int) -> TextScorer | N
         from engine.models import make_llm
 
         cfg = LLMConfig(backend="transformers", model=model)
-        return LLMScorer(make_llm(cfg, default_cache=ctx.run_dir / "llm_ft_cache.sqlite"))
+        llm = make_llm(cfg, default_cache=ctx.run_dir / "llm_ft_cache.sqlite", ledger=ctx.ledger)
+        return LLMScorer(llm)
     raise ConfigError(f"lego: unknown scorer {kind!r}")
