@@ -191,7 +191,7 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from engine.models.transformers_llm import save_dequantized, smollm2_gguf
-    from engine.retrieve.scorers import LLM_PROMPT
+    from engine.retrieve.scorers import choice_prompt
 
     before = llm_groups_score(None, held_groups)
     folder, gguf = smollm2_gguf()
@@ -201,8 +201,7 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
     )
     rows = []
     for q, cands, gold in train_groups:
-        listing = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(cands))
-        msgs = [{"role": "user", "content": LLM_PROMPT.format(question=q, candidates=listing)}]
+        msgs = choice_prompt(q, cands)
         prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         answer = ", ".join(str(g) for g in gold)
         full = tok.apply_chat_template(

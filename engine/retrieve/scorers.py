@@ -115,6 +115,12 @@ Candidates:
 Which candidates help answer the question? Reply with their numbers only, most useful first, separated by commas."""
 
 
+def choice_prompt(question: str, candidates: list[str]) -> list[dict[str, str]]:
+    """The LLM scorer's chat prompt: the question and its candidates numbered from 1."""
+    listing = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(candidates))
+    return [{"role": "user", "content": LLM_PROMPT.format(question=question, candidates=listing)}]
+
+
 def _parse_choice(n: int):
     def parse(text: str) -> list[int]:
         picks = []
@@ -146,15 +152,7 @@ class LLMScorer:
         for p, (q, texts) in enumerate(pairs):
             for start in range(0, len(texts), self.group):
                 part = texts[start : start + self.group]
-                listing = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(part))
-                prompts.append(
-                    [
-                        {
-                            "role": "user",
-                            "content": LLM_PROMPT.format(question=q, candidates=listing),
-                        }
-                    ]
-                )
+                prompts.append(choice_prompt(q, part))
                 parsers.append(_parse_choice(len(part)))
                 where.append((p, start))
         out = [np.zeros(len(t), np.float32) for _, t in pairs]
@@ -206,14 +204,15 @@ class PrefilteredScorer:
     def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
         """One cheap call over every candidate, one chooser call over the prefiltered ones."""
         cheap = self.first.score_batch(pairs)
-        tops = [np.argsort(-s, kind="stable")[: self.keep] for s in cheap]
+        orders = [np.argsort(-s, kind="stable") for s in cheap]
+        tops = [order[: self.keep] for order in orders]
         chosen = self.chooser.score_batch(
             [(q, [texts[i] for i in top]) for (q, texts), top in zip(pairs, tops, strict=True)]
         )
         out = []
-        for s, top, c in zip(cheap, tops, chosen, strict=True):
+        for s, order, top, c in zip(cheap, orders, tops, chosen, strict=True):
             rank = np.empty(len(s), np.float64)
-            rank[np.argsort(-s, kind="stable")] = np.arange(len(s))
+            rank[order] = np.arange(len(s))
             score = 1.0 - rank / max(len(s), 1)  # (0, 1], the cheap order
             score[top] += 1.0 + np.where(c > 0, 2.0 + c, 0.0)
             out.append(score.astype(np.float32))
