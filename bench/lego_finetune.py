@@ -172,7 +172,7 @@ def llm_groups_score(model_dir: str | None, held_groups) -> tuple[float, float]:
     greedy, no re-asks."""
     from engine.models.llm import LLM
     from engine.models.transformers_llm import TransformersLLM
-    from engine.retrieve.scorers import LLMScorer
+    from engine.retrieve.scoring import LLMScorer
 
     llm = LLM(TransformersLLM(model_dir, batch_size=8) if model_dir else TransformersLLM())
     scorer = LLMScorer(llm, group=16, retries=0)
@@ -191,7 +191,7 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from engine.models.transformers_llm import save_dequantized, smollm2_gguf
-    from engine.retrieve.scorers import choice_prompt
+    from engine.retrieve.scoring import choice_prompt
 
     before = llm_groups_score(None, held_groups)
     folder, gguf = smollm2_gguf()

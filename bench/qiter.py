@@ -19,11 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
 
-from engine.config import QueryConfig  # noqa: E402
 from engine.eval.datasets import load_questions  # noqa: E402
-from engine.methods.base import StageClock  # noqa: E402
+from engine.methods import query_config  # noqa: E402
 from engine.methods.clue_rag import clue_rag  # noqa: E402
 from engine.retrieve.context import QueryContext  # noqa: E402
+from engine.retrieve.types import StageClock  # noqa: E402
 from engine.store import open_index  # noqa: E402
 
 QUESTIONS = {
@@ -43,7 +43,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     index = open_index(Path(args.work) / "idx" / args.set)
     questions = load_questions(REPO.parent / "shared" / "data" / QUESTIONS[args.set], limit=args.n)
-    cfg = QueryConfig(method="clue")
+    cfg = query_config("clue")
     cfg.generation.enabled = False
     ctx = QueryContext(index, cfg, Path(args.work) / "qiter-bench")
     clue_rag(ctx, questions[:2], StageClock())  # load models, vectors and the graph once

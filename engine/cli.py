@@ -148,13 +148,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     """Run one method over a question file against an index; results land in --out."""
-    from engine.config import QueryConfig
     from engine.eval.datasets import demo_questions_path, load_questions
     from engine.methods.run import run_query
     from engine.store import open_index
     from engine.store.index_store import NoIndex
 
-    cfg = _query_config(args.method, QueryConfig)
+    cfg = _query_config(args.method)
     if args.retrieval_only:
         cfg.generation.enabled = False
     if args.llm_backend:
@@ -188,20 +187,28 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _query_config(method: str, cls: type):
-    """--method is a YAML file, or the bare name of a method with default settings."""
-    import typing
+def _query_config(method: str):
+    """--method is a YAML file, or the bare name of a registered method with its defaults."""
+    from engine.methods import load_query_config, method_names, query_config
 
     if method.endswith((".yaml", ".yml")) or Path(method).is_file():
-        return load_config(method, cls)
-    names = typing.get_args(typing.get_type_hints(cls)["method"])
-    if method not in names:
+        return load_query_config(method)
+    if method not in method_names():
         raise BadInputError(
-            f"--method {method!r}: not a config file and not a method name ({', '.join(names)})"
+            f"--method {method!r}: not a config file and not a registered method "
+            f"({', '.join(method_names())}; `graphrag-engine methods` describes them)"
         )
-    cfg = cls()
-    cfg.method = method
-    return cfg
+    return query_config(method)
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    """One line per registered method: its name, its paper and what its index must hold."""
+    from engine.methods import METHODS
+
+    width = max(len(n) for n in METHODS)
+    for name, spec in METHODS.items():
+        print(f"{name:<{width}}  {spec.paper}; needs: {spec.needs}")
+    return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -237,6 +244,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     print(path.read_text())
     return 0
+
+
+def _registered_methods() -> list[str]:
+    from engine.methods import method_names
+
+    return method_names()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -306,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method",
         required=True,
-        help="method config YAML (configs/methods/) or a method name: none, naive, bm25, hyde, hipporag",
+        help="method config YAML (configs/methods/, configs/lego/) or a registered method name: "
+        + ", ".join(_registered_methods()),
     )
     p.add_argument("--out", required=True, help="run folder (re-run the same command to resume)")
     p.add_argument("--limit", type=int, help="only the first N questions")
@@ -316,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", dest="base_url")
     p.add_argument("--dry-run", action="store_true", help="count LLM prompts and tokens only")
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("methods", help="list the registered methods, their papers and indexes")
+    p.set_defaults(func=cmd_methods)
 
     p = sub.add_parser("eval", help="score query runs into a report (tables, CSV, plots)")
     p.add_argument("runs", nargs="+", help="run folders written by `query`")

@@ -209,13 +209,27 @@ class IndexConfig:
 T = TypeVar("T")
 
 
-def load_config(path: str | Path | None, cls: type[T] = IndexConfig) -> T:  # type: ignore[assignment]
-    """Load a YAML file into `cls`, or return the defaults when `path` is None."""
+def load_config(
+    path: str | Path | None,
+    cls: type[T] = IndexConfig,  # type: ignore[assignment]
+    sections: dict[str, type] | None = None,
+) -> T:
+    """Load a YAML file into `cls`, or return the defaults when `path` is None. `sections`
+    maps a top-level YAML key to the dataclass of `cls`'s section field (a method's options)."""
     if path is None:
         obj = cls()
         if hasattr(obj, "validate"):
             obj.validate("<defaults>")
         return obj
+    node = compose_yaml(path)
+    obj = _build(cls, node, str(path), "", sections)
+    if hasattr(obj, "validate"):
+        obj.validate(str(path))
+    return obj
+
+
+def compose_yaml(path: str | Path) -> yaml.Node | None:
+    """The YAML node tree of a config file (line numbers kept), or a ConfigError naming it."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -224,21 +238,32 @@ def load_config(path: str | Path | None, cls: type[T] = IndexConfig) -> T:  # ty
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8") from None
     try:
-        node = yaml.compose(text)
+        return yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    obj = _build(cls, node, str(path), "")
-    if hasattr(obj, "validate"):
-        obj.validate(str(path))
-    return obj
 
 
-def parse_config(data: dict[str, Any], cls: type[T] = IndexConfig, where: str = "<dict>") -> T:  # type: ignore[assignment]
+def top_level_scalar(node: yaml.Node | None, key: str) -> tuple[Any, str | None]:
+    """The value of a top-level scalar key and its line ("file:line" is the caller's), or
+    (None, None) when the key is absent."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == key and isinstance(v, yaml.ScalarNode):
+                return _scalar(v), str(v.start_mark.line + 1)
+    return None, None
+
+
+def parse_config(
+    data: dict[str, Any],
+    cls: type[T] = IndexConfig,  # type: ignore[assignment]
+    where: str = "<dict>",
+    sections: dict[str, type] | None = None,
+) -> T:
     """Validate an in-memory mapping (e.g. from a manifest) into `cls`."""
     node = yaml.compose(yaml.safe_dump(data))
-    obj = _build(cls, node, where, "")
+    obj = _build(cls, node, where, "", sections)
     if hasattr(obj, "validate"):
         obj.validate(where)
     return obj
@@ -248,21 +273,37 @@ def _where(file: str, node: yaml.Node | None) -> str:
     return f"{file}:{node.start_mark.line + 1}" if node is not None else file
 
 
-def _build(cls: type, node: yaml.Node | None, file: str, prefix: str) -> Any:
-    """Turn a YAML mapping node into dataclass `cls`, checking every key and type."""
+def _build(
+    cls: type,
+    node: yaml.Node | None,
+    file: str,
+    prefix: str,
+    sections: dict[str, type] | None = None,
+) -> Any:
+    """Turn a YAML mapping node into dataclass `cls`, checking every key and type. A key of
+    `sections` fills `cls`'s section field (metadata `section`) with that key's dataclass;
+    a section absent from the file gets that dataclass's defaults."""
+    sections = sections or {}
+    all_fields = dataclasses.fields(cls)
+    section_field = next((f.name for f in all_fields if f.metadata.get("section")), None)
+    fields = {f.name: f for f in all_fields if not f.metadata.get("section")}
+    values: dict[str, Any] = {}
+    if section_field is not None and len(sections) == 1:
+        values[section_field] = next(iter(sections.values()))()
     if node is None or (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
-        return cls()
+        return cls(**values)
     if not isinstance(node, yaml.MappingNode):
         what = prefix.rstrip(".") or "the top level"
         raise ConfigError(f"{_where(file, node)}: {what} must be a mapping of keys to values")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
-    values: dict[str, Any] = {}
     for key_node, value_node in node.value:
         key = key_node.value
         dotted = f"{prefix}{key}"
+        if key in sections and section_field is not None:
+            values[section_field] = _build(sections[key], value_node, file, dotted + ".")
+            continue
         if key not in fields:
-            known = ", ".join(sorted(fields))
+            known = ", ".join(sorted([*fields, *sections]))
             raise ConfigError(
                 f"{_where(file, key_node)}: unknown key '{dotted}' (known keys: {known})"
             )
@@ -362,182 +403,39 @@ class GenerationConfig:
 
 
 @dataclass
-class HippoRAGConfig:
-    """HippoRAG-style PPR over the passage-entity graph."""
-
-    damping: float = 0.5
-    """HippoRAG's PPR damping (probability of following an edge)."""
-    link_threshold: float = 0.0
-    """Query entity -> graph entity links below this cosine are dropped."""
-    link_top_k: int = 1
-    """Graph entities linked per query entity."""
-    passage_weight: float = 0.05
-    """Seed mass on passage nodes from dense similarity (HippoRAG 2); 0 = entities only (HippoRAG 1)."""
-    specificity: bool = True
-    """Weight entity seeds by 1 / (number of passages mentioning them) (HippoRAG's node specificity)."""
-
-
-@dataclass
-class HyDEConfig:
-    """HyDE: embed an LLM-written hypothetical passage instead of (or with) the question."""
-
-    max_tokens: int = 128
-    include_question: bool = True
-    """Average the question's embedding with the hypothetical passage's (as the HyDE paper does)."""
-
-
-@dataclass
-class ClueRAGConfig:
-    """Clue-RAG's Q-Iter retrieval (paper defaults K=3, D=3, M=5, N=5) and its ablations."""
-
-    anchor_k: int = 3
-    """K: entity nodes per query entity (spreading activation) and units (knowledge anchoring)."""
-    depth: int = 3
-    """D: iterations of beam retrieval over units."""
-    beam: int = 5
-    """M: units kept per query per depth."""
-    top_n: int = 5
-    """N: chunks kept after the final chunk reranking."""
-    spreading_activation: bool = True
-    knowledge_anchoring: bool = True
-    query_update: bool = True
-    """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
-    path_scoring: Literal["mean", "text"] = "mean"
-    """Bi-encoder score of a multi-unit path: its units' summed vectors, or its joined text embedded."""
-
-
-Scorer = Literal[
-    "none", "random", "bm25", "bi-encoder", "cross-encoder", "llm", "bi-encoder-ft", "llm-ft"
-]
-"""How a LEGO module scores texts against the question: none, random, BM25, the embedder
-(bi-encoder), models.reranker (cross-encoder), the query LLM, or a fine-tuned bi-encoder / LLM
-read from `model` (a local folder)."""
-
-
-@dataclass
-class LegoSEConfig:
-    """LEGO subgraph extraction: PPR or RWR from the topic entities, then an optional scorer."""
-
-    method: Literal["ppr", "rwr"] = "ppr"
-    """ppr: exact personalized PageRank; rwr: Monte-Carlo random walks with restart."""
-    restart_prob: float = 0.8
-    max_ent: int = 2000
-    """Nodes kept by their PPR / RWR score (topic entities always)."""
-    scorer: Scorer = "none"
-    model: str | None = None
-    node_threshold: float | None = None
-    """Scorer: nodes scoring below it are dropped (topic entities stay)."""
-    edge_threshold: float | None = None
-    """Scorer: edges scoring below it are dropped."""
-    window: int = 24
-    """Scorer: each node keeps at most its `window` best-scoring edges."""
-    walks: int = 2000
-    """rwr: walks started per question."""
-    prefilter: int = 64
-    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
-    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
-
-
-@dataclass
-class LegoPFConfig:
-    """LEGO path filtering over the extracted subgraph."""
-
-    method: Literal["spf", "cpf", "beam"] = "spf"
-    """spf: a shortest path from the topic entities to every node; cpf: every simple path;
-    beam: iterative beam search that scores partial paths."""
-    max_hops: int = 2
-    max_paths: int = 1000
-    """cpf: paths kept per question (the cap)."""
-    scorer: Scorer = "bi-encoder"
-    model: str | None = None
-    beam_width: int = 128
-    prefilter: int = 64
-    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
-    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
-
-
-@dataclass
-class LegoPRConfig:
-    """LEGO path refinement: score the filtered paths and keep the top_k."""
-
-    scorer: Scorer = "none"
-    model: str | None = None
-    top_k: int = 64
-    prefilter: int = 64
-    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
-    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
-
-
-@dataclass
-class LegoConfig:
-    """A LEGO-GraphRAG instance: SE -> PF -> PR over a question's graph or the index's."""
-
-    graph: Literal["question", "index"] = "question"
-    """question: the KBQA question's own triples (WebQSP); index: the corpus entity graph."""
-    se: LegoSEConfig = field(default_factory=LegoSEConfig)
-    pf: LegoPFConfig = field(default_factory=LegoPFConfig)
-    pr: LegoPRConfig = field(default_factory=LegoPRConfig)
-    shots: Literal[0, 1, 3] = 0
-    """Worked examples in the answer prompt: zero-, one- or few-shot."""
-    seed: int = 0
-    """Random scorer / RWR sampling seed."""
-
-
-@dataclass
 class QueryConfig:
-    """Everything `graphrag-engine query` needs: the method, its parts and the models."""
+    """Everything `graphrag-engine query` needs: the method, the shared retrieval and answer
+    settings, the models, and the method's own section (`options`).
 
-    method: Literal["none", "naive", "bm25", "hyde", "hipporag", "clue", "lego"] = "naive"
+    A method's section is its config dataclass, registered with the method
+    (engine.methods.base.register); in YAML it sits under the method's name (`lego:`, `clue:`).
+    Build one with `engine.methods.query_config(name)` or `load_query_config(path)`."""
+
+    method: str = "naive"
+    """A registered method name (`graphrag-engine methods` lists them)."""
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
-    hipporag: HippoRAGConfig = field(default_factory=HippoRAGConfig)
-    hyde: HyDEConfig = field(default_factory=HyDEConfig)
-    clue: ClueRAGConfig = field(default_factory=ClueRAGConfig)
-    lego: LegoConfig = field(default_factory=LegoConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     batch_size: int = 1024
     """Questions per batch; each finished batch is checkpointed in the run folder."""
+    options: Any = field(default=None, metadata={"section": True})
+    """The method's own settings (its registered config dataclass), None for a method without."""
 
     def validate(self, where: str) -> None:
-        """Cross-field checks that a type alone cannot express."""
+        """Cross-field checks that a type alone cannot express, then the method's own."""
         r = self.retrieval
         if r.top_k < 1 or r.candidates < r.top_k:
             raise ConfigError(
                 f"{where}: need 1 <= retrieval.top_k <= retrieval.candidates, got "
                 f"top_k={r.top_k}, candidates={r.candidates}"
             )
-        if not 0.0 < self.hipporag.damping < 1.0:
-            raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
         if self.batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
-        c = self.clue
-        if min(c.anchor_k, c.depth, c.beam, c.top_n) < 1:
-            raise ConfigError(f"{where}: clue.anchor_k, depth, beam and top_n must be >= 1")
-        if self.method == "clue" and not (c.spreading_activation or c.knowledge_anchoring):
-            raise ConfigError(
-                f"{where}: clue needs spreading_activation or knowledge_anchoring to find its first entities"
-            )
-        lg = self.lego
-        if not 0.0 < lg.se.restart_prob < 1.0:
-            raise ConfigError(f"{where}: lego.se.restart_prob must lie in (0, 1)")
-        if min(lg.se.max_ent, lg.se.window, lg.se.walks, lg.pf.max_hops, lg.pf.max_paths) < 1:
-            raise ConfigError(
-                f"{where}: lego.se.max_ent, window, walks and lego.pf.max_hops, max_paths must be >= 1"
-            )
-        if min(lg.pf.beam_width, lg.pr.top_k) < 1:
-            raise ConfigError(f"{where}: lego.pf.beam_width and lego.pr.top_k must be >= 1")
-        if min(lg.se.prefilter, lg.pf.prefilter, lg.pr.prefilter) < 0:
-            raise ConfigError(f"{where}: lego.se/pf/pr.prefilter must be >= 0 (0: no prefilter)")
-        if self.method == "lego" and lg.pf.method == "beam" and lg.pf.scorer == "none":
-            raise ConfigError(f"{where}: lego.pf.method 'beam' needs a scorer (lego.pf.scorer)")
-        lego_llm = self.method == "lego" and "llm" in (lg.se.scorer, lg.pf.scorer, lg.pr.scorer)
-        needs_llm = self.generation.enabled or self.method == "hyde" or lego_llm
-        if needs_llm and self.models.llm.backend == "none":
-            what = (
-                "method 'hyde'"
-                if self.method == "hyde"
-                else ("an llm scorer" if lego_llm else "generation.enabled")
-            )
+        if self.options is not None and hasattr(self.options, "validate"):
+            self.options.validate(where)
+        method_llm = getattr(self.options, "llm_use", lambda: None)()
+        if (self.generation.enabled or method_llm) and self.models.llm.backend == "none":
+            what = method_llm or "generation.enabled"
             raise ConfigError(
                 f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; set "
                 "models.llm.backend (e.g. transformers) or run retrieval only "
@@ -545,5 +443,9 @@ class QueryConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every setting, defaults included."""
-        return dataclasses.asdict(self)
+        """Plain dict of every setting, defaults included; the method's section under its name."""
+        out = dataclasses.asdict(dataclasses.replace(self, options=None))
+        del out["options"]
+        if self.options is not None:
+            out[self.method] = dataclasses.asdict(self.options)
+        return out

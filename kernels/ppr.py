@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.graph import CSRGraph, torch_csr
+from kernels.segments import dense_topk, segment_rank
 
 SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray
 
@@ -79,23 +80,16 @@ class PPRResult:
 
     def topk(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(B, k) node ids and scores, best first; rows padded with -1 / 0 when fewer nodes scored."""
+        if self.dense is not None:
+            nodes, scores = dense_topk(self.dense.T, k)
+            return nodes, scores.astype(np.float64)
         nodes = np.full((self.n_queries, k), -1, dtype=np.int64)
         scores = np.zeros((self.n_queries, k))
-        if self.dense is not None:
-            kk = min(k, self.n_nodes)
-            part = np.argpartition(-self.dense, kk - 1, axis=0)[:kk].T
-            vals = np.take_along_axis(self.dense.T, part, axis=1)
-            order = np.argsort(-vals, axis=1, kind="stable")
-            nodes[:, :kk] = np.take_along_axis(part, order, axis=1)
-            scores[:, :kk] = np.take_along_axis(vals, order, axis=1)
-            return nodes, scores
-        order = np.lexsort((-self.score, self.query))
-        q, nd, sc = self.query[order], self.node[order], self.score[order]
-        starts = np.searchsorted(q, np.arange(self.n_queries))
-        rank = np.arange(q.size) - starts[q]
+        order, rank = segment_rank(self.query, self.score, self.n_queries)
         keep = rank < k
-        nodes[q[keep], rank[keep]] = nd[keep]
-        scores[q[keep], rank[keep]] = sc[keep]
+        q = self.query[order][keep]
+        nodes[q, rank[keep]] = self.node[order][keep]
+        scores[q, rank[keep]] = self.score[order][keep]
         return nodes, scores
 
 

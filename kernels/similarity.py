@@ -28,6 +28,16 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray, normalized: bool = False) -> np.
     return np.asarray(a, dtype=np.float32) @ np.asarray(b, dtype=np.float32).T
 
 
+def rowwise_dot(
+    queries: np.ndarray, owner: np.ndarray, vectors: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """Dot products of every flat (query owner[i], vector rows[i]) pair in one
+    gather-multiply-sum: a batch's similarity call over candidates of different questions."""
+    if owner.size == 0:
+        return np.zeros(0, dtype=np.float32)
+    return np.einsum("ij,ij->i", queries[owner], np.asarray(vectors[rows], dtype=np.float32))
+
+
 def cosine_topk(
     queries: np.ndarray,
     candidates: np.ndarray,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from engine.config import ChunkingConfig
-from engine.index.chunking import chunk_documents, load_tokenizer, sentence_starts, split_windows
+from engine.index.chunking import chunk_documents, sentence_starts, split_windows
 from engine.index.ingest import DocumentReader
+from engine.models.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.config import QueryConfig
 from engine.eval.datasets import load_questions
-from engine.methods.base import StageClock
+from engine.methods import query_config
 from engine.methods.clue_rag import answer_prompt, clue_rag
 from engine.retrieve.context import QueryContext
-from engine.retrieve.cue import cue_adjacency, segment_topk
+from engine.retrieve.cue import cue_adjacency
+from engine.retrieve.types import StageClock
 from engine.store import open_index
 
 
@@ -26,10 +26,10 @@ def setup(musique_subset: dict, tmp_path_factory):
 
 
 def _run(index, questions, run_dir: Path, **clue):
-    cfg = QueryConfig(method="clue")
+    cfg = query_config("clue")
     cfg.generation.enabled = False
     for k, v in clue.items():
-        setattr(cfg.clue, k, v)
+        setattr(cfg.options, k, v)
     ctx = QueryContext(index, cfg, run_dir)
     return ctx, clue_rag(ctx, questions, StageClock())
 
@@ -45,7 +45,7 @@ def test_batched_equals_one_query_at_a_time(setup) -> None:
 
 def test_cue_adjacency_matches_tables(setup) -> None:
     index, _, tmp = setup
-    ctx = QueryContext(index, QueryConfig(method="clue"), tmp)
+    ctx = QueryContext(index, query_config("clue"), tmp)
     adj = cue_adjacency(ctx)
     units = index.table("units", ["unit_id", "chunk_id"]).to_pydict()
     chunk_row = {c: i for i, c in enumerate(ctx.chunks["ids"])}
@@ -79,12 +79,6 @@ def test_paths_follow_shared_entities(setup) -> None:
                     any(ents[i] & ents[j] for j in range(len(rows)) if j != i)
                     for i in range(len(rows))
                 )
-
-
-def test_segment_topk() -> None:
-    owner = np.array([0, 0, 0, 1, 1, 2])
-    scores = np.array([0.1, 0.9, 0.5, 0.3, 0.2, 0.7])
-    assert segment_topk(owner, scores, 2).tolist() == [1, 2, 3, 4, 5]
 
 
 def test_fast_path_equals_bi_encoder_on_texts(setup, minilm) -> None:

@@ -115,10 +115,22 @@ def test_kbqa_and_entity_metrics_in_reports() -> None:
 
 
 def test_context_fits_the_token_budget() -> None:
-    from engine.methods.answer import answer_prompts, clean_answer, fit_context
+    from engine.methods.answer import answer_prompts, clean_answer, fit_sections
+    from engine.retrieve.types import Section
 
-    assert fit_context(["a", "b", "c"], [100, 100, 100], 250) == ["a", "b"]
-    assert fit_context(["long"], [5000], 100) == ["long"]  # the best passage always goes in
+    def fit(items: list[list[str]], counts: list[list[int]], budget: int, whole=()) -> list:
+        sections = [Section(it, whole=i in whole) for i, it in enumerate(items)]
+        return [s.items for s in fit_sections(sections, counts, budget)]
+
+    assert fit([["a", "b", "c"]], [[100, 100, 100]], 250) == [["a", "b"]]
+    assert fit([["long"]], [[5000]], 100) == [["long"]]  # the best passage always goes in
+    # sections: items are cut from the end; a whole section is kept entire or dropped, and
+    # nothing after a cut comes back
+    two = [["a", "b"], ["c", "d"]]
+    assert fit(two, [[10, 10], [10, 10]], 35) == [["a", "b"], ["c"]]
+    assert fit(two, [[10, 10], [10, 10]], 35, whole={1}) == [["a", "b"]]
+    assert fit(two, [[10, 30], [1, 1]], 35) == [["a"]]
+    assert fit(two, [[10, 10], [5, 5]], 35, whole={1}) == [["a", "b"], ["c", "d"]]
     (p,) = answer_prompts(["Q?"], [["T1\nx", "T2\ny"]])
     assert "[1] T1" in p[1]["content"] and "[2] T2" in p[1]["content"]
     (p,) = answer_prompts(["Q?"], [None])

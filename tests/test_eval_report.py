@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.cli import main
-from engine.config import QueryConfig
 from engine.eval.datasets import demo_questions_path, load_questions
 from engine.eval.judge import CRITERIA, pairwise_judge, parse_verdict, ragas_scores, win_rates
 from engine.eval.metrics import recall_at_k
+from engine.methods import query_config
 from engine.methods.run import run_query
 from engine.models.cache import ResponseCache
 from engine.models.llm import LLM
@@ -110,7 +110,7 @@ def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, s
     index = open_index(demo_index)
     runs = []
     for method in ("bm25", "none"):
-        cfg = QueryConfig(method=method)
+        cfg = query_config(method)
         cfg.models.llm.backend = "transformers"
         cfg.retrieval.top_k = 2
         cfg.generation.max_tokens = 12

@@ -11,15 +11,21 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.config import LegoPFConfig, LegoSEConfig, QueryConfig, load_config
 from engine.errors import ConfigError
 from engine.eval.datasets import load_questions
-from engine.methods.base import StageClock
+from engine.methods import load_query_config, query_config
 from engine.methods.lego import answer_prompt, lego
 from engine.retrieve.context import QueryContext
-from engine.retrieve.kg import question_graphs, topic_entities_by_name
-from engine.retrieve.lego_modules import PathText, extract_subgraphs, filter_paths, refine_paths
-from engine.retrieve.scorers import BM25Scorer, RandomScorer, make_scorer
+from engine.retrieve.graph import PathText, question_graphs, topic_entities_by_name
+from engine.retrieve.lego_modules import (
+    LegoPFConfig,
+    LegoSEConfig,
+    extract_subgraphs,
+    filter_paths,
+    refine_paths,
+)
+from engine.retrieve.scoring import BM25Scorer, RandomScorer, make_scorer
+from engine.retrieve.types import StageClock
 from engine.store import open_index
 from engine.store.index_store import NoIndex
 from kernels.graph import CSRGraph
@@ -127,7 +133,7 @@ def test_node_scores_only_with_a_node_threshold(webqsp, seeds) -> None:
 
 def test_llm_scorer_sees_only_the_prefiltered_candidates(webqsp, smollm) -> None:
     from engine.models.llm import LLM
-    from engine.retrieve.scorers import LLMScorer, PrefilteredScorer
+    from engine.retrieve.scoring import LLMScorer, PrefilteredScorer
 
     qs, tg = webqsp
     pairs = []
@@ -210,39 +216,38 @@ def test_pr_scorers(webqsp, seeds) -> None:
     assert bm[0] > bm[1]
 
 
-# the fifteen main-experiment instances, in the order the authors' evaluation code numbers
-# them (No.1 ... No.15): SE (PPR alone, + embedding model, + LLM) / PF / PR scorer
-PAPER_INSTANCES = [
-    ("none", "spf", "none"), ("bi-encoder", "spf", "bi-encoder"), ("bi-encoder", "spf", "llm"),
-    ("llm", "spf", "bi-encoder"), ("llm", "spf", "llm"), ("bi-encoder", "beam:bi-encoder", "none"),
-    ("bi-encoder", "beam:llm", "none"), ("llm", "beam:bi-encoder", "none"),
-    ("llm", "beam:llm", "none"), ("bi-encoder", "spf", "none"), ("llm", "spf", "none"),
-    ("none", "spf", "bi-encoder"), ("none", "spf", "llm"), ("none", "beam:bi-encoder", "none"),
-    ("none", "beam:llm", "none"),
-]  # fmt: skip
+# the paper's Table 4 (section 4.2): instance No. -> (SE method, SE scorer, PF, PR scorer);
+# PF "beam:X" is iterative path-filtering (beam search) scored by X
+_SCORERS = ["bm25", "bi-encoder", "cross-encoder", "bi-encoder-ft", "llm", "llm-ft"]
+TABLE_4 = (
+    [("ppr", "none", "spf", "random"), ("rwr", "none", "spf", "random")]
+    + [("ppr", s, "spf", "random") for s in _SCORERS]
+    + [("ppr", "none", "cpf", "random")]
+    + [("ppr", "none", f"beam:{s}", "random") for s in _SCORERS]
+    + [("ppr", "none", "spf", s) for s in _SCORERS]
+)
 
 
-def test_the_21_instances_load_and_the_fine_tuned_ones_explain_themselves(
+def test_the_21_instances_are_table_4_and_the_fine_tuned_ones_explain_themselves(
     run_cli, tmp_path
 ) -> None:
     files = sorted((REPO / "configs" / "lego").glob("instance_*.yaml"))
     assert [f.stem for f in files] == [f"instance_{i:02d}" for i in range(21)]
-    kinds = set()
+    assert len(TABLE_4) == 21
     for i, f in enumerate(files):
-        cfg = load_config(f, QueryConfig)
-        lg = cfg.lego
+        lg = load_query_config(f).options
         pf = lg.pf.method + (f":{lg.pf.scorer}" if lg.pf.method == "beam" else "")
-        if i < len(PAPER_INSTANCES):
-            assert (lg.se.method, (lg.se.scorer, pf, lg.pr.scorer)) == ("ppr", PAPER_INSTANCES[i])
-        for part in (lg.se, lg.pr) + ((lg.pf,) if lg.pf.method == "beam" else ()):
+        assert (lg.se.method, lg.se.scorer, pf, lg.pr.scorer) == TABLE_4[i], f.name
+        for part in (lg.se, lg.pf, lg.pr):
             assert part.prefilter == 64 or not part.scorer.startswith("llm")
         assert (lg.se.max_ent, lg.se.restart_prob, lg.se.window) == (2000, 0.8, 24)
         assert (lg.pf.beam_width, lg.pr.top_k) == (128, 64)
-        kinds |= {lg.se.method, lg.pf.method, lg.se.scorer, lg.pf.scorer, lg.pr.scorer}
-    assert {"ppr", "rwr", "spf", "cpf", "beam", "bm25", "bi-encoder", "cross-encoder"} <= kinds
-    assert {"llm", "random", "bi-encoder-ft", "llm-ft"} <= kinds
-    ft = tmp_path / "instance_19.yaml"  # its model folder moved somewhere absent
-    text = (REPO / "configs" / "lego" / "instance_19.yaml").read_text()
+    # the authors' later fifteen compositions stay loadable under configs/lego/authors/
+    authors = sorted((REPO / "configs" / "lego" / "authors").glob("no_*.yaml"))
+    assert [f.stem for f in authors] == [f"no_{i:02d}" for i in range(1, 16)]
+    assert all(load_query_config(f).method == "lego" for f in authors)
+    ft = tmp_path / "instance_18.yaml"  # its model folder moved somewhere absent
+    text = (REPO / "configs" / "lego" / "instance_18.yaml").read_text()
     ft.write_text(text.replace("models/lego/bi-encoder-ft", str(tmp_path / "absent")))
     res = run_cli(
         "query", "none", str(REPO.parent / "shared" / "data" / "webqsp_dev.jsonl"),
@@ -254,7 +259,7 @@ def test_the_21_instances_load_and_the_fine_tuned_ones_explain_themselves(
 
 def test_lego_cli_end_to_end_with_module_metrics(run_cli, tmp_path, shared_data) -> None:
     out, rep = tmp_path / "run", tmp_path / "report"
-    cfg = REPO / "configs" / "lego" / "instance_11.yaml"  # PPR / shortest / bi-encoder
+    cfg = REPO / "configs" / "lego" / "instance_16.yaml"  # PPR / shortest / bi-encoder
     res = run_cli(
         "query", "none", str(shared_data / "webqsp_dev.jsonl"), "--method", str(cfg),
         "--retrieval-only", "--limit", "40", "--out", str(out),
@@ -281,10 +286,10 @@ def test_lego_cli_end_to_end_with_module_metrics(run_cli, tmp_path, shared_data)
 def test_lego_on_the_index_entity_graph(musique_subset: dict, minilm, tmp_path) -> None:
     index = open_index(musique_subset["index"])
     questions = load_questions(musique_subset["questions"])[:6]
-    cfg = QueryConfig(method="lego")
+    cfg = query_config("lego")
     cfg.generation.enabled = False
-    cfg.lego.graph = "index"
-    cfg.lego.se.max_ent = 200
+    cfg.options.graph = "index"
+    cfg.options.se.max_ent = 200
     ctx = QueryContext(index, cfg, tmp_path)
     ctx.__dict__["embedder"] = minilm
     r = lego(ctx, questions, StageClock())
@@ -298,12 +303,12 @@ def test_lego_on_the_index_entity_graph(musique_subset: dict, minilm, tmp_path) 
 
 def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> None:
     zero = answer_prompt("q?", ["A -[r]-> B"], None)[0]["content"]
-    cfg = QueryConfig(method="lego")
-    cfg.lego.shots = 3
-    few = answer_prompt("q?", ["A -[r]-> B"], cfg)[0]["content"]
+    cfg = query_config("lego")
+    cfg.options.shots = 3
+    few = answer_prompt("q?", ["A -[r]-> B"], cfg.options)[0]["content"]
     assert few.count("Reasoning paths:") == 4 and zero.count("Reasoning paths:") == 1
     qs, _ = webqsp
-    cfg = QueryConfig(method="lego")
+    cfg = query_config("lego")
     cfg.models.llm.backend = "transformers"
     cfg.generation.max_tokens = 16
     from engine.methods.run import run_query
@@ -312,7 +317,7 @@ def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> Non
     assert summary["questions"] == 2
     assert summary["query_tokens_per_question"]["answer_prompt"] > 50
     with pytest.raises(ConfigError, match="fine-tuned"):
-        make_scorer("bi-encoder-ft", str(tmp_path / "absent"), None)
+        make_scorer("bi-encoder-ft", None, str(tmp_path / "absent"))
 
 
 def test_fine_tuned_llm_instance_reads_a_local_folder(webqsp, tmp_path) -> None:
@@ -330,8 +335,9 @@ def test_fine_tuned_llm_instance_reads_a_local_folder(webqsp, tmp_path) -> None:
         AutoTokenizer.from_pretrained(folder, gguf_file=gguf, local_files_only=True),
         ft,
     )
-    cfg = load_config(REPO / "configs" / "lego" / "instance_20.yaml", QueryConfig)
-    cfg.lego.se.model = cfg.lego.pr.model = str(ft)
+    cfg = load_query_config(REPO / "configs" / "lego" / "instance_20.yaml")
+    cfg.options.pr.model = str(ft)  # instance 20: the fine-tuned LLM at PR
+    cfg.options.se.scorer, cfg.options.se.model = "llm-ft", str(ft)  # and at SE, as instance 07
     cfg.generation.enabled = False
     qs, _ = webqsp
     summary = run_query(NoIndex(), qs[:3], cfg, tmp_path / "run", "webqsp")

@@ -187,9 +187,9 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs" / "methods").glob("*.yaml")))
 def test_method_configs_load(path: Path) -> None:
-    from engine.config import QueryConfig, load_config
+    from engine.methods import load_query_config
 
-    cfg = load_config(path, QueryConfig)
+    cfg = load_query_config(path)
     assert cfg.method == path.stem.split("_")[0]  # clue_no_*.yaml are ablations of clue
 
 
@@ -197,15 +197,15 @@ def test_method_configs_load(path: Path) -> None:
 def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smollm) -> None:
     """HyDE writes one hypothetical passage per question in one batched call and retrieves
     with it; no-retrieval answers without context."""
-    from engine.config import QueryConfig
     from engine.eval.datasets import demo_questions_path, load_questions
+    from engine.methods import query_config
     from engine.methods.run import run_query
     from engine.store import open_index
 
     questions = load_questions(demo_questions_path(), limit=4)
-    cfg = QueryConfig(method="hyde")
+    cfg = query_config("hyde")
     cfg.models.llm.backend = "transformers"
-    cfg.hyde.max_tokens = 24
+    cfg.options.max_tokens = 24
     cfg.generation.enabled = False
     summary = run_query(
         open_index(demo_index), questions, cfg, tmp_path / "hyde", "demo", llm_backend=smollm
@@ -217,7 +217,7 @@ def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smo
     assert summary["query_tokens_per_question"]["hyde_completion"] > 0
     (hyde_usage,) = [u for k, u in summary["llm"].items() if k.startswith("hyde/")]
     assert hyde_usage["calls"] + hyde_usage["cached_calls"] == 4
-    cfg = QueryConfig(method="none")
+    cfg = query_config("none")
     cfg.models.llm.backend = "transformers"
     cfg.generation.max_tokens = 8
     run_query(open_index(demo_index), questions, cfg, tmp_path / "none", "demo", llm_backend=smollm)

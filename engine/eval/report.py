@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from engine.errors import BadInputError
+from engine.eval.judge import pairwise_judge, ragas_scores, win_rate_table
 from engine.eval.metrics import (
     accuracy,
     bootstrap_ci,
@@ -120,8 +121,6 @@ def evaluate_runs(
         raise BadInputError("eval: two runs share a folder name; give each run its own name")
     scores = {label: score_rows(rows, ks) for label, _, rows in loaded}
     if ragas and judge_llm is not None:
-        from engine.eval.judge import ragas_scores
-
         for label, _, rows in loaded:
             scores[label].update(
                 ragas_scores(judge_llm, rows[:judge_limit], judge_max_tokens, judge_retries)
@@ -158,8 +157,6 @@ def evaluate_runs(
             f"{summary.get('index_tokens', '–')} |"
         )
     if pairwise and judge_llm is not None:
-        from engine.eval.judge import pairwise_judge, win_rate_table
-
         verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
         _write_csv(out / "judge_verdicts.csv", verdicts)
         lines += ["", *win_rate_table(verdicts)]

@@ -16,7 +16,7 @@ def make_executor(
     if kind == "local":
         return LocalExecutor(embedder, ner_backend)
     if kind == "ray":
-        from engine.exec.ray_executor import RayExecutor
+        from engine.exec.ray_executor import RayExecutor  # ray is an optional extra
 
         return RayExecutor(embedder, ner_backend, address=address, workers=workers)
     raise ConfigError(f"executor must be 'local' or 'ray', got {kind!r}")

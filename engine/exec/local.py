@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.config import EmbedderConfig
+from engine.models import make_embedder
+from engine.models.ner import entity_recognizer
 
 
 class LocalExecutor:
@@ -22,8 +24,6 @@ class LocalExecutor:
     def embedder(self):
         """The embedder, loaded on first use (shared across the process)."""
         if self._embedder is None:
-            from engine.models import make_embedder
-
             self._embedder = make_embedder(self._embedder_cfg)
         return self._embedder
 
@@ -43,8 +43,6 @@ class LocalExecutor:
 
     def _recognizer(self):
         if self._ner is None:
-            from engine.index.ner import entity_recognizer
-
             self._ner = entity_recognizer(self._ner_backend)
         return self._ner
 

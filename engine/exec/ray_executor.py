@@ -21,7 +21,7 @@ def _worker_class():
 
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
-            from engine.exec.local import LocalExecutor
+            from engine.exec.local import LocalExecutor  # in the actor process
 
             self.local = LocalExecutor(EmbedderConfig(**embedder), ner_backend)
 
@@ -36,8 +36,8 @@ def _worker_class():
 
         def _llm(self, llm_cfg: dict):
             if getattr(self, "llm_backend", None) is None:
-                from engine.config import LLMConfig
-                from engine.models import make_backend
+                from engine.config import LLMConfig  # in the actor process
+                from engine.models import make_backend  # in the actor process
 
                 self.llm_backend = make_backend(LLMConfig(**llm_cfg))
             return self.llm_backend

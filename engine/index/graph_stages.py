@@ -1,10 +1,18 @@
-"""The stages after chunking, each over all chunks at once: embed chunks -> knowledge units
-(knapsack-chosen core chunks by LLM, sentences for the rest) -> NER -> entity resolution ->
-graphs -> embeddings of units, entities and relations."""
+"""The stages after chunking, each over all chunks at once, as a list of `Stage` objects run by
+one runner: embed chunks -> knowledge units (knapsack-chosen core chunks by LLM, sentences for
+the rest) -> NER -> LLM triple extraction -> entity resolution and graphs -> communities (and
+their reports) -> embeddings of units, entities and relations.
+
+The runner times every stage, diffs the LLM ledger around the stages that use the LLM, writes
+each stage's stats into the manifest and honours a dry run (stages the estimate needs run,
+LLM stages estimate their prompts, the rest are skipped). A new stage is an addition to STAGES.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +20,20 @@ import numpy as np
 
 from engine.config import IndexConfig
 from engine.exec import make_executor
+from engine.index.communities import community_reports, detect_communities
+from engine.index.extract import (
+    CD,
+    EXTRACT_PROMPT,
+    RD,
+    TD,
+    extract_triples,
+    summarize_descriptions,
+)
 from engine.index.graphs import build_graphs
 from engine.index.resolve import resolve
-from engine.index.units import llm_units, select_core_chunks, sentence_units
-from engine.models import make_llm
+from engine.index.units import UNIT_PROMPT, llm_units, select_core_chunks, sentence_units
+from engine.models import GenParams, make_llm
+from engine.models.base import Usage
 from engine.models.embed_cache import EmbeddingCache
 from engine.progress import progress
 from engine.store import IndexWriter
@@ -23,10 +41,62 @@ from engine.store import IndexWriter
 NER_BATCH = 1024
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 EMBED_CACHE = "embed_cache.sqlite"
+NO_ESTIMATE = {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
 
 
-def _stage(stats: dict, name: str, started: float, **values: Any) -> None:
-    stats["stages"][name] = {**values, "seconds": round(time.perf_counter() - started, 3)}
+@dataclass
+class Build:
+    """What the stages of one index build share: inputs, outputs so far, models and stats."""
+
+    writer: IndexWriter
+    out: Path
+    config: IndexConfig
+    chunks: Any
+    stats: dict[str, Any]
+    models: dict[str, str]
+    executor: Any
+    dry_run: bool = False
+    embedder: Any = None
+    cache: EmbeddingCache | None = None
+    llm: Any = None
+    chunk_vecs: np.ndarray | None = None
+    core: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    unit_rows: list[dict] = field(default_factory=list)
+    mentions: list = field(default_factory=list)
+    extracted: list | None = None
+    entities: list[dict] = field(default_factory=list)
+    relations: list[dict] = field(default_factory=list)
+
+    def stage_llm(self):
+        """The LLM of the index stages, made once: response cache beside the index, engines in
+        the executor's workers where it has them (Ray), recorded in the manifest's models."""
+        if self.llm is None:
+            self.llm = make_llm(
+                self.config.models.llm,
+                default_cache=self.out / LLM_CACHE,
+                dry_run=self.dry_run,
+                backend=self.executor.llm_backend(self.config.models.llm),
+            )
+            self.models["llm"] = self.llm.model_id
+        return self.llm
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One index stage: its name, the tables it reads and writes, when it runs, its run
+    function (returns its stats) and, for an LLM stage, its dry-run estimate."""
+
+    name: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    run: Callable[[Build], dict[str, Any]]
+    enabled: Callable[[IndexConfig], bool] = lambda cfg: True
+    uses_llm: bool = False
+    """The runner adds the LLM calls and tokens it spent (cached ones included)."""
+    estimate: Callable[[Build], dict[str, int]] | None = None
+    """Dry run: the prompts and tokens it would send; None: it runs only if `dry_run_needs`."""
+    dry_run_needs: bool = False
+    """Dry run: it still runs, because a later estimate needs its output."""
 
 
 def run_graph_stages(
@@ -38,10 +108,8 @@ def run_graph_stages(
     models: dict[str, str],
     dry_run: bool = False,
 ) -> dict[str, int] | None:
-    """Write units, entities, relations, unit_entity, the graphs and the vectors into `writer`.
-
-    Returns the LLM cost estimate when dry_run (and writes nothing worth committing).
-    """
+    """Run STAGES into `writer`; returns the LLM cost estimate when dry_run (nothing worth
+    committing is written then)."""
     executor = make_executor(
         config.executor,
         config.models.embedder,
@@ -50,252 +118,267 @@ def run_graph_stages(
         config.workers,
     )
     try:
-        return _run(writer, out, config, chunks, stats, models, dry_run, executor)
+        build = Build(writer, out, config, chunks, stats, models, executor, dry_run)
+        g = config.graph
+        if g.embed or g.alpha > 0:
+            build.embedder = executor
+            build.cache = EmbeddingCache(out / EMBED_CACHE)
+            models["embedder"] = executor.model_id
+        stats["executor"] = executor.name
+        return run_stages(build, STAGES)
     finally:
         executor.close()
 
 
-def _run(writer, out, config, chunks, stats, models, dry_run, executor):
-    g = config.graph
-    embedder = executor if (g.embed or g.alpha > 0) else None
-    cache = EmbeddingCache(out / EMBED_CACHE) if embedder is not None else None
-    if embedder is not None:
-        models["embedder"] = embedder.model_id
-    stats["executor"] = executor.name
+def run_stages(build: Build, stages: list[Stage]) -> dict[str, int] | None:
+    """Run each enabled stage, timed, with its stats (and LLM usage) in the manifest; in a dry
+    run, sum the LLM stages' estimates instead and return them."""
+    total = dict(NO_ESTIMATE) if build.dry_run else None
+    for stage in stages:
+        if not stage.enabled(build.config):
+            continue
+        if build.dry_run and stage.estimate is not None:
+            more = stage.estimate(build)
+            total = {k: total[k] + more[k] for k in total}
+            continue
+        if build.dry_run and not stage.dry_run_needs:
+            continue
+        t0 = time.perf_counter()
+        before = build.llm.ledger.total() if build.llm is not None else Usage()
+        values = stage.run(build)
+        if stage.uses_llm:
+            after = build.llm.ledger.total() if build.llm is not None else Usage()
+            values.update(_usage_diff(before, after))
+        build.stats["stages"][stage.name] = {
+            **values,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+    return total
 
-    # -- chunk vectors (also the knapsack's similarity values) --------------------------------
-    t0 = time.perf_counter()
-    chunk_vecs = None
-    if embedder is not None:
-        chunk_vecs = cache.encode(embedder, chunks.titled)
-        writer.write_vectors("chunk_vectors", chunk_vecs, embedder.model_id)
-    _stage(
-        stats,
-        "embed_chunks",
-        t0,
-        items=len(chunks.ids),
-        cached=cache.hits if cache else 0,
-        model_calls=int(bool(cache and cache.misses)),
-    )
 
-    # -- knowledge units ----------------------------------------------------------------------
-    t0 = time.perf_counter()
-    core = (
-        select_core_chunks(chunk_vecs, np.asarray(chunks.n_tokens), g.alpha)
-        if chunk_vecs is not None
-        else np.empty(0, np.int64)
-    )
+def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
+    """LLM calls and tokens spent between two ledger totals (cache hits counted as spent)."""
+    return {
+        "model_calls": after.calls - before.calls,
+        "cached_calls": after.cached_calls - before.cached_calls,
+        "prompt_tokens": (after.prompt_tokens + after.cached_prompt_tokens)
+        - (before.prompt_tokens + before.cached_prompt_tokens),
+        "completion_tokens": (after.completion_tokens + after.cached_completion_tokens)
+        - (before.completion_tokens + before.cached_completion_tokens),
+    }
+
+
+# -- the stages --------------------------------------------------------------------------------
+def _embed_chunks(b: Build) -> dict[str, Any]:
+    """Chunk vectors (also the knapsack's similarity values)."""
+    if b.embedder is not None:
+        b.chunk_vecs = b.cache.encode(b.embedder, b.chunks.titled)
+        b.writer.write_vectors("chunk_vectors", b.chunk_vecs, b.embedder.model_id)
+    cache = b.cache
+    return {
+        "items": len(b.chunks.ids),
+        "cached": cache.hits if cache else 0,
+        "model_calls": int(bool(cache and cache.misses)),
+    }
+
+
+def _core_chunks(b: Build) -> np.ndarray:
+    if b.chunk_vecs is None:
+        return np.empty(0, np.int64)
+    return select_core_chunks(b.chunk_vecs, np.asarray(b.chunks.n_tokens), b.config.graph.alpha)
+
+
+def _units(b: Build) -> dict[str, Any]:
+    """Knowledge units: the LLM's for the core chunks, sentences for the rest (and for core
+    chunks whose answer never parsed)."""
+    g, chunks = b.config.graph, b.chunks
+    b.core = _core_chunks(b)
     by_llm: dict[str, list] = {}
     failures = 0
-    llm = None
-    if core.size:
-        llm = _stage_llm(config, out, executor, models, dry_run)
-        pairs = [(chunks.ids[i], chunks.texts[i]) for i in core]
-        if dry_run:
-            from engine.index.units import UNIT_PROMPT
-            from engine.models import GenParams
-
-            estimate = llm.estimate(
-                [UNIT_PROMPT.format(text=t) for _, t in pairs],
-                GenParams(max_tokens=g.unit_max_tokens),
-            )
-            _stage(stats, "units", t0, items=len(chunks.ids), core_chunks=int(core.size))
-            return _add_extraction_estimate(estimate, config, chunks, out)
+    if b.core.size:
+        pairs = [(chunks.ids[i], chunks.texts[i]) for i in b.core]
         by_llm, failures = llm_units(
-            llm, pairs, retries=config.models.llm.parse_retries, max_tokens=g.unit_max_tokens
+            b.stage_llm(),
+            pairs,
+            retries=b.config.models.llm.parse_retries,
+            max_tokens=g.unit_max_tokens,
         )
     units = []
     for cid, text in zip(chunks.ids, chunks.texts, strict=True):
         units.extend(by_llm.get(cid) or sentence_units(cid, text))
-    unit_rows = [u.to_row() for u in units]
-    writer.write_table("units", unit_rows)
-    usage = llm.ledger.total() if llm is not None else None
-    _stage(
-        stats,
-        "units",
-        t0,
-        items=len(unit_rows),
-        core_chunks=int(core.size),
-        llm_units=sum(len(v) for v in by_llm.values()),
-        model_calls=usage.calls if usage else 0,
-        cached_calls=usage.cached_calls if usage else 0,
-        parse_failures=failures,
-        prompt_tokens=(usage.prompt_tokens + usage.cached_prompt_tokens) if usage else 0,
-        completion_tokens=(usage.completion_tokens + usage.cached_completion_tokens)
-        if usage
-        else 0,
-    )
-    if dry_run:
-        return _add_extraction_estimate(
-            {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}, config, chunks, out
-        )
+    b.unit_rows = [u.to_row() for u in units]
+    b.writer.write_table("units", b.unit_rows)
+    return {
+        "items": len(b.unit_rows),
+        "core_chunks": int(b.core.size),
+        "llm_units": sum(len(v) for v in by_llm.values()),
+        "parse_failures": failures,
+    }
 
-    # -- NER, resolution, graphs ----------------------------------------------------------------
-    t0 = time.perf_counter()
-    models["ner"] = executor.ner_model_id
-    mentions: list = []
-    bar = progress("ner", total=len(unit_rows), unit="unit")
-    for i in range(0, len(unit_rows), NER_BATCH):
-        batch = [u["text"] for u in unit_rows[i : i + NER_BATCH]]
-        mentions.extend(executor.ner(batch))
+
+def _estimate_units(b: Build) -> dict[str, int]:
+    core = _core_chunks(b)
+    if not core.size:
+        return dict(NO_ESTIMATE)
+    prompts = [UNIT_PROMPT.format(text=b.chunks.texts[i]) for i in core]
+    return b.stage_llm().estimate(prompts, GenParams(max_tokens=b.config.graph.unit_max_tokens))
+
+
+def _ner(b: Build) -> dict[str, Any]:
+    """Entity mentions of every unit, NER_BATCH units per executor call."""
+    b.models["ner"] = b.executor.ner_model_id
+    bar = progress("ner", total=len(b.unit_rows), unit="unit")
+    for i in range(0, len(b.unit_rows), NER_BATCH):
+        batch = [u["text"] for u in b.unit_rows[i : i + NER_BATCH]]
+        b.mentions.extend(b.executor.ner(batch))
         bar.update(len(batch))
     bar.close()
-    _stage(
-        stats,
-        "ner",
-        t0,
-        items=len(unit_rows),
-        backend=models["ner"].split(":")[0],
-        mentions=sum(len(m) for m in mentions),
+    return {
+        "items": len(b.unit_rows),
+        "backend": b.models["ner"].split(":")[0],
+        "mentions": sum(len(m) for m in b.mentions),
+    }
+
+
+def _extract(b: Build) -> dict[str, Any]:
+    """LLM triple extraction of every chunk (gleaning or loop NER rounds), then description
+    summaries of entities whose joined descriptions are long."""
+    x = b.config.extraction
+    found = extract_triples(
+        b.stage_llm(),
+        b.chunks.texts,
+        x.entity_types,
+        x.gleaning,
+        x.loop,
+        x.max_rounds,
+        x.max_tokens,
     )
-
-    extracted = None
-    if config.extraction.enabled:
-        t0 = time.perf_counter()
-        from engine.index.extract import extract_triples
-
-        if llm is None:
-            llm = _stage_llm(config, out, executor, models)
-        before = llm.ledger.total()
-        x = config.extraction
-        found = extract_triples(
-            llm, chunks.texts, x.entity_types, x.gleaning, x.loop, x.max_rounds, x.max_tokens
-        )
-        extracted = list(zip(chunks.ids, found, strict=True))
-        after = llm.ledger.total()
-        _stage(
-            stats,
-            "extract",
-            t0,
-            items=len(found),
-            entities=sum(len(f.entities) for f in found),
-            relations=sum(len(f.relations) for f in found),
-            rounds=sum(f.rounds for f in found),
-            parse_failures=sum(f.failures for f in found),
-            model_calls=after.calls - before.calls,
-            cached_calls=after.cached_calls - before.cached_calls,
-            prompt_tokens=(after.prompt_tokens + after.cached_prompt_tokens)
-            - (before.prompt_tokens + before.cached_prompt_tokens),
-            completion_tokens=(after.completion_tokens + after.cached_completion_tokens)
-            - (before.completion_tokens + before.cached_completion_tokens),
-        )
-
-    t0 = time.perf_counter()
-    entities, unit_entity, relations = resolve(unit_rows, mentions, extracted)
-    if extracted is not None and config.extraction.summarize_above > 0:
-        from engine.index.extract import summarize_descriptions
-
-        stats["stages"]["extract"]["summarized"] = summarize_descriptions(
-            llm, entities, config.extraction.summarize_above
-        )
-    writer.write_table("entities", entities)
-    writer.write_table("unit_entity", unit_entity)
-    writer.write_table("relations", relations)
-    graphs, layouts = build_graphs(chunks.ids, unit_rows, entities, unit_entity, relations)
-    for name, table in graphs.items():
-        writer.write_table(name, table)
-    stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
-    _stage(stats, "resolve_graphs", t0, items=len(entities), relations=len(relations))
-
-    if config.communities.enabled:
-        if llm is None and config.communities.reports:
-            llm = _stage_llm(config, out, executor, models)
-        _communities(writer, config, entities, relations, stats, llm)
-
-    # -- embeddings of units, entities, relations -------------------------------------------------
-    if embedder is not None and g.embed:
-        t0 = time.perf_counter()
-        hits0, miss0 = cache.hits, cache.misses
-        name_of = {e["entity_id"]: e["name"] for e in entities}
-        writer.write_vectors(
-            "unit_vectors",
-            cache.encode(embedder, [u["text"] for u in unit_rows]),
-            embedder.model_id,
-        )
-        writer.write_vectors(
-            "entity_vectors",
-            cache.encode(
-                embedder,
-                [
-                    f"{e['name']}: {e['description']}" if e["description"] else e["name"]
-                    for e in entities
-                ],
-            ),
-            embedder.model_id,
-        )
-        rel_texts = [
-            f"{name_of[r['src']]} - {name_of[r['dst']]}"
-            + (f": {r['description']}" if r["description"] else "")
-            for r in relations
-        ]
-        writer.write_vectors(
-            "relation_vectors", cache.encode(embedder, rel_texts), embedder.model_id
-        )
-        _stage(
-            stats,
-            "embed",
-            t0,
-            items=len(unit_rows) + len(entities) + len(relations),
-            cached=cache.hits - hits0,
-            embedded=cache.misses - miss0,
-        )
-    return None
+    b.extracted = list(zip(b.chunks.ids, found, strict=True))
+    return {
+        "items": len(found),
+        "entities": sum(len(f.entities) for f in found),
+        "relations": sum(len(f.relations) for f in found),
+        "rounds": sum(f.rounds for f in found),
+        "parse_failures": sum(f.failures for f in found),
+    }
 
 
-def _add_extraction_estimate(
-    estimate: dict[str, int], config: IndexConfig, chunks, out: Path
-) -> dict[str, int]:
-    """Add the first extraction round (one prompt per chunk) to a dry-run estimate."""
-    if not config.extraction.enabled:
-        return estimate
-    from engine.index.extract import CD, EXTRACT_PROMPT, RD, TD
-    from engine.models import GenParams
-
-    x = config.extraction
-    llm = make_llm(config.models.llm, default_cache=out / LLM_CACHE, dry_run=True)
+def _estimate_extract(b: Build) -> dict[str, int]:
+    """The first extraction round: one prompt per chunk."""
+    x = b.config.extraction
+    llm = make_llm(b.config.models.llm, default_cache=b.out / LLM_CACHE, dry_run=True)
     prompts = [
         EXTRACT_PROMPT.format(types=", ".join(x.entity_types), text=t, td=TD, rd=RD, cd=CD)
-        for t in chunks.texts
+        for t in b.chunks.texts
     ]
-    more = llm.estimate(prompts, GenParams(max_tokens=x.max_tokens))
-    return {k: estimate[k] + more[k] for k in estimate}
+    return llm.estimate(prompts, GenParams(max_tokens=x.max_tokens))
 
 
-def _stage_llm(
-    config: IndexConfig, out: Path, executor, models: dict[str, str], dry_run: bool = False
-):
-    """The LLM of the index stages: response cache beside the index, engines in the executor's
-    workers where it has them (Ray), recorded in the manifest's models."""
-    llm = make_llm(
-        config.models.llm,
-        default_cache=out / LLM_CACHE,
-        dry_run=dry_run,
-        backend=executor.llm_backend(config.models.llm),
-    )
-    models["llm"] = llm.model_id
-    return llm
+def _resolve_graphs(b: Build) -> dict[str, Any]:
+    """Entity resolution (mentions and extracted triples), then the three graphs."""
+    b.entities, unit_entity, b.relations = resolve(b.unit_rows, b.mentions, b.extracted)
+    x = b.config.extraction
+    if b.extracted is not None and x.summarize_above > 0:
+        b.stats["stages"]["extract"]["summarized"] = summarize_descriptions(
+            b.llm, b.entities, x.summarize_above
+        )
+    b.writer.write_table("entities", b.entities)
+    b.writer.write_table("unit_entity", unit_entity)
+    b.writer.write_table("relations", b.relations)
+    graphs, layouts = build_graphs(b.chunks.ids, b.unit_rows, b.entities, unit_entity, b.relations)
+    for name, table in graphs.items():
+        b.writer.write_table(name, table)
+    b.stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
+    return {"items": len(b.entities), "relations": len(b.relations)}
 
 
-def _communities(writer, config, entities, relations, stats, llm) -> None:
-    """Communities stage, and their reports when asked (`llm` is set then)."""
-    from engine.index.communities import community_reports, detect_communities
-
-    c = config.communities
-    t0 = time.perf_counter()
-    rows = detect_communities(relations, c.max_cluster_size, c.seed)
-    writer.write_table("communities", rows)
+def _communities(b: Build) -> dict[str, Any]:
+    """Hierarchical Leiden communities, and their LLM reports when asked."""
+    c = b.config.communities
+    rows = detect_communities(b.relations, c.max_cluster_size, c.seed)
+    b.writer.write_table("communities", rows)
     values: dict[str, Any] = {"items": len(rows), "levels": len({r["level"] for r in rows})}
     if c.reports:
-        before = llm.ledger.total()
         reports, failures = community_reports(
-            llm, rows, entities, relations, c.report_max_tokens, config.models.llm.parse_retries
+            b.stage_llm(),
+            rows,
+            b.entities,
+            b.relations,
+            c.report_max_tokens,
+            b.config.models.llm.parse_retries,
         )
-        writer.write_table("reports", reports)
-        after = llm.ledger.total()
-        values.update(
-            reports=len(reports),
-            parse_failures=failures,
-            model_calls=after.calls - before.calls,
-            cached_calls=after.cached_calls - before.cached_calls,
-        )
-    _stage(stats, "communities", t0, **values)
+        b.writer.write_table("reports", reports)
+        values.update(reports=len(reports), parse_failures=failures)
+    return values
+
+
+def _embed(b: Build) -> dict[str, Any]:
+    """Vectors of units, entities ("name: description") and relations ("src - dst: description")."""
+    cache, emb = b.cache, b.embedder
+    hits0, miss0 = cache.hits, cache.misses
+    name_of = {e["entity_id"]: e["name"] for e in b.entities}
+    unit_texts = [u["text"] for u in b.unit_rows]
+    entity_texts = [
+        f"{e['name']}: {e['description']}" if e["description"] else e["name"] for e in b.entities
+    ]
+    rel_texts = [
+        f"{name_of[r['src']]} - {name_of[r['dst']]}"
+        + (f": {r['description']}" if r["description"] else "")
+        for r in b.relations
+    ]
+    for name, texts in (
+        ("unit_vectors", unit_texts),
+        ("entity_vectors", entity_texts),
+        ("relation_vectors", rel_texts),
+    ):
+        b.writer.write_vectors(name, cache.encode(emb, texts), emb.model_id)
+    return {
+        "items": len(b.unit_rows) + len(b.entities) + len(b.relations),
+        "cached": cache.hits - hits0,
+        "embedded": cache.misses - miss0,
+    }
+
+
+STAGES: list[Stage] = [
+    Stage("embed_chunks", ("chunks",), ("chunk_vectors",), _embed_chunks, dry_run_needs=True),
+    Stage(
+        "units",
+        ("chunks", "chunk_vectors"),
+        ("units",),
+        _units,
+        uses_llm=True,
+        estimate=_estimate_units,
+    ),
+    Stage("ner", ("units",), (), _ner),
+    Stage(
+        "extract",
+        ("chunks",),
+        (),
+        _extract,
+        enabled=lambda cfg: cfg.extraction.enabled,
+        uses_llm=True,
+        estimate=_estimate_extract,
+    ),
+    Stage(
+        "resolve_graphs",
+        ("units",),
+        ("entities", "unit_entity", "relations", "graph_*"),
+        _resolve_graphs,
+    ),
+    Stage(
+        "communities",
+        ("relations",),
+        ("communities", "reports"),
+        _communities,
+        enabled=lambda cfg: cfg.communities.enabled,
+        uses_llm=True,
+    ),
+    Stage(
+        "embed",
+        ("units", "entities", "relations"),
+        ("unit_vectors", "entity_vectors", "relation_vectors"),
+        _embed,
+        enabled=lambda cfg: cfg.graph.embed,
+    ),
+]
+"""The index stages after chunking, in order."""

@@ -19,6 +19,7 @@ from typing import Any
 from engine.config import IndexConfig
 from engine.errors import IngestError
 from engine.index.chunking import chunk_documents
+from engine.index.graph_stages import run_graph_stages
 from engine.index.ingest import Document, DocumentReader
 from engine.progress import progress
 from engine.store import IndexWriter, open_index
@@ -109,8 +110,6 @@ def build_index(
         }
         models = {"tokenizer": config.chunking.tokenizer}
         if keep:
-            from engine.index.graph_stages import run_graph_stages
-
             estimate = run_graph_stages(writer, out, config, chunks, stats, models, dry_run)
             if dry_run:
                 writer.abort()

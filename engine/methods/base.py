@@ -1,79 +1,65 @@
-"""What a method is: a batch retrieval step over all questions, then the shared answer stage.
+"""What a method is, and the registry that holds every method with everything it owns.
 
-A method file composes retrieve/ operators and reads like its paper's algorithm box. It gets
-the whole batch of questions and returns a `Retrieved` for all of them; the runner handles
-checkpoints, answer generation, timing and output files.
+A method is a batch retrieval step over all questions, `(ctx, questions, clock) -> Retrieved`,
+registered with `@register(name, config=..., answer_prompt=..., paper=..., needs=...)`: its
+config dataclass (the YAML section under the method's name, validated by itself), its answer
+prompt (else the shared one) and a line for `graphrag-engine methods`. The runner (run.py)
+batches, checkpoints and writes files; the answer stage (answer.py) fits, prompts and
+generates. Adding a method touches its own file, its config YAML and nothing central.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from engine.eval.datasets import Question
+from engine.models.base import Completion
 from engine.retrieve.context import QueryContext
-from engine.retrieve.ranking import ChunkRanking
-
-
-@dataclass
-class Retrieved:
-    """A batch's retrieval result: ranked chunks (None for no retrieval), per-question extras
-    (e.g. linked entities, a HyDE passage), per-question LLM tokens and per-stage seconds."""
-
-    ranking: ChunkRanking | None
-    extras: list[dict[str, Any]]
-    tokens: list[dict[str, int]]
-    seconds: dict[str, float] = field(default_factory=dict)
-    contexts: list[list[str]] | None = None
-    """Context texts the method built itself (e.g. reasoning paths), used instead of chunks."""
-
-
-class StageClock:
-    """Wall seconds per named stage of a batch."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the block under `name` (repeated names add up)."""
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
-
+from engine.retrieve.types import Retrieved, StageClock
 
 MethodFn = Callable[[QueryContext, list[Question], StageClock], Retrieved]
 PromptFn = Callable[[str, "list[str] | None", Any], Any]
-METHODS: dict[str, MethodFn] = {}
-ANSWER_PROMPTS: dict[str, PromptFn] = {}
+"""(question, context texts or None, the method's options) -> a chat prompt."""
 
 
-def register(name: str, answer_prompt: PromptFn | None = None) -> Callable[[MethodFn], MethodFn]:
-    """Class-free registry: `@register("bm25")` on a function (ctx, questions, clock) -> Retrieved;
-    `answer_prompt(question, passages, cfg)` replaces the shared answer prompt for that method."""
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its retrieval, its config section and answer prompt, what it is."""
+
+    name: str
+    retrieve: MethodFn
+    config: type | None = None
+    answer_prompt: PromptFn | None = None
+    paper: str = ""
+    needs: str = ""
+    """What the index must hold (e.g. "chunk vectors", "entity graph")."""
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register(
+    name: str,
+    *,
+    config: type | None = None,
+    answer_prompt: PromptFn | None = None,
+    paper: str = "",
+    needs: str = "",
+) -> Callable[[MethodFn], MethodFn]:
+    """`@register("bm25", paper=..., needs=...)` on a function (ctx, questions, clock) ->
+    Retrieved; `config` is the method's own settings dataclass (YAML section `name:`),
+    `answer_prompt(question, texts, options)` replaces the shared answer prompt."""
 
     def wrap(fn: MethodFn) -> MethodFn:
-        METHODS[name] = fn
-        if answer_prompt is not None:
-            ANSWER_PROMPTS[name] = answer_prompt
+        METHODS[name] = MethodSpec(name, fn, config, answer_prompt, paper, needs)
         return fn
 
     return wrap
 
 
-def get_method(name: str) -> MethodFn:
-    """The retrieval function of a registered method."""
-    import engine.methods  # noqa: F401  (registers the built-in methods)
-
-    return METHODS[name]
-
-
-def llm_tokens(completions: list, stage: str) -> list[dict[str, int]]:
+def llm_tokens(completions: list[Completion], stage: str) -> list[dict[str, int]]:
     """Per-question token counts of one LLM stage (prompt + completion)."""
     return [
         {

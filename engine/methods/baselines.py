@@ -3,12 +3,15 @@ BM25 and HyDE. Each is one batch step over all questions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.eval.datasets import Question
-from engine.methods.base import Retrieved, StageClock, llm_tokens, register
+from engine.methods.base import llm_tokens, register
 from engine.models.base import GenParams
 from engine.retrieve.context import QueryContext
 from engine.retrieve.dense import dense_search
 from engine.retrieve.lexical import BM25Retriever
+from engine.retrieve.types import Retrieved, StageClock
 from kernels.similarity import l2_normalize
 
 HYDE_PROMPT = """Please write a short passage to answer the question.
@@ -21,46 +24,55 @@ def _depth(ctx: QueryContext) -> int:
     return 2 * ctx.cfg.retrieval.candidates
 
 
-@register("none")
+@register("none", paper="no retrieval (the LLM alone)", needs="nothing (INDEX may be 'none')")
 def no_retrieval(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """The LLM answers from its own knowledge: no context at all."""
-    n = len(questions)
-    return Retrieved(None, [{} for _ in range(n)], [{} for _ in range(n)], clock.seconds)
+    return Retrieved.empty(len(questions), clock.seconds)
 
 
-@register("naive")
+@register("naive", paper="NaiveRAG (dense chunk retrieval)", needs="chunk vectors")
 def naive_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """NaiveRAG: embed the questions, take the nearest chunks."""
     with clock.stage("embed_queries"):
         vectors = ctx.encode_queries([q.question for q in questions])
     with clock.stage("dense_search"):
         ranking = dense_search(ctx, vectors, _depth(ctx))
-    n = len(questions)
-    return Retrieved(ranking, [{} for _ in range(n)], [{} for _ in range(n)], clock.seconds)
+    return Retrieved.ranked(ranking, clock.seconds)
 
 
-_BM25_CACHE: dict[tuple[str, int], BM25Retriever] = {}
-
-
-@register("bm25")
+@register("bm25", paper="BM25 (Robertson & Zaragoza 2009; bm25s)", needs="chunks")
 def bm25(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """BM25 (bm25s, English stopwords) over "title\\ntext" of every chunk."""
-    key = (str(ctx.index.root), ctx.index.generation)
     with clock.stage("bm25_index"):
-        if key not in _BM25_CACHE:
-            _BM25_CACHE.clear()
-            _BM25_CACHE[key] = BM25Retriever(ctx.chunks["titled"])
+        index = ctx.memo("bm25_chunks", lambda: BM25Retriever(ctx.chunks["titled"]))
     with clock.stage("bm25_search"):
-        ranking = _BM25_CACHE[key].search([q.question for q in questions], _depth(ctx))
-    n = len(questions)
-    return Retrieved(ranking, [{} for _ in range(n)], [{} for _ in range(n)], clock.seconds)
+        ranking = index.search([q.question for q in questions], _depth(ctx))
+    return Retrieved.ranked(ranking, clock.seconds)
 
 
-@register("hyde")
+@dataclass
+class HyDEConfig:
+    """HyDE: embed an LLM-written hypothetical passage instead of (or with) the question."""
+
+    max_tokens: int = 128
+    include_question: bool = True
+    """Average the question's embedding with the hypothetical passage's (as the HyDE paper does)."""
+
+    def llm_use(self) -> str:
+        """HyDE writes its passages with the LLM, even when answers are not generated."""
+        return "method 'hyde'"
+
+
+@register(
+    "hyde",
+    config=HyDEConfig,
+    paper="HyDE (Gao et al., ACL 2023)",
+    needs="chunk vectors; an LLM even with --retrieval-only",
+)
 def hyde(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """HyDE: the LLM writes a passage that would answer each question (one batched call); the
     passage's embedding (averaged with the question's) retrieves the chunks."""
-    cfg = ctx.cfg.hyde
+    cfg: HyDEConfig = ctx.cfg.options
     with clock.stage("hyde_generate"):
         prompts = [HYDE_PROMPT.format(question=q.question) for q in questions]
         answers = ctx.llm.generate(prompts, GenParams(max_tokens=cfg.max_tokens), stage="hyde")

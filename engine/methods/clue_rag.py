@@ -16,22 +16,31 @@ For the whole batch at once:
    the top N lead the ranking; dense hits fill the rest of the candidate list.
 
 Ablations (config `clue:`): no knowledge anchoring, no spreading activation, no query update.
-The default reranker is the bi-encoder; for chunks it reuses the index's chunk vectors (the
-same cosine it would compute). A cross-encoder gets the texts.
+The reranker is `models.reranker` through the scorer registry: the bi-encoder reuses the
+index's unit and chunk vectors (the same cosine it would compute); a cross-encoder reads texts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 
+from engine.errors import ConfigError
 from engine.eval.datasets import Question
-from engine.methods.base import Retrieved, StageClock, register
+from engine.methods.base import register
+from engine.models.rerank import Scorer
+from engine.retrieve.beam import beam_step
 from engine.retrieve.context import QueryContext
-from engine.retrieve.cue import cue_adjacency, rowwise_dot, segment_topk
+from engine.retrieve.cue import cue_adjacency
 from engine.retrieve.dense import dense_search
 from engine.retrieve.linking import link_entities
 from engine.retrieve.ranking import ChunkRanking
-from kernels.similarity import cosine_topk, l2_normalize
+from engine.retrieve.scoring import make_scorer, reuses_index_vectors, score_flat
+from engine.retrieve.types import Retrieved, StageClock
+from kernels.segments import segment_topk
+from kernels.similarity import cosine_topk, l2_normalize, rowwise_dot
 
 ANSWER_PROMPT = """Context:
 {context}
@@ -48,71 +57,104 @@ def answer_prompt(question: str, passages: list[str] | None, cfg=None) -> list[d
     return [{"role": "user", "content": ANSWER_PROMPT.format(context=context, question=question)}]
 
 
-class _Reranker:
-    """Scores flat (query, unit) or (query, chunk) pairs for the whole batch in one call."""
+@dataclass
+class ClueRAGConfig:
+    """Clue-RAG's Q-Iter retrieval (paper defaults K=3, D=3, M=5, N=5) and its ablations."""
 
-    def __init__(self, ctx: QueryContext, texts: list[str]) -> None:
-        self.ctx = ctx
-        self.texts = texts
-        self.bi = ctx.cfg.models.reranker.backend == "bi-encoder"
-        if not self.bi:
-            from engine.models import make_reranker
+    anchor_k: int = 3
+    """K: entity nodes per query entity (spreading activation) and units (knowledge anchoring)."""
+    depth: int = 3
+    """D: iterations of beam retrieval over units."""
+    beam: int = 5
+    """M: units kept per query per depth."""
+    top_n: int = 5
+    """N: chunks kept after the final chunk reranking."""
+    spreading_activation: bool = True
+    knowledge_anchoring: bool = True
+    query_update: bool = True
+    """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
+    path_scoring: Literal["mean", "text"] = "mean"
+    """Bi-encoder score of a multi-unit path: its units' summed vectors, or its joined text embedded."""
 
-            self.model = make_reranker(ctx.cfg.models.reranker, ctx.embedder)
-
-    def paths(self, phi: np.ndarray, owner: np.ndarray, paths: list[tuple[int, ...]]) -> np.ndarray:
-        """Scores of unit paths against their questions. A cross-encoder reads the joined texts.
-        The bi-encoder reuses the index's vectors of single units and, for longer paths, the
-        normalised sum of their units' vectors (`path_scoring: mean`, the default) or embeds
-        every distinct joined text in one call (`path_scoring: text`)."""
-        texts = [" ".join(self.ctx.units["text"][u] for u in path) for path in paths]
-        if not self.bi:
-            return self._cross(owner, texts)
-        out = np.zeros(len(paths), dtype=np.float32)
-        single = np.array([len(p) == 1 for p in paths], dtype=bool)
-        if single.any():
-            rows = np.array([p[0] for p, one in zip(paths, single, strict=True) if one])
-            out[single] = rowwise_dot(phi, owner[single], self.ctx.unit_vectors, rows)
-        multi_paths = [p for p, one in zip(paths, single, strict=True) if not one]
-        if multi_paths and self.ctx.cfg.clue.path_scoring == "mean":
-            vecs = l2_normalize(
-                np.stack([self.ctx.unit_vectors[list(p)].sum(axis=0) for p in multi_paths])
+    def validate(self, where: str) -> None:
+        """Positive sizes, and at least one way to find the first entities."""
+        if min(self.anchor_k, self.depth, self.beam, self.top_n) < 1:
+            raise ConfigError(f"{where}: clue.anchor_k, depth, beam and top_n must be >= 1")
+        if not (self.spreading_activation or self.knowledge_anchoring):
+            raise ConfigError(
+                f"{where}: clue needs spreading_activation or knowledge_anchoring to find its first entities"
             )
-            out[~single] = rowwise_dot(phi, owner[~single], vecs, np.arange(len(vecs)))
-        elif multi_paths:
-            multi = [t for t, one in zip(texts, single, strict=True) if not one]
-            distinct = sorted(set(multi))
-            row = {t: i for i, t in enumerate(distinct)}
-            vecs = l2_normalize(self.ctx.encode_queries(distinct))
-            out[~single] = rowwise_dot(phi, owner[~single], vecs, np.array([row[t] for t in multi]))
-        return out
-
-    def chunks(self, phi: np.ndarray, owner: np.ndarray, chunks: np.ndarray) -> np.ndarray:
-        """Scores of candidate chunks ("title\ntext") against their questions."""
-        if self.bi:
-            return rowwise_dot(phi, owner, self.ctx.chunk_vectors, chunks)
-        return self._cross(owner, [self.ctx.chunks["titled"][c] for c in chunks])
-
-    def _cross(self, owner: np.ndarray, texts: list[str]) -> np.ndarray:
-        pairs, spans = [], []
-        for q in np.unique(owner):
-            idx = np.flatnonzero(owner == q)
-            pairs.append((self.texts[q], [texts[i] for i in idx]))
-            spans.append(idx)
-        out = np.zeros(len(texts), dtype=np.float32)
-        for idx, s in zip(spans, self.model.score_batch(pairs), strict=True):
-            out[idx] = s
-        return out
 
 
-@register("clue", answer_prompt=answer_prompt)
+RERANKER_SCORER = {
+    "bi-encoder": "bi-encoder",
+    "cross-encoder": "cross-encoder",
+    "flag": "cross-encoder",
+}
+"""models.reranker.backend -> the registered scorer that reranks paths and chunks."""
+
+
+def _path_scores(
+    ctx: QueryContext,
+    scorer: Scorer,
+    questions: list[str],
+    phi: np.ndarray,
+    owner: np.ndarray,
+    paths: list[tuple[int, ...]],
+) -> np.ndarray:
+    """Scores of unit paths against their questions. A text scorer reads the joined texts. The
+    index's bi-encoder reuses the stored vectors of single units and, for longer paths, the
+    normalised sum of their units' vectors (`path_scoring: mean`, the default) or embeds every
+    distinct joined text in one call (`path_scoring: text`)."""
+    texts = [" ".join(ctx.units["text"][u] for u in path) for path in paths]
+    if not reuses_index_vectors(scorer, ctx.embedder):
+        return score_flat(scorer, questions, owner, texts)
+    out = np.zeros(len(paths), dtype=np.float32)
+    single = np.array([len(p) == 1 for p in paths], dtype=bool)
+    if single.any():
+        rows = np.array([p[0] for p, one in zip(paths, single, strict=True) if one])
+        out[single] = rowwise_dot(phi, owner[single], ctx.unit_vectors, rows)
+    multi_paths = [p for p, one in zip(paths, single, strict=True) if not one]
+    if multi_paths and ctx.cfg.options.path_scoring == "mean":
+        vecs = l2_normalize(np.stack([ctx.unit_vectors[list(p)].sum(axis=0) for p in multi_paths]))
+        out[~single] = rowwise_dot(phi, owner[~single], vecs, np.arange(len(vecs)))
+    elif multi_paths:
+        multi = [t for t, one in zip(texts, single, strict=True) if not one]
+        distinct = sorted(set(multi))
+        row = {t: i for i, t in enumerate(distinct)}
+        vecs = l2_normalize(ctx.encode_queries(distinct))
+        out[~single] = rowwise_dot(phi, owner[~single], vecs, np.array([row[t] for t in multi]))
+    return out
+
+
+def _chunk_scores(
+    ctx: QueryContext,
+    scorer: Scorer,
+    questions: list[str],
+    phi: np.ndarray,
+    owner: np.ndarray,
+    chunks: np.ndarray,
+) -> np.ndarray:
+    """Scores of candidate chunks ("title\ntext") against their questions."""
+    if reuses_index_vectors(scorer, ctx.embedder):
+        return rowwise_dot(phi, owner, ctx.chunk_vectors, chunks)
+    return score_flat(scorer, questions, owner, [ctx.chunks["titled"][c] for c in chunks])
+
+
+@register(
+    "clue",
+    config=ClueRAGConfig,
+    answer_prompt=answer_prompt,
+    paper="Clue-RAG (Su et al., 2025): Q-Iter over a chunk-unit-entity graph",
+    needs="chunk-unit-entity graph, unit, entity and chunk vectors",
+)
 def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Q-Iter for every question of the batch."""
-    cfg = ctx.cfg.clue
+    cfg: ClueRAGConfig = ctx.cfg.options
     texts = [q.question for q in questions]
     b = len(texts)
     adj = cue_adjacency(ctx)
-    rerank = _Reranker(ctx, texts)
+    rerank = make_scorer(RERANKER_SCORER[ctx.cfg.models.reranker.backend], ctx)
     with clock.stage("embed_queries"):
         phi0 = l2_normalize(ctx.encode_queries(texts))
 
@@ -163,8 +205,12 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
         keys = list(new)
         cand_q = np.array([q for q, _ in keys])
         with clock.stage("rerank_paths"):
-            score = rerank.paths(phi0, cand_q, [units_ for _, units_ in keys])
-        best = segment_topk(cand_q, score, cfg.beam)
+            best, score = beam_step(
+                cand_q,
+                [units_ for _, units_ in keys],
+                lambda o, paths: _path_scores(ctx, rerank, texts, phi0, o, paths),
+                cfg.beam,
+            )
         next_units, next_vec, items = [], [], []
         for j in best.tolist():
             q, units_ = keys[j]
@@ -190,7 +236,7 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             owner_l.append(np.full(chunks.size, q, dtype=np.int64))
             chunk_l.append(chunks.astype(np.int64))
         owner, chunks = np.concatenate(owner_l), np.concatenate(chunk_l)
-        cscore = rerank.chunks(phi0, owner, chunks)
+        cscore = _chunk_scores(ctx, rerank, texts, phi0, owner, chunks)
         order = segment_topk(owner, cscore, depth_k)
     ids = np.full((b, depth_k), -1, dtype=np.int64)
     out = np.zeros((b, depth_k), dtype=np.float32)

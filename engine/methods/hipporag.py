@@ -11,23 +11,54 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from engine.errors import ConfigError
 from engine.eval.datasets import Question
-from engine.methods.base import Retrieved, StageClock, register
+from engine.methods.base import register
 from engine.retrieve.context import QueryContext
 from engine.retrieve.dense import dense_search
 from engine.retrieve.linking import link_entities
 from engine.retrieve.ranking import ChunkRanking, from_score_matrix
+from engine.retrieve.types import Retrieved, StageClock
 from kernels.ppr import personalized_pagerank
 
 GRAPH = "graph_passage_entity"
 
 
-@register("hipporag")
+@dataclass
+class HippoRAGConfig:
+    """HippoRAG-style PPR over the passage-entity graph."""
+
+    damping: float = 0.5
+    """HippoRAG's PPR damping (probability of following an edge)."""
+    link_threshold: float = 0.0
+    """Query entity -> graph entity links below this cosine are dropped."""
+    link_top_k: int = 1
+    """Graph entities linked per query entity."""
+    passage_weight: float = 0.05
+    """Seed mass on passage nodes from dense similarity (HippoRAG 2); 0 = entities only (HippoRAG 1)."""
+    specificity: bool = True
+    """Weight entity seeds by 1 / (number of passages mentioning them) (HippoRAG's node specificity)."""
+
+    def validate(self, where: str) -> None:
+        """PPR needs a damping strictly between 0 and 1."""
+        if not 0.0 < self.damping < 1.0:
+            raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
+
+
+@register(
+    "hipporag",
+    config=HippoRAGConfig,
+    paper="HippoRAG (Gutierrez et al., NeurIPS 2024) / HippoRAG 2, PPR over passages",
+    needs="passage-entity graph, entity and chunk vectors",
+)
 def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Rank chunks for every question by PPR from its linked entities (and dense passages)."""
-    cfg, depth = ctx.cfg.hipporag, 2 * ctx.cfg.retrieval.candidates
+    cfg: HippoRAGConfig = ctx.cfg.options
+    depth = 2 * ctx.cfg.retrieval.candidates
     texts = [q.question for q in questions]
     with clock.stage("link_entities"):
         links, mentions = link_entities(ctx, texts, cfg.link_top_k, cfg.link_threshold)

@@ -14,16 +14,27 @@ module runs once per batch; extras keep each module's entities for the LEGO metr
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Literal
+
 import numpy as np
 
 from engine.errors import BadInputError
 from engine.eval.datasets import Question
-from engine.methods.base import Retrieved, StageClock, register
+from engine.methods.base import register
 from engine.retrieve.context import QueryContext
-from engine.retrieve.kg import index_graph, question_graphs, topic_entities_by_name
-from engine.retrieve.lego_modules import PathText, extract_subgraphs, filter_paths, refine_paths
+from engine.retrieve.graph import PathText, index_graph, question_graphs, topic_entities_by_name
+from engine.retrieve.lego_modules import (
+    LegoPFConfig,
+    LegoPRConfig,
+    LegoSEConfig,
+    extract_subgraphs,
+    filter_paths,
+    refine_paths,
+)
 from engine.retrieve.linking import link_entities
-from engine.retrieve.scorers import make_scorer
+from engine.retrieve.scoring import LLM_SCORERS, make_scorer
+from engine.retrieve.types import Context, Retrieved, StageClock
 
 ANSWER_INSTRUCTION = (
     "Answer the question from the reasoning paths, which come from a knowledge graph. Keep the "
@@ -51,9 +62,37 @@ EXAMPLES = [
 ]
 
 
-def answer_prompt(question: str, paths: list[str] | None, cfg=None) -> list[dict]:
+@dataclass
+class LegoConfig:
+    """A LEGO-GraphRAG instance: SE -> PF -> PR over a question's graph or the index's."""
+
+    graph: Literal["question", "index"] = "question"
+    """question: the KBQA question's own triples (WebQSP); index: the corpus entity graph."""
+    se: LegoSEConfig = field(default_factory=LegoSEConfig)
+    pf: LegoPFConfig = field(default_factory=LegoPFConfig)
+    pr: LegoPRConfig = field(default_factory=LegoPRConfig)
+    shots: Literal[0, 1, 3] = 0
+    """Worked examples in the answer prompt: zero-, one- or few-shot."""
+    seed: int = 0
+    """Random scorer / RWR sampling seed."""
+
+    def validate(self, where: str) -> None:
+        """Each module's own checks."""
+        self.se.validate(where)
+        self.pf.validate(where)
+        self.pr.validate(where)
+
+    def llm_use(self) -> str | None:
+        """An LLM scorer in any module needs the query LLM, even with --retrieval-only."""
+        scorers = (self.se.scorer, self.pf.scorer, self.pr.scorer)
+        return "an llm scorer" if "llm" in scorers else None
+
+
+def answer_prompt(
+    question: str, paths: list[str] | None, cfg: LegoConfig | None = None
+) -> list[dict]:
     """The reasoning-path prompt with `lego.shots` worked examples."""
-    shots = cfg.lego.shots if cfg is not None else 0
+    shots = cfg.shots if cfg is not None else 0
     parts = [ANSWER_INSTRUCTION, ""]
     for ex_paths, ex_q, ex_a in EXAMPLES[:shots]:
         parts += [f"Reasoning paths:\n{ex_paths}", f"Question: {ex_q}", f"Answer: {ex_a}", ""]
@@ -61,10 +100,16 @@ def answer_prompt(question: str, paths: list[str] | None, cfg=None) -> list[dict
     return [{"role": "user", "content": "\n".join(parts)}]
 
 
-@register("lego", answer_prompt=answer_prompt)
+@register(
+    "lego",
+    config=LegoConfig,
+    answer_prompt=answer_prompt,
+    paper="LEGO-GraphRAG (Cao et al., VLDB 2025): SE -> PF -> PR modules, 21 instances",
+    needs="nothing for KBQA sets with their own triples (INDEX 'none'), else the entity graph",
+)
 def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """SE -> PF -> PR for every question of the batch."""
-    cfg = ctx.cfg.lego
+    cfg: LegoConfig = ctx.cfg.options
     texts = [q.question for q in questions]
     with clock.stage("topic_entities"):
         if cfg.graph == "question":
@@ -80,9 +125,10 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
             tg = index_graph(ctx)
             links, _ = link_entities(ctx, texts, top_k=1)
             seeds = [sorted(lk) for lk in links]
+    parts = {"se": cfg.se, "pf": cfg.pf, "pr": cfg.pr}
     scorers = {
-        name: make_scorer(part.scorer, part.model, ctx, cfg.seed, part.prefilter)
-        for name, part in (("se", cfg.se), ("pf", cfg.pf), ("pr", cfg.pr))
+        name: make_scorer(part.scorer, ctx, part.model, cfg.seed, part.prefilter)
+        for name, part in parts.items()
     }
     with clock.stage("se"):
         sub, sub_seeds = extract_subgraphs(tg, seeds, texts, cfg.se, scorers["se"], cfg.seed)
@@ -115,16 +161,20 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
         )
     tokens: list[dict[str, int]] = [{} for _ in questions]
     for name, scorer in scorers.items():
-        for q, n in enumerate(scorer.take_tokens() if hasattr(scorer, "take_tokens") else []):
+        for q, n in enumerate(scorer.take_tokens() if scorer is not None else []):
             tokens[q][f"lego_{name}_llm"] = n
-    failures = {k: s.failures for k, s in scorers.items() if hasattr(s, "failures")}
+    failures = {
+        k: s.failures
+        for k, s in scorers.items()
+        if s is not None and parts[k].scorer in LLM_SCORERS
+    }
     if failures:
         for e in extras:
             e["scorer_parse_failures"] = failures
     per_q = {f"{k}_seconds_per_question": clock.seconds[k] / n_q for k in ("se", "pf", "pr")}
     for e in extras:
         e["module_seconds"] = per_q
-    contexts = [e["paths"] for e in extras]
+    contexts = [Context.of(e["paths"]) for e in extras]
     return Retrieved(None, extras, tokens, clock.seconds, contexts)
 
 

@@ -21,18 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.config import QueryConfig
 from engine.errors import BadInputError
 from engine.eval.datasets import Question
-from engine.methods.answer import answer_prompts, clean_answer, fit_context, generate_answers
-from engine.methods.base import ANSWER_PROMPTS, Retrieved, StageClock, get_method, llm_tokens
+from engine.methods import method_spec
+from engine.methods.answer import answer_batch
 from engine.progress import progress
 from engine.retrieve.context import QueryContext
-from engine.retrieve.ranking import ChunkRanking, passages_of
+from engine.retrieve.ranking import passages_of
+from engine.retrieve.types import Context, Retrieved, StageClock
 from engine.store.index_store import Index
 
 RESULT_SCHEMA = pa.schema(
@@ -96,70 +96,47 @@ def _check_run_dir(out: Path, identity: dict[str, Any]) -> None:
     _write_atomic(marker, json.dumps(identity, indent=2).encode())
 
 
-def _save_retrieved(path: Path, r: Retrieved) -> None:
-    payload = {
-        "ids": None if r.ranking is None else r.ranking.ids.tolist(),
-        "scores": None if r.ranking is None else r.ranking.scores.tolist(),
-        "extras": r.extras,
-        "tokens": r.tokens,
-        "seconds": r.seconds,
-        "contexts": r.contexts,
-    }
-    _write_atomic(path, json.dumps(payload).encode())
-
-
-def _load_retrieved(path: Path) -> Retrieved:
-    p = json.loads(path.read_text())
-    ranking = None
-    if p["ids"] is not None:
-        ranking = ChunkRanking(
-            np.asarray(p["ids"], dtype=np.int64), np.asarray(p["scores"], dtype=np.float32)
-        )
-    return Retrieved(ranking, p["extras"], p["tokens"], p["seconds"], p.get("contexts"))
+def _chunk_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[list[int]]:
+    """Chunk rows of each question's context: the ranking's top_k (none without a ranking)."""
+    top_k = ctx.cfg.retrieval.top_k
+    return [[] if r.ranking is None else r.ranking.row(q)[0][:top_k] for q in range(n)]
 
 
 def _answer_batch(
     ctx: QueryContext, batch: list[Question], r: Retrieved, clock: StageClock
 ) -> list[dict[str, Any]]:
-    """Contexts, answers and result rows of one retrieved batch."""
+    """Answers and result rows of one retrieved batch."""
     cfg = ctx.cfg
-    rows = []
-    contexts: list[list[int] | None] = []
-    for q in range(len(batch)):
-        contexts.append(None if r.ranking is None else r.ranking.row(q)[0][: cfg.retrieval.top_k])
-    answers = [None] * len(batch)
-    ans_tokens: list[dict[str, int]] = [{} for _ in batch]
     chunks = ctx.chunks if r.ranking is not None else None
+    rows_of = _chunk_contexts(ctx, r, len(batch))
+    if r.contexts is not None:
+        contexts: list[Context | None] = list(r.contexts)
+    elif chunks is not None:
+        contexts = [Context.of([chunks["titled"][i] for i in rows]) for rows in rows_of]
+    else:
+        contexts = [None] * len(batch)
+    answers: list[str | None] = [None] * len(batch)
+    ans_tokens: list[dict[str, int]] = [{} for _ in batch]
     if cfg.generation.enabled:
         with clock.stage("answer"):
-            texts: list[list[str] | None] = []
-            for q, rows_q in enumerate(contexts):
-                if r.contexts is not None:
-                    given = r.contexts[q]
-                    counts = [len(e.ids) for e in ctx.tokenizer.encode_batch(given)]
-                    texts.append(fit_context(given, counts, cfg.generation.max_context_tokens))
-                    continue
-                if rows_q is None:
-                    texts.append(None)
-                    continue
-                passages = [chunks["titled"][i] for i in rows_q]
-                counts = [len(e.ids) for e in ctx.tokenizer.encode_batch(passages)]
-                texts.append(fit_context(passages, counts, cfg.generation.max_context_tokens))
-                contexts[q] = rows_q[: len(texts[-1])]  # what the prompt really holds
-            custom = ANSWER_PROMPTS.get(cfg.method)
-            if custom is not None:
-                prompts = [custom(q.question, t, cfg) for q, t in zip(batch, texts, strict=True)]
-            else:
-                prompts = answer_prompts([q.question for q in batch], texts)
-            done = generate_answers(ctx.llm, prompts, cfg.generation.max_tokens)
-            answers = [clean_answer(c.text) for c in done]
-            ans_tokens = llm_tokens(done, "answer")
+            done = answer_batch(
+                ctx.llm,
+                ctx.tokenizer,
+                [q.question for q in batch],
+                contexts,
+                cfg.generation.max_context_tokens,
+                cfg.generation.max_tokens,
+                method_spec(cfg.method).answer_prompt,
+                cfg.options,
+            )
+        answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
     per_q = {k: v / len(batch) for k, v in clock.seconds.items()}
+    rows = []
     for q, question in enumerate(batch):
         ranked, scores = ([], []) if r.ranking is None else r.ranking.row(q)
-        ctx_rows = contexts[q] or []
-        if r.contexts is not None:
-            given = texts[q] if cfg.generation.enabled else r.contexts[q]
+        shown = [] if contexts[q] is None else contexts[q].texts()
+        # what the prompt really holds: the chunks that fit
+        ctx_rows = rows_of[q][: len(shown)] if r.contexts is None else []
         rows.append(
             {
                 "qid": question.qid,
@@ -172,9 +149,7 @@ def _answer_batch(
                 "retrieved_chunk_ids": [chunks["ids"][i] for i in ranked] if chunks else [],
                 "retrieved_scores": scores,
                 "context_ids": [chunks["ids"][i] for i in ctx_rows] if chunks else [],
-                "context_text": given
-                if r.contexts is not None
-                else ([chunks["titled"][i] for i in ctx_rows] if chunks else []),
+                "context_text": shown,
                 "gold_answers": question.answers,
                 "supporting_ids": question.supporting_ids,
                 "qtype": question.qtype,
@@ -203,7 +178,7 @@ def run_query(
     if not dry_run:  # a dry run counts prompts and tokens and writes nothing
         _check_run_dir(out, _run_identity(index, cfg, questions_src, len(questions)))
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
-    method = get_method(cfg.method)
+    method = method_spec(cfg.method).retrieve
     started = time.perf_counter()
     bs = cfg.batch_size
     n_batches = (len(questions) + bs - 1) // bs
@@ -219,12 +194,12 @@ def run_query(
         ckpt = out / "parts" / f"{b:05d}.retrieved.json"
         clock = StageClock()
         if ckpt.exists() and not dry_run:
-            r = _load_retrieved(ckpt)
+            r = Retrieved.from_json(json.loads(ckpt.read_text()))
             clock.seconds = dict(r.seconds)
         else:
             r = method(ctx, batch, clock)
             if not dry_run:
-                _save_retrieved(ckpt, r)
+                _write_atomic(ckpt, json.dumps(r.to_json()).encode())
         rows = _answer_batch(ctx, batch, r, clock)
         if dry_run:
             bar.update(len(batch))

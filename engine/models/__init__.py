@@ -12,9 +12,9 @@ from engine.config import EmbedderConfig, LLMConfig, RerankerConfig
 from engine.errors import ConfigError
 from engine.models.base import Completion, GenParams, LLMError, LLMRequiredError, Usage, UsageLedger
 from engine.models.cache import ResponseCache
-from engine.models.embed import Embedder
+from engine.models.embed import BGEM3Embedder, Embedder, SentenceTransformerEmbedder
 from engine.models.llm import LLM, NoLLM
-from engine.models.rerank import Reranker
+from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker, Scorer
 
 __all__ = [
     "LLM",
@@ -24,7 +24,7 @@ __all__ = [
     "LLMError",
     "LLMRequiredError",
     "NoLLM",
-    "Reranker",
+    "Scorer",
     "ResponseCache",
     "Usage",
     "UsageLedger",
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def _http(cfg) -> object:
-    from engine.models.openai_llm import HTTPSettings
+    from engine.models.openai_llm import HTTPSettings  # httpx only for servers
 
     return HTTPSettings(
         base_url=cfg.base_url,
@@ -70,17 +70,17 @@ def make_backend(cfg: LLMConfig):
     if cfg.backend == "none":
         return NoLLM()
     if cfg.backend == "transformers":
-        from engine.models.transformers_llm import TransformersLLM
+        from engine.models.transformers_llm import TransformersLLM  # loads torch/transformers
 
         return TransformersLLM(cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size)
     if cfg.backend == "openai":
-        from engine.models.openai_llm import OpenAICompatLLM
+        from engine.models.openai_llm import OpenAICompatLLM  # httpx only for servers
 
         if not cfg.model:
             raise ConfigError("llm.model: the openai backend needs the server's model name")
         return OpenAICompatLLM(cfg.model, _http(cfg))
     if cfg.backend == "vllm":
-        from engine.models.vllm_llm import VLLMBackend
+        from engine.models.vllm_llm import VLLMBackend  # vllm: optional GPU extra
 
         if not cfg.model:
             raise ConfigError("llm.model: the vllm backend needs a local model folder")
@@ -91,7 +91,7 @@ def make_backend(cfg: LLMConfig):
 def make_embedder(cfg: EmbedderConfig) -> Embedder:
     """The embedder of a config; local models are loaded once per process and shared."""
     if cfg.backend == "openai":
-        from engine.models.openai_llm import OpenAIEmbedder
+        from engine.models.openai_llm import OpenAIEmbedder  # httpx only for servers
 
         return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
     return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
@@ -100,18 +100,12 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
 @lru_cache(maxsize=4)
 def _local_embedder(backend: str, model: str, device: str, batch_size: int) -> Embedder:
     if backend == "bge-m3":
-        from engine.models.embed import BGEM3Embedder
-
         return BGEM3Embedder(model, device, batch_size)
-    from engine.models.embed import SentenceTransformerEmbedder
-
     return SentenceTransformerEmbedder(model, device, batch_size)
 
 
-def make_reranker(cfg: RerankerConfig, embedder: Embedder) -> Reranker:
+def make_reranker(cfg: RerankerConfig, embedder: Embedder) -> Scorer:
     """The reranker of a config (bi-encoder reuses the embedder)."""
-    from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
-
     if cfg.backend == "bi-encoder":
         return BiEncoderReranker(embedder)
     if not cfg.model:

@@ -22,6 +22,8 @@ import httpx
 
 from engine.errors import ConfigError
 from engine.models.base import Completion, GenParams, LLMError, Prompt, as_messages
+from engine.models.tokenizer import load_tokenizer
+from kernels.similarity import l2_normalize
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -132,8 +134,6 @@ class OpenAICompatLLM:
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Approximate prompt tokens with a local tokenizer (the server's own may differ slightly)."""
         if self._tokenizer is None:
-            from engine.index.chunking import load_tokenizer
-
             self._tokenizer = load_tokenizer()
         texts = ["\n".join(m["content"] for m in as_messages(p)) for p in prompts]
         return [len(e.ids) for e in self._tokenizer.encode_batch(texts)]
@@ -212,8 +212,6 @@ class OpenAIEmbedder:
     def encode(self, texts: list[str]):
         """(n, d) float32, L2-normalized; batches sent concurrently."""
         import numpy as np
-
-        from kernels.similarity import l2_normalize
 
         batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
 

@@ -1,4 +1,4 @@
-"""Rerankers behind one batch call: `score(query, texts)` and `score_batch(pairs)`.
+"""Model scorers behind one batch call (the `Scorer` protocol): `score_batch(pairs)`.
 
 The bi-encoder cosine reranker (default, offline) embeds all queries and all distinct texts
 in one call each; the cross-encoder scores every (query, text) pair of the batch in one
@@ -16,24 +16,37 @@ from engine.errors import ConfigError
 from engine.models.embed import Embedder
 
 
-class Reranker(Protocol):
-    """Scores candidate texts against queries; higher is more relevant."""
+class Scorer(Protocol):
+    """Scores candidate texts against their queries in one call for a whole batch; higher is
+    more relevant. Every scorer (model rerankers here, random / BM25 / LLM in
+    engine.retrieve.scoring) carries its usage and its parse failures."""
 
     model_id: str
+    failures: int
+    """Model answers that never parsed (an LLM scorer); those candidates scored 0."""
 
     def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
-        """One score array per (query, candidate texts) pair, in one model pass."""
+        """One score array per (query, candidate texts) pair."""
+
+    def take_tokens(self) -> list[int]:
+        """LLM tokens per pair position since the last take (empty for a scorer without an LLM)."""
 
 
-class RerankerBase:
-    """`score` as a batch of one."""
+class ScorerBase:
+    """What every scorer shares: `score` as a batch of one, no failures, no LLM tokens."""
+
+    failures: int = 0
 
     def score(self, query: str, texts: list[str]) -> np.ndarray:
         """Scores of `texts` for one query."""
         return self.score_batch([(query, texts)])[0]  # type: ignore[attr-defined]
 
+    def take_tokens(self) -> list[int]:
+        """No LLM, no tokens."""
+        return []
 
-class BiEncoderReranker(RerankerBase):
+
+class BiEncoderReranker(ScorerBase):
     """Cosine of embeddings: two embedding calls for the whole batch."""
 
     def __init__(self, embedder: Embedder) -> None:
@@ -54,7 +67,7 @@ class BiEncoderReranker(RerankerBase):
         ]
 
 
-class CrossEncoderReranker(RerankerBase):
+class CrossEncoderReranker(ScorerBase):
     """A cross-encoder from a local folder; all pairs of the batch in one predict call."""
 
     def __init__(

@@ -1,21 +1,30 @@
 """What a query run reads from an index and which models it holds, loaded lazily and once.
 
 Every retrieval operator takes a `QueryContext`, so a method loads only the tables, vectors,
-graphs and models it actually uses.
+graphs and models it actually uses. The models that must match the index (embedder, NER,
+tokenizer) come from the index manifest; derived structures (adjacency, BM25 indexes, graphs)
+are built once through `memo`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 from engine.config import QueryConfig
 from engine.errors import BadInputError, IndexFormatError
+from engine.models import make_embedder, make_llm
 from engine.models.base import UsageLedger
+from engine.models.ner import entity_recognizer
+from engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
 from engine.store.index_store import Index
 from kernels.graph import CSRGraph
+
+T = TypeVar("T")
 
 
 class QueryContext:
@@ -36,6 +45,14 @@ class QueryContext:
         self.run_dir = Path(run_dir)
         self.dry_run = dry_run
         self.ledger = UsageLedger()  # every LLM of the run (query LLM, fine-tuned scorers)
+        self._memo: dict[Any, Any] = {}
+
+    def memo(self, key: Any, build: Callable[[], T]) -> T:
+        """A structure derived from the index (adjacency, a BM25 index, a graph), built once
+        per run by `build` and kept under `key`."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
 
     # -- passages ------------------------------------------------------------------------------
     @cached_property
@@ -100,33 +117,33 @@ class QueryContext:
 
     def graph(self, name: str) -> CSRGraph:
         """An index graph as CSR (undirected graphs hold both edge directions)."""
-        if name not in self._graphs:
-            if not self.index.has(name):
-                raise IndexFormatError(
-                    f"{self.index.root}: the index has no {name}; rebuild it with graph.enabled: true"
-                )
-            layout = self.index.manifest.get("stats", {}).get("graphs", {}).get(name, {})
-            e = self.index.table(name).to_pydict()
-            src, dst = np.asarray(e["src"]), np.asarray(e["dst"])
-            w = np.asarray(e["weight"], dtype=np.float32)
-            n = int(layout.get("nodes", max(src.max(initial=-1), dst.max(initial=-1)) + 1))
-            self._graphs[name] = CSRGraph.from_edges(
-                src, dst, w, n_nodes=n, directed=bool(layout.get("directed", False))
-            )
-        return self._graphs[name]
+        return self.memo(("graph", name), lambda: self._load_graph(name))
 
-    @cached_property
-    def _graphs(self) -> dict[str, CSRGraph]:
-        return {}
+    def _load_graph(self, name: str) -> CSRGraph:
+        if not self.index.has(name):
+            raise IndexFormatError(
+                f"{self.index.root}: the index has no {name}; rebuild it with graph.enabled: true"
+            )
+        layout = self.index.manifest.get("stats", {}).get("graphs", {}).get(name, {})
+        e = self.index.table(name).to_pydict()
+        src, dst = np.asarray(e["src"]), np.asarray(e["dst"])
+        w = np.asarray(e["weight"], dtype=np.float32)
+        n = int(layout.get("nodes", max(src.max(initial=-1), dst.max(initial=-1)) + 1))
+        return CSRGraph.from_edges(
+            src, dst, w, n_nodes=n, directed=bool(layout.get("directed", False))
+        )
 
     # -- models --------------------------------------------------------------------------------
+    @property
+    def built_with(self) -> dict[str, str]:
+        """The models the index was built with (manifest `models`: embedder, ner, llm)."""
+        return self.index.manifest.get("models", {}) or {}
+
     @cached_property
     def embedder(self):
         """The embedder the index was built with (a different one would compare apples to pears)."""
-        from engine.models import make_embedder
-
         emb = make_embedder(self.cfg.models.embedder)
-        built = self.index.manifest.get("models", {}).get("embedder")
+        built = self.built_with.get("embedder")
         if built and built != emb.model_id:
             raise BadInputError(
                 f"{self.index.root}: the index was embedded with {built}, the query config uses "
@@ -137,8 +154,6 @@ class QueryContext:
     @cached_property
     def llm(self):
         """The LLM front with its response cache in the run folder (the resume ledger)."""
-        from engine.models import make_llm
-
         return make_llm(
             self.cfg.models.llm,
             default_cache=None if self.dry_run else self.run_dir / "llm_cache.sqlite",
@@ -148,17 +163,16 @@ class QueryContext:
 
     @cached_property
     def ner(self):
-        """The entity recognizer the index used (spaCy, or the rule fallback)."""
-        from engine.index.ner import entity_recognizer
-
-        return entity_recognizer("auto")
+        """The entity recognizer the index used (its manifest's NER backend; "auto" for an
+        index built without NER)."""
+        backend = self.built_with.get("ner", "auto").split(":")[0]
+        return entity_recognizer(backend if backend in ("spacy", "rules") else "auto")
 
     @cached_property
     def tokenizer(self):
-        """The embedder's tokenizer, for counting context tokens."""
-        from engine.index.chunking import load_tokenizer
-
-        return load_tokenizer("all-MiniLM-L6-v2")
+        """The tokenizer the index counted chunk tokens with, for counting context tokens."""
+        chunking = self.index.manifest.get("config", {}).get("chunking", {})
+        return load_tokenizer(chunking.get("tokenizer", DEFAULT_TOKENIZER))
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """One batched embedding call for a list of query texts."""

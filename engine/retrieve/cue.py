@@ -1,5 +1,5 @@
 """Batch operators over Clue-RAG's chunk-unit-entity graph: adjacency as CSR arrays, candidate
-gathering for a whole batch, and segmented (per-query) top-k of flat score arrays."""
+gathering for a whole batch."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.retrieve.context import QueryContext
+from kernels.segments import csr_from_pairs
 
 GRAPH = "graph_cue"
 
@@ -37,17 +38,12 @@ class CueAdjacency:
         return np.unique(np.concatenate(parts))
 
 
-def _csr(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.lexsort((cols, rows))
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(indptr, rows + 1, 1)
-    return np.cumsum(indptr), cols[order].astype(np.int64)
-
-
 def cue_adjacency(ctx: QueryContext) -> CueAdjacency:
-    """Adjacency of the index's chunk-unit-entity graph (cached on the context)."""
-    if "_cue" in vars(ctx):
-        return vars(ctx)["_cue"]
+    """Adjacency of the index's chunk-unit-entity graph (built once per run)."""
+    return ctx.memo("cue_adjacency", lambda: _build_adjacency(ctx))
+
+
+def _build_adjacency(ctx: QueryContext) -> CueAdjacency:
     parts = ctx.graph_parts(GRAPH)
     c0, u0, e0 = parts["chunk"][0], parts["unit"][0], parts["entity"][0]
     n_u, n_e = parts["unit"][1] - u0, parts["entity"][1] - e0
@@ -57,30 +53,6 @@ def cue_adjacency(ctx: QueryContext) -> CueAdjacency:
     unit_chunk = np.full(n_u, -1, dtype=np.int64)
     unit_chunk[dst[is_cu] - u0] = src[is_cu] - c0
     u, e = src[~is_cu] - u0, dst[~is_cu] - e0
-    ent_indptr, ent_units = _csr(e, u, n_e)
-    unit_indptr, unit_ents = _csr(u, e, n_u)
-    adj = CueAdjacency(ent_indptr, ent_units, unit_indptr, unit_ents, unit_chunk)
-    vars(ctx)["_cue"] = adj
-    return adj
-
-
-def segment_topk(owner: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k best scores of every owner in flat arrays (owner-sorted output,
-    best first within an owner)."""
-    if owner.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((-scores, owner))
-    o = owner[order]
-    starts = np.searchsorted(o, o, side="left")
-    rank = np.arange(o.size) - starts
-    return order[rank < k]
-
-
-def rowwise_dot(
-    queries: np.ndarray, owner: np.ndarray, vectors: np.ndarray, rows: np.ndarray
-) -> np.ndarray:
-    """Scores of every flat (query, row) pair in one gather-multiply-sum: the batch's
-    similarity kernel call for one depth."""
-    if owner.size == 0:
-        return np.zeros(0, dtype=np.float32)
-    return np.einsum("ij,ij->i", queries[owner], np.asarray(vectors[rows], dtype=np.float32))
+    ent_indptr, ent_units = csr_from_pairs(e, u, n_e)
+    unit_indptr, unit_ents = csr_from_pairs(u, e, n_u)
+    return CueAdjacency(ent_indptr, ent_units, unit_indptr, unit_ents, unit_chunk)

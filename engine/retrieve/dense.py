@@ -6,7 +6,7 @@ import numpy as np
 
 from engine.retrieve.context import QueryContext
 from engine.retrieve.ranking import ChunkRanking
-from kernels.similarity import cosine_topk
+from kernels.similarity import cosine_matrix, cosine_topk
 
 
 def dense_search(ctx: QueryContext, query_vectors: np.ndarray, k: int) -> ChunkRanking:
@@ -17,6 +17,4 @@ def dense_search(ctx: QueryContext, query_vectors: np.ndarray, k: int) -> ChunkR
 
 def dense_scores(ctx: QueryContext, query_vectors: np.ndarray) -> np.ndarray:
     """Full (B, n_chunks) cosine matrix, for methods that mix it with other scores."""
-    from kernels.similarity import cosine_matrix
-
     return cosine_matrix(query_vectors, np.asarray(ctx.chunk_vectors))

@@ -14,19 +14,107 @@ answer-entity precision / recall.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from engine.config import LegoPFConfig, LegoSEConfig
-from engine.retrieve.kg import TripleGraph
-from engine.retrieve.scorers import TextScorer
+from engine.errors import ConfigError
+from engine.models.rerank import Scorer
+from engine.retrieve.beam import beam_step, flatten
+from engine.retrieve.graph import PathText, TripleGraph, pretty_relation
+from engine.retrieve.scoring import score_flat, scorer_names
 from kernels.paths import nearest_source_paths
 from kernels.ppr import personalized_pagerank, sampled_rwr
 
+SCORER_DOC = """How a LEGO module scores texts against the question: any registered scorer
+(engine.retrieve.scoring): none, random, bm25, bi-encoder (the embedder), cross-encoder
+(models.reranker), llm (the query LLM), or a fine-tuned bi-encoder-ft / llm-ft read from `model`
+(a local folder)."""
 
-def pretty_relation(rel: str) -> str:
-    """A relation as words for scoring: Freebase's `a.b.c_d` becomes `a b c d`."""
-    return rel.replace(".", " ").replace("_", " ")
+
+@dataclass
+class LegoSEConfig:
+    """LEGO subgraph extraction: PPR or RWR from the topic entities, then an optional scorer."""
+
+    method: Literal["ppr", "rwr"] = "ppr"
+    """ppr: exact personalized PageRank; rwr: Monte-Carlo random walks with restart."""
+    restart_prob: float = 0.8
+    max_ent: int = 2000
+    """Nodes kept by their PPR / RWR score (topic entities always)."""
+    scorer: str = "none"
+    model: str | None = None
+    node_threshold: float | None = None
+    """Scorer: nodes scoring below it are dropped (topic entities stay)."""
+    edge_threshold: float | None = None
+    """Scorer: edges scoring below it are dropped."""
+    window: int = 24
+    """Scorer: each node keeps at most its `window` best-scoring edges."""
+    walks: int = 2000
+    """rwr: walks started per question."""
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
+
+    def validate(self, where: str) -> None:
+        """A restart probability in (0, 1), positive sizes, a known scorer."""
+        if not 0.0 < self.restart_prob < 1.0:
+            raise ConfigError(f"{where}: lego.se.restart_prob must lie in (0, 1)")
+        if min(self.max_ent, self.window, self.walks) < 1:
+            raise ConfigError(f"{where}: lego.se.max_ent, window and walks must be >= 1")
+        _check_scorer(where, "lego.se", self.scorer, self.prefilter)
+
+
+@dataclass
+class LegoPFConfig:
+    """LEGO path filtering over the extracted subgraph."""
+
+    method: Literal["spf", "cpf", "beam"] = "spf"
+    """spf: a shortest path from the topic entities to every node; cpf: every simple path;
+    beam: iterative beam search that scores partial paths."""
+    max_hops: int = 2
+    max_paths: int = 1000
+    """cpf: paths kept per question (the cap)."""
+    scorer: str = "bi-encoder"
+    model: str | None = None
+    beam_width: int = 128
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
+
+    def validate(self, where: str) -> None:
+        """Positive sizes, a known scorer, and a scorer for beam search."""
+        if min(self.max_hops, self.max_paths, self.beam_width) < 1:
+            raise ConfigError(f"{where}: lego.pf.max_hops, max_paths and beam_width must be >= 1")
+        _check_scorer(where, "lego.pf", self.scorer, self.prefilter)
+        if self.method == "beam" and self.scorer == "none":
+            raise ConfigError(f"{where}: lego.pf.method 'beam' needs a scorer (lego.pf.scorer)")
+
+
+@dataclass
+class LegoPRConfig:
+    """LEGO path refinement: score the filtered paths and keep the top_k."""
+
+    scorer: str = "none"
+    model: str | None = None
+    top_k: int = 64
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
+
+    def validate(self, where: str) -> None:
+        """A positive top_k and a known scorer."""
+        if self.top_k < 1:
+            raise ConfigError(f"{where}: lego.pr.top_k must be >= 1")
+        _check_scorer(where, "lego.pr", self.scorer, self.prefilter)
+
+
+def _check_scorer(where: str, part: str, scorer: str, prefilter: int) -> None:
+    if scorer not in scorer_names():
+        raise ConfigError(
+            f"{where}: {part}.scorer must be one of {', '.join(scorer_names())}, got {scorer!r}"
+        )
+    if prefilter < 0:
+        raise ConfigError(f"{where}: {part}.prefilter must be >= 0 (0: no prefilter)")
 
 
 @dataclass
@@ -37,47 +125,13 @@ class PathSet:
     scores: np.ndarray | None = None
 
 
-class PathText:
-    """Renders paths of a TripleGraph, with every relation between consecutive nodes."""
-
-    def __init__(self, tg: TripleGraph) -> None:
-        self.tg = tg
-        self.pairs: dict[tuple[int, int], list[int]] = {}
-        for e, (h, t) in enumerate(zip(tg.heads.tolist(), tg.tails.tolist(), strict=True)):
-            self.pairs.setdefault((h, t), []).append(e)
-            if h != t:
-                self.pairs.setdefault((t, h), []).append(e)
-
-    def show(self, path: tuple[int, ...]) -> str:
-        """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored
-        direction, parallel relations joined by " / "."""
-        tg = self.tg
-        out = [tg.names[path[0]]]
-        for u, v in zip(path, path[1:], strict=False):
-            labels = [
-                f"-[{tg.relations[e]}]->" if tg.heads[e] == u else f"<-[{tg.relations[e]}]-"
-                for e in self.pairs[(u, v)]
-            ]
-            out.append(f" {' / '.join(labels)} {tg.names[v]}")
-        return "".join(out)
-
-    def words(self, path: tuple[int, ...]) -> str:
-        """The path as plain words for scorers."""
-        tg = self.tg
-        parts = [tg.names[path[0]]]
-        for u, v in zip(path, path[1:], strict=False):
-            parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self.pairs[(u, v)]))
-            parts.append(tg.names[v])
-        return " ".join(parts)
-
-
 # -- SE ---------------------------------------------------------------------------------------
 def extract_subgraphs(
     tg: TripleGraph,
     seeds: list[list[int]],
     questions: list[str],
     cfg: LegoSEConfig,
-    scorer: TextScorer | None,
+    scorer: Scorer | None,
     seed: int = 0,
 ) -> tuple[TripleGraph, list[list[int]]]:
     """Each question's subgraph as a block of a new graph, and its topic entities there."""
@@ -165,7 +219,7 @@ def filter_paths(
     seeds: list[list[int]],
     questions: list[str],
     cfg: LegoPFConfig,
-    scorer: TextScorer | None,
+    scorer: Scorer | None,
     text: PathText,
 ) -> list[PathSet]:
     """Candidate reasoning paths of every question from its topic entities."""
@@ -219,13 +273,18 @@ def _beam_search(sub, seeds, questions, cfg: LegoPFConfig, scorer, text: PathTex
             cands.append(ext)
         if not any(cands):
             break
-        scores = scorer.score_batch(
-            [(q, [text.words(p) for p in c]) for q, c in zip(questions, cands, strict=True)]
+        owner, flat = flatten(cands)
+        best, scores = beam_step(
+            owner,
+            flat,
+            lambda o, paths: score_flat(scorer, questions, o, [text.words(p) for p in paths]),
+            cfg.beam_width,
         )
-        for q, (c, s) in enumerate(zip(cands, scores, strict=True)):
-            best = np.argsort(-s, kind="stable")[: cfg.beam_width]
-            beams[q] = [c[i] for i in best]
-            kept[q].update({c[i]: float(s[i]) for i in best})
+        beams = [[] for _ in questions]
+        for i in best.tolist():
+            q = int(owner[i])
+            beams[q].append(flat[i])
+            kept[q][flat[i]] = float(scores[i])
     out = []
     for k in kept:
         items = sorted(k.items(), key=lambda kv: -kv[1])
@@ -238,7 +297,7 @@ def refine_paths(
     paths: list[PathSet],
     questions: list[str],
     top_k: int,
-    scorer: TextScorer | None,
+    scorer: Scorer | None,
     text: PathText,
 ) -> list[PathSet]:
     """The `top_k` paths of each question by the scorer (in PF's order without one)."""

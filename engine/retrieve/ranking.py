@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernels.segments import dense_topk
+
 
 @dataclass
 class ChunkRanking:
@@ -22,18 +24,8 @@ class ChunkRanking:
 
 def from_score_matrix(scores: np.ndarray, k: int) -> ChunkRanking:
     """Top-k of a dense (B, n_chunks) score matrix, best first."""
-    b, n = scores.shape
-    kk = min(k, n)
-    ids = np.full((b, k), -1, dtype=np.int64)
-    out = np.zeros((b, k), dtype=np.float32)
-    if kk == 0:
-        return ChunkRanking(ids, out)
-    part = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
-    vals = np.take_along_axis(scores, part, axis=1)
-    order = np.argsort(-vals, axis=1, kind="stable")
-    ids[:, :kk] = np.take_along_axis(part, order, axis=1)
-    out[:, :kk] = np.take_along_axis(vals, order, axis=1)
-    return ChunkRanking(ids, out)
+    ids, vals = dense_topk(scores, k)
+    return ChunkRanking(ids, vals.astype(np.float32))
 
 
 def passages_of(rows: list[int], passage_of_chunk: list[str]) -> list[str]:

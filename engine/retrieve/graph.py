@@ -1,6 +1,9 @@
-"""Triple graphs for LEGO-GraphRAG: the per-question graphs of a KBQA batch, or an index's entity
-graph, held as one graph whose questions' parts are disjoint blocks, so that each graph kernel
-(PPR, random walks, shortest paths) runs once for the whole batch.
+"""Triple graphs of a batch: the per-question graphs of a KBQA batch, per-question subgraphs cut
+from an index's entity graph, or that whole graph shared by every question. A batch's graphs are
+held as one graph whose questions' parts are disjoint blocks, so that each graph kernel (PPR,
+random walks, shortest paths) runs once for the whole batch; `PathText` renders paths over it.
+
+Used by LEGO-GraphRAG's modules and by any method that cuts, joins or walks subgraphs.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from kernels.graph import CSRGraph
+from kernels.segments import group_by_owner
 
 
 @dataclass
@@ -40,13 +44,13 @@ class TripleGraph:
 
     def nodes_by_question(self, n_q: int) -> list[np.ndarray]:
         """Node ids of each question's block (ascending)."""
-        return by_owner(self.node_owner, n_q)
+        return group_by_owner(self.node_owner, n_q)
 
     def edges_by_question(self, n_q: int) -> list[np.ndarray]:
         """Triple rows each question may use: its block's, or all of a shared graph's."""
         if self.edge_owner.size and self.edge_owner.min() < 0:
             return [np.arange(self.heads.size)] * n_q
-        return by_owner(self.edge_owner, n_q)
+        return group_by_owner(self.edge_owner, n_q)
 
     def subgraphs(self, nodes: list[np.ndarray], edges: list[np.ndarray]) -> TripleGraph:
         """Question q's `nodes[q]` and `edges[q]` (rows of this graph) as disjoint blocks of a
@@ -74,13 +78,6 @@ class TripleGraph:
             np.asarray(e_owner, np.int64),
             np.concatenate(origin) if origin else np.zeros(0, np.int64),
         )
-
-
-def by_owner(owner: np.ndarray, n_q: int) -> list[np.ndarray]:
-    """Row ids grouped by owner 0..n_q-1 (one stable sort, not one scan per owner)."""
-    order = np.argsort(owner, kind="stable")
-    bounds = np.searchsorted(owner[order], np.arange(n_q + 1))
-    return [order[bounds[q] : bounds[q + 1]] for q in range(n_q)]
 
 
 def question_graphs(triples: list[list[list[str]]]) -> TripleGraph:
@@ -173,3 +170,50 @@ def topic_entities_by_name(tg: TripleGraph, questions: list[str], encode) -> lis
             out[q] = [int(g[int(np.argmax(sims))])]
             start += g.size
     return out
+
+
+def pretty_relation(rel: str) -> str:
+    """A relation as words for scoring: Freebase's `a.b.c_d` becomes `a b c d`."""
+    return rel.replace(".", " ").replace("_", " ")
+
+
+@dataclass
+class PathSet:
+    """The paths of one question: node sequences in a TripleGraph, with scores when scored."""
+
+    paths: list[tuple[int, ...]]
+    scores: np.ndarray | None = None
+
+
+class PathText:
+    """Renders paths of a TripleGraph, with every relation between consecutive nodes."""
+
+    def __init__(self, tg: TripleGraph) -> None:
+        self.tg = tg
+        self.pairs: dict[tuple[int, int], list[int]] = {}
+        for e, (h, t) in enumerate(zip(tg.heads.tolist(), tg.tails.tolist(), strict=True)):
+            self.pairs.setdefault((h, t), []).append(e)
+            if h != t:
+                self.pairs.setdefault((t, h), []).append(e)
+
+    def show(self, path: tuple[int, ...]) -> str:
+        """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored
+        direction, parallel relations joined by " / "."""
+        tg = self.tg
+        out = [tg.names[path[0]]]
+        for u, v in zip(path, path[1:], strict=False):
+            labels = [
+                f"-[{tg.relations[e]}]->" if tg.heads[e] == u else f"<-[{tg.relations[e]}]-"
+                for e in self.pairs[(u, v)]
+            ]
+            out.append(f" {' / '.join(labels)} {tg.names[v]}")
+        return "".join(out)
+
+    def words(self, path: tuple[int, ...]) -> str:
+        """The path as plain words for scorers."""
+        tg = self.tg
+        parts = [tg.names[path[0]]]
+        for u, v in zip(path, path[1:], strict=False):
+            parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self.pairs[(u, v)]))
+            parts.append(tg.names[v])
+        return " ".join(parts)

@@ -1,24 +1,34 @@
-"""Text scorers of LEGO-GraphRAG's modules: each scores, for a batch of questions, that
-question's candidate texts (node names, triples, paths) in one call for the whole batch.
+"""One scorer protocol for every method: "score these candidate texts against their question"
+for a whole batch in one call (`engine.models.rerank.Scorer`: model id, `score_batch`, usage as
+`take_tokens`, parse `failures`), and a name -> factory registry so any method reaches any
+scorer by name (`make_scorer`).
 
-none (no scoring), random, BM25 (Okapi over each question's own candidates), bi-encoder (the
-embedder), cross-encoder (a local folder), vanilla LLM (numbered candidates, the model names the
-useful ones), and fine-tuned bi-encoder or LLM read from a local folder. An LLM scorer can sit
-behind a bi-encoder prefilter (PrefilteredScorer), so it reads only the best candidates.
+Registered: random, bm25 (Okapi over each question's own candidates), bi-encoder (the index's
+embedder), cross-encoder (models.reranker, or a local folder), llm (numbered candidates, the
+model names the useful ones), bi-encoder-ft and llm-ft (fine-tuned models from a local folder).
+An LLM scorer can sit behind a bi-encoder prefilter (PrefilteredScorer), so it reads only the
+best candidates. `score_flat` scores flat (owner, text) arrays; `reuses_index_vectors` says when
+a bi-encoder's scores can come from the vectors the index already stores.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
+from engine.config import LLMConfig
 from engine.errors import ConfigError
+from engine.models import make_llm, make_reranker
 from engine.models.base import GenParams
+from engine.models.embed import SentenceTransformerEmbedder
+from engine.models.rerank import BiEncoderReranker, Scorer, ScorerBase
 from engine.models.structured import ParseError, generate_structured
+from kernels.segments import group_by_owner
 
 FINETUNE_HINT = {
     "bi-encoder-ft": "train one with `.venv/bin/python bench/lego_finetune.py --kind bi-encoder "
@@ -28,16 +38,7 @@ FINETUNE_HINT = {
 }
 
 
-class TextScorer(Protocol):
-    """Scores candidate texts against their question; higher is more relevant."""
-
-    model_id: str
-
-    def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
-        """One score array per (question, candidates) pair."""
-
-
-class RandomScorer:
+class RandomScorer(ScorerBase):
     """Uniform scores, reproducible: a hash of (seed, question, text)."""
 
     model_id = "random"
@@ -67,7 +68,7 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-class BM25Scorer:
+class BM25Scorer(ScorerBase):
     """Okapi BM25 (k1 1.5, b 0.75) with each question's candidates as the collection, so the
     IDF says what separates them (Freebase relation names split on dots and underscores)."""
 
@@ -135,7 +136,7 @@ def _parse_choice(n: int):
     return parse
 
 
-class LLMScorer:
+class LLMScorer(ScorerBase):
     """The LLM names the useful candidates among numbered groups of `group` candidates; a
     candidate's score is 1 for the first pick, falling linearly, and 0 when not picked. A group
     whose answer never parses scores 0 everywhere and is counted in `failures`."""
@@ -182,24 +183,24 @@ class LLMScorer:
         return out
 
 
-class PrefilteredScorer:
+class PrefilteredScorer(ScorerBase):
     """A cheap scorer ranks each question's candidates and only its best `keep` go to a choosing
     scorer (an LLM: score > 0 means chosen), as the paper's LLM modules rank with an embedding
     model first. Scores come in tiers, each ordered within: chosen (by the chooser's score),
     then prefiltered but not chosen, then the rest (both by the cheap scorer's rank)."""
 
-    def __init__(self, first: TextScorer, chooser: TextScorer, keep: int) -> None:
+    def __init__(self, first: Scorer, chooser: Scorer, keep: int) -> None:
         self.first, self.chooser, self.keep = first, chooser, keep
         self.model_id = f"{chooser.model_id}|top{keep}:{first.model_id}"
 
     @property
-    def failures(self) -> int:
+    def failures(self) -> int:  # type: ignore[override]
         """Unparsable chooser answers so far."""
-        return getattr(self.chooser, "failures", 0)
+        return self.chooser.failures
 
     def take_tokens(self) -> list[int]:
         """The chooser's tokens per pair position since the last take."""
-        return self.chooser.take_tokens() if hasattr(self.chooser, "take_tokens") else []
+        return self.chooser.take_tokens()
 
     def score_batch(self, pairs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
         """One cheap call over every candidate, one chooser call over the prefiltered ones."""
@@ -219,56 +220,106 @@ class PrefilteredScorer:
         return out
 
 
-def make_scorer(
-    kind: str, model: str | None, ctx, seed: int = 0, prefilter: int = 0
-) -> TextScorer | None:
-    """The scorer a LEGO module names; `ctx` supplies the shared embedder, reranker and LLM.
-    LLM scorers see only the bi-encoder's best `prefilter` candidates when it is > 0."""
-    scorer = _make_scorer(kind, model, ctx, seed)
-    if prefilter > 0 and kind in ("llm", "llm-ft"):
-        from engine.models.rerank import BiEncoderReranker
+ScorerFactory = Callable[..., Scorer]
+"""(ctx, model, seed) -> a scorer; `ctx` (a QueryContext) supplies the embedder, reranker
+settings, LLM, run folder and ledger; `model` a local folder where the scorer reads one."""
+SCORERS: dict[str, ScorerFactory] = {}
+LLM_SCORERS = ("llm", "llm-ft")
+"""Scorers that choose among candidates with an LLM (they may sit behind a prefilter)."""
 
+
+def register_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
+    """`@register_scorer("bm25")` on a factory (ctx, model, seed) -> Scorer."""
+
+    def wrap(factory: ScorerFactory) -> ScorerFactory:
+        SCORERS[name] = factory
+        return factory
+
+    return wrap
+
+
+def scorer_names() -> list[str]:
+    """Every registered scorer name, and "none" (no scoring)."""
+    return ["none", *SCORERS]
+
+
+def make_scorer(
+    name: str, ctx, model: str | None = None, seed: int = 0, prefilter: int = 0
+) -> Scorer | None:
+    """The scorer registered as `name` (None for "none"). LLM scorers see only the
+    bi-encoder's best `prefilter` candidates when it is > 0."""
+    if name == "none":
+        return None
+    if name not in SCORERS:
+        raise ConfigError(f"unknown scorer {name!r}; known: {', '.join(scorer_names())}")
+    scorer = SCORERS[name](ctx, model, seed)
+    if prefilter > 0 and name in LLM_SCORERS:
         return PrefilteredScorer(BiEncoderReranker(ctx.embedder), scorer, prefilter)
     return scorer
 
 
-def _make_scorer(kind: str, model: str | None, ctx, seed: int) -> TextScorer | None:
-    if kind == "none":
-        return None
-    if kind == "random":
-        return RandomScorer(seed)
-    if kind == "bm25":
-        return BM25Scorer()
-    from engine.models.rerank import BiEncoderReranker
-
-    if kind == "bi-encoder":
-        return BiEncoderReranker(ctx.embedder)
-    if kind == "cross-encoder":
-        import dataclasses
-
-        from engine.models import make_reranker
-
-        rr = ctx.cfg.models.reranker
-        backend = "cross-encoder" if rr.backend == "bi-encoder" else rr.backend
-        return make_reranker(
-            dataclasses.replace(rr, backend=backend, model=model or rr.model), ctx.embedder
+def _local_model(name: str, model: str | None) -> str:
+    if not model or not Path(model).exists():
+        raise ConfigError(
+            f"the fine-tuned model {model!r} of scorer {name!r} is not there; "
+            f"{FINETUNE_HINT[name]}, or pick an instance without a fine-tuned model"
         )
-    if kind == "llm":
-        return LLMScorer(ctx.llm)
-    if kind in ("bi-encoder-ft", "llm-ft"):
-        if not model or not Path(model).exists():
-            raise ConfigError(
-                f"lego: the fine-tuned model {model!r} is not there; {FINETUNE_HINT[kind]}, "
-                "or pick an instance without a fine-tuned model"
-            )
-        if kind == "bi-encoder-ft":
-            from engine.models.embed import SentenceTransformerEmbedder
+    return model
 
-            return BiEncoderReranker(SentenceTransformerEmbedder(model))
-        from engine.config import LLMConfig
-        from engine.models import make_llm
 
-        cfg = LLMConfig(backend="transformers", model=model)
-        llm = make_llm(cfg, default_cache=ctx.run_dir / "llm_ft_cache.sqlite", ledger=ctx.ledger)
-        return LLMScorer(llm)
-    raise ConfigError(f"lego: unknown scorer {kind!r}")
+@register_scorer("random")
+def _random(ctx, model: str | None, seed: int) -> Scorer:
+    return RandomScorer(seed)
+
+
+@register_scorer("bm25")
+def _bm25(ctx, model: str | None, seed: int) -> Scorer:
+    return BM25Scorer()
+
+
+@register_scorer("bi-encoder")
+def _bi_encoder(ctx, model: str | None, seed: int) -> Scorer:
+    return BiEncoderReranker(ctx.embedder)
+
+
+@register_scorer("cross-encoder")
+def _cross_encoder(ctx, model: str | None, seed: int) -> Scorer:
+    rr = ctx.cfg.models.reranker
+    backend = "cross-encoder" if rr.backend == "bi-encoder" else rr.backend
+    return make_reranker(replace(rr, backend=backend, model=model or rr.model), ctx.embedder)
+
+
+@register_scorer("llm")
+def _llm(ctx, model: str | None, seed: int) -> Scorer:
+    return LLMScorer(ctx.llm)
+
+
+@register_scorer("bi-encoder-ft")
+def _bi_encoder_ft(ctx, model: str | None, seed: int) -> Scorer:
+    return BiEncoderReranker(SentenceTransformerEmbedder(_local_model("bi-encoder-ft", model)))
+
+
+@register_scorer("llm-ft")
+def _llm_ft(ctx, model: str | None, seed: int) -> Scorer:
+    cfg = LLMConfig(backend="transformers", model=_local_model("llm-ft", model))
+    llm = make_llm(cfg, default_cache=ctx.run_dir / "llm_ft_cache.sqlite", ledger=ctx.ledger)
+    return LLMScorer(llm)
+
+
+def score_flat(
+    scorer: Scorer, questions: list[str], owner: np.ndarray, texts: list[str]
+) -> np.ndarray:
+    """Scores of flat (question owner[i], texts[i]) candidates in one scorer call; every
+    question is a pair (empty when it has no candidates), so pair positions are questions."""
+    groups = group_by_owner(owner, len(questions))
+    pairs = [(q, [texts[i] for i in g]) for q, g in zip(questions, groups, strict=True)]
+    out = np.zeros(len(texts), dtype=np.float32)
+    for g, s in zip(groups, scorer.score_batch(pairs), strict=True):
+        out[g] = s
+    return out
+
+
+def reuses_index_vectors(scorer: Scorer, embedder) -> bool:
+    """Whether `scorer` is the bi-encoder of the index's own embedder, so the cosine of stored
+    index vectors gives its scores without embedding the texts again."""
+    return isinstance(scorer, BiEncoderReranker) and scorer.embedder is embedder

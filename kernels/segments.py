@@ -1,0 +1,64 @@
+"""Batch operators over flat arrays whose entries belong to owners (questions, paths, nodes):
+segmented top-k, row-wise top-k of a dense matrix, grouping by owner and CSR from pairs.
+
+Every retrieval stage keeps a whole batch in flat arrays with an `owner` array beside them, so
+these four are the building blocks of beam steps, rankings and adjacency lists alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def segment_topk(owner: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best scores of every owner in flat arrays (owner-sorted output, best
+    first within an owner; ties keep their input order)."""
+    if owner.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((-scores, owner))
+    o = owner[order]
+    starts = np.searchsorted(o, o, side="left")
+    rank = np.arange(o.size) - starts
+    return order[rank < k]
+
+
+def segment_rank(owner: np.ndarray, scores: np.ndarray, n_owners: int) -> tuple[np.ndarray, ...]:
+    """(order, rank): entries sorted by owner then score (best first), and each sorted entry's
+    rank within its owner."""
+    order = np.lexsort((-scores, owner))
+    o = owner[order]
+    starts = np.searchsorted(o, np.arange(n_owners))
+    return order, np.arange(o.size) - starts[o]
+
+
+def dense_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(B, k) column ids and values of the k largest entries of every row of a (B, n) matrix,
+    best first; -1 / 0 pad rows when n < k."""
+    b, n = scores.shape
+    kk = min(k, n)
+    ids = np.full((b, k), -1, dtype=np.int64)
+    vals = np.zeros((b, k), dtype=scores.dtype)
+    if kk == 0:
+        return ids, vals
+    part = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
+    top = np.take_along_axis(scores, part, axis=1)
+    order = np.argsort(-top, axis=1, kind="stable")
+    ids[:, :kk] = np.take_along_axis(part, order, axis=1)
+    vals[:, :kk] = np.take_along_axis(top, order, axis=1)
+    return ids, vals
+
+
+def group_by_owner(owner: np.ndarray, n_owners: int) -> list[np.ndarray]:
+    """Entry ids grouped by owner 0..n_owners-1, ascending within a group (one stable sort, not
+    one scan per owner)."""
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(n_owners + 1))
+    return [order[bounds[q] : bounds[q + 1]] for q in range(n_owners)]
+
+
+def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n_rows: int) -> tuple[np.ndarray, ...]:
+    """(indptr, cols) of the (row, col) pairs, columns ascending within a row."""
+    order = np.lexsort((cols, rows))
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.add.at(indptr, rows + 1, 1)
+    return np.cumsum(indptr), cols[order].astype(np.int64)
