@@ -36,7 +36,7 @@ from engine.retrieve.context import QueryContext
 from engine.retrieve.cue import cue_adjacency
 from engine.retrieve.dense import dense_search
 from engine.retrieve.linking import link_entities
-from engine.retrieve.ranking import ChunkRanking
+from engine.retrieve.ranking import lead_then_fill
 from engine.retrieve.scoring import make_scorer, reuses_index_vectors, score_flat
 from engine.retrieve.types import Retrieved, StageClock
 from kernels.segments import segment_topk
@@ -182,14 +182,7 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
         if not items:
             break
         with clock.stage("expand"):
-            owner_l, unit_l = [], []
-            for i, (_, e, p) in enumerate(items):
-                cand = adj.units_of(np.array([e]))
-                if path_units[p]:
-                    cand = cand[~np.isin(cand, path_units[p])]
-                owner_l.append(np.full(cand.size, i, dtype=np.int64))
-                unit_l.append(cand)
-            owner, units = np.concatenate(owner_l), np.concatenate(unit_l)
+            owner, units = adj.expand([e for _, e, _ in items], [path_units[p] for *_, p in items])
         if owner.size == 0:
             break
         item_path = np.array([p for _, _, p in items])
@@ -229,24 +222,9 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     with clock.stage("dense_fill"):
         dense = dense_search(ctx, phi0, depth_k)
     with clock.stage("rerank_chunks"):
-        owner_l, chunk_l = [], []
-        for q in range(b):
-            units_q = sorted({u for path in kept[q] for u in path})
-            chunks = np.unique(adj.unit_chunk[units_q]) if units_q else np.zeros(0, np.int64)
-            owner_l.append(np.full(chunks.size, q, dtype=np.int64))
-            chunk_l.append(chunks.astype(np.int64))
-        owner, chunks = np.concatenate(owner_l), np.concatenate(chunk_l)
+        owner, chunks = adj.chunks_of([{u for path in kept[q] for u in path} for q in range(b)])
         cscore = _chunk_scores(ctx, rerank, texts, phi0, owner, chunks)
-        order = segment_topk(owner, cscore, depth_k)
-    ids = np.full((b, depth_k), -1, dtype=np.int64)
-    out = np.zeros((b, depth_k), dtype=np.float32)
-    for q in range(b):
-        mine = order[owner[order] == q]
-        score_of = dict(zip(*dense.row(q), strict=True))
-        score_of.update(zip(chunks[mine].tolist(), cscore[mine].tolist(), strict=True))
-        row = list(dict.fromkeys(chunks[mine].tolist() + dense.row(q)[0]))[:depth_k]
-        ids[q, : len(row)] = row
-        out[q, : len(row)] = [score_of[c] for c in row]
+        ranking = lead_then_fill(owner, chunks, cscore, dense, depth_k)
     extras = []
     for q in range(b):
         best_paths = sorted(kept[q], key=kept[q].get, reverse=True)[:3]
@@ -258,4 +236,4 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
                 "top_paths": [[ctx.units["text"][u] for u in path] for path in best_paths],
             }
         )
-    return Retrieved(ChunkRanking(ids, out), extras, [{} for _ in range(b)], clock.seconds)
+    return Retrieved(ranking, extras, [{} for _ in range(b)], clock.seconds)

@@ -37,6 +37,32 @@ class CueAdjacency:
         parts = [self.unit_ents[self.unit_indptr[u] : self.unit_indptr[u + 1]] for u in units]
         return np.unique(np.concatenate(parts))
 
+    def expand(
+        self, entities: list[int], exclude: list[tuple[int, ...]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Flat (item, unit) candidates of a batch: for item i, the units mentioning entity
+        `entities[i]` that are not in `exclude[i]` (the units already on its path)."""
+        owner_l, unit_l = [], []
+        for i, (e, path) in enumerate(zip(entities, exclude, strict=True)):
+            cand = self.units_of(np.array([e]))
+            if path:
+                cand = cand[~np.isin(cand, path)]
+            owner_l.append(np.full(cand.size, i, dtype=np.int64))
+            unit_l.append(cand)
+        if not owner_l:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(owner_l), np.concatenate(unit_l)
+
+    def chunks_of(self, unit_sets: list[set[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Flat (owner, chunk) arrays: the distinct chunks holding each owner's units."""
+        owner_l, chunk_l = [], []
+        for q, units in enumerate(unit_sets):
+            units_q = sorted(units)
+            chunks = np.unique(self.unit_chunk[units_q]) if units_q else np.zeros(0, np.int64)
+            owner_l.append(np.full(chunks.size, q, dtype=np.int64))
+            chunk_l.append(chunks.astype(np.int64))
+        return np.concatenate(owner_l), np.concatenate(chunk_l)
+
 
 def cue_adjacency(ctx: QueryContext) -> CueAdjacency:
     """Adjacency of the index's chunk-unit-entity graph (built once per run)."""

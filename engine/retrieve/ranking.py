@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.segments import dense_topk
+from kernels.segments import dense_topk, segment_topk
 
 
 @dataclass
@@ -26,6 +26,26 @@ def from_score_matrix(scores: np.ndarray, k: int) -> ChunkRanking:
     """Top-k of a dense (B, n_chunks) score matrix, best first."""
     ids, vals = dense_topk(scores, k)
     return ChunkRanking(ids, vals.astype(np.float32))
+
+
+def lead_then_fill(
+    owner: np.ndarray, rows: np.ndarray, scores: np.ndarray, fill: ChunkRanking, depth: int
+) -> ChunkRanking:
+    """Each question's own scored chunks first (flat `owner` / `rows` / `scores`, best first),
+    then `fill`'s chunks not already listed, `depth` in all; a chunk keeps its own score."""
+    b = fill.ids.shape[0]
+    order = segment_topk(owner, scores, depth)
+    ids = np.full((b, depth), -1, dtype=np.int64)
+    out = np.zeros((b, depth), dtype=np.float32)
+    for q in range(b):
+        mine = order[owner[order] == q]
+        fill_rows, fill_scores = fill.row(q)
+        score_of = dict(zip(fill_rows, fill_scores, strict=True))
+        score_of.update(zip(rows[mine].tolist(), scores[mine].tolist(), strict=True))
+        row = list(dict.fromkeys(rows[mine].tolist() + fill_rows))[:depth]
+        ids[q, : len(row)] = row
+        out[q, : len(row)] = [score_of[c] for c in row]
+    return ChunkRanking(ids, out)
 
 
 def passages_of(rows: list[int], passage_of_chunk: list[str]) -> list[str]:
