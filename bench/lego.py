@@ -1,4 +1,4 @@
-"""LEGO-GraphRAG's 21 instances (configs/lego/) on WebQSP's per-question graphs and on the
+"""LEGO-GraphRAG's 21 instances (configs/lego/, the paper's Table 4) on WebQSP's per-question graphs and on the
 entity graph of a multi-hop index: per-module answer-entity F1 / recall and seconds per
 question, retrieval only.
 
@@ -94,9 +94,7 @@ def main() -> None:
         text = src.read_text()
         if args.cross_encoder:
             text = text.replace("models/bge-reranker-v2-m3", args.cross_encoder)
-        title = text.splitlines()[0].removeprefix("# LEGO-GraphRAG instance ")
-        paper = re.search(r"main-experiment instance (No\.\d+ .+)", text)
-        title += f" [{paper.group(1)}]" if paper else ""
+        title = text.splitlines()[0].split("): ", 1)[-1]  # "SE ... | PF ... | PR ..."
         why = missing_model(text)
         if why:
             print(f"skipping instance {i:02d}: {why} (see README, LEGO-GraphRAG)")

@@ -1,13 +1,13 @@
 """Train the local models of LEGO-GraphRAG's fine-tuned and cross-encoder scorers on WebQSP's
 gold triples, each from a packaged model, nothing downloaded:
 
-* `--kind bi-encoder` (instance 19 reads models/lego/bi-encoder-ft): all-MiniLM-L6-v2 with the
+* `--kind bi-encoder` (instances 05, 12 and 18 read models/lego/bi-encoder-ft): all-MiniLM-L6-v2 with the
   paper's margin loss, for a question q, a gold triple p and another triple n of its graph,
       loss = max(0, margin - cos(q, p) + cos(q, n));
-* `--kind cross-encoder` (for instance 18 in place of bge-reranker, which is not on this
+* `--kind cross-encoder` (for instances 04, 11 and 17 in place of bge-reranker, which is not on this
   machine; models/lego/cross-encoder-ft): MiniLM's encoder with a fresh one-logit head on
   "question [SEP] triple", the same loss on the logits with margin 1;
-* `--kind llm` (instance 20 reads models/lego/llm-ft): SmolLM2-135M-Instruct, supervised on
+* `--kind llm` (instances 07, 14 and 20 read models/lego/llm-ft): SmolLM2-135M-Instruct, supervised on
   the LLM scorer's own prompt (numbered candidates, reply with the useful numbers) with the
   gold triples' numbers as the answer, loss on the answer tokens only; the paper fine-tunes
   its LLM the same way (SFT on retrieval prompts).

@@ -7,7 +7,14 @@ from pathlib import Path
 
 from engine.config import QueryConfig, compose_yaml, load_config, parse_config, top_level_scalar
 from engine.errors import ConfigError
-from engine.methods import baselines, clue_rag, hipporag, lego  # noqa: F401  (register them)
+from engine.methods import (  # noqa: F401  (register them)
+    baselines,
+    clue_rag,
+    graphrag_local,
+    hipporag,
+    lego,
+    lightrag,
+)
 from engine.methods.base import METHODS, MethodSpec
 
 

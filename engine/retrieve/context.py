@@ -174,6 +174,10 @@ class QueryContext:
         chunking = self.index.manifest.get("config", {}).get("chunking", {})
         return load_tokenizer(chunking.get("tokenizer", DEFAULT_TOKENIZER))
 
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text by the index's tokenizer (one batched encode)."""
+        return [len(e.ids) for e in self.tokenizer.encode_batch(texts)] if texts else []
+
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """One batched embedding call for a list of query texts."""
         return np.asarray(self.embedder.encode(texts), dtype=np.float32)

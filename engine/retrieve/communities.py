@@ -1,0 +1,61 @@
+"""An index's communities and their reports as query operators read them (GraphRAG's local and
+global search, PankRAG): each entity's community at a level, reports by level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.errors import BadInputError
+from engine.retrieve.context import QueryContext
+
+NEEDS_REPORTS = (
+    "the index has no community reports; rebuild it with `graphrag-engine index` and a config "
+    "with communities.enabled: true and communities.reports: true (they need an LLM)"
+)
+
+
+@dataclass
+class Communities:
+    """Communities (level, members) and their reports (title, text, rating), by row."""
+
+    ids: list[str]
+    level: list[int]
+    members: list[list[int]]
+    """Entity rows of each community."""
+    report: dict[int, tuple[str, str, float]]
+    """community row -> (title, full text, rating), for the communities that have a report."""
+
+    def of_entity(self, level: int) -> dict[int, int]:
+        """entity row -> its community row at the deepest level <= `level`."""
+        out: dict[int, tuple[int, int]] = {}
+        for c, (lv, members) in enumerate(zip(self.level, self.members, strict=True)):
+            if lv > level:
+                continue
+            for e in members:
+                if e not in out or out[e][0] < lv:
+                    out[e] = (lv, c)
+        return {e: c for e, (_, c) in out.items()}
+
+
+def communities(ctx: QueryContext, need_reports: bool = False) -> Communities | None:
+    """The index's communities (None when it has none); BadInputError when reports are needed
+    and the index has none."""
+    if need_reports and not (ctx.index.has("communities") and ctx.index.has("reports")):
+        raise BadInputError(f"{ctx.index.root}: {NEEDS_REPORTS}")
+    if not ctx.index.has("communities"):
+        return None
+    return ctx.memo("communities", lambda: _build(ctx))
+
+
+def _build(ctx: QueryContext) -> Communities:
+    rows = ctx.index.table("communities", ["community_id", "level", "entity_ids"]).to_pydict()
+    ent_row = {e: i for i, e in enumerate(ctx.entities["entity_id"])}
+    members = [[ent_row[e] for e in ids if e in ent_row] for ids in rows["entity_ids"]]
+    report: dict[int, tuple[str, str, float]] = {}
+    if ctx.index.has("reports"):
+        row = {c: i for i, c in enumerate(rows["community_id"])}
+        rep = ctx.index.table("reports", ["community_id", "title", "full_text", "rating"])
+        for cid, title, text, rating in zip(*rep.to_pydict().values(), strict=True):
+            if cid in row:
+                report[row[cid]] = (title, text, float(rating or 0.0))
+    return Communities(rows["community_id"], rows["level"], members, report)

@@ -1,0 +1,88 @@
+"""Query keywords for dual-level retrieval (LightRAG, ROGRAG): low-level keys name entities,
+high-level keys name themes and relations.
+
+`llm`: one batched structured call for every question; the stage's JSON schema drives the
+backend's constrained decoding where it has one, the same schema validates the answer, an
+answer that breaks it is re-asked, and a question whose answer never validates falls back to
+its own text as both keys (counted). `ner`: no LLM, the question's named entities are the
+low-level keys and the question itself the high-level key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.models.base import GenParams
+from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.retrieve.context import QueryContext
+from engine.retrieve.linking import query_mentions
+
+KEYWORD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "high_level_keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+        "low_level_keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+    },
+    "required": ["high_level_keywords", "low_level_keywords"],
+}
+KEYWORD_PROMPT = """List the keywords of a question for searching a knowledge graph.
+"low_level_keywords": the specific entities, names and terms the question mentions.
+"high_level_keywords": the broader themes, relations or concepts the question is about.
+Reply with one JSON object with these two lists of short strings, nothing else.
+
+Question: {question}
+JSON:"""
+
+
+@dataclass
+class Keywords:
+    """Per question: low-level (entity) and high-level (theme) keys, and how they were made."""
+
+    low: list[list[str]]
+    high: list[list[str]]
+    fallback: list[bool]
+    """True where the LLM's answer never validated and the question text stands in."""
+    tokens: list[int]
+    """LLM prompt + completion tokens per question, re-asks included."""
+
+
+def _parse(text: str) -> tuple[list[str], list[str]]:
+    value = parse_json(text)
+    if not isinstance(value, dict):
+        raise ParseError("the answer is not a JSON object")
+    lists = []
+    for key in ("low_level_keywords", "high_level_keywords"):
+        items = value.get(key)
+        if not isinstance(items, list) or not all(isinstance(k, str) for k in items):
+            raise ParseError(f"{key} must be a list of strings")
+        lists.append([k.strip() for k in items if k.strip()])
+    if not lists[0] and not lists[1]:
+        raise ParseError("both keyword lists are empty")
+    return lists[0], lists[1]
+
+
+def llm_keywords(ctx: QueryContext, questions: list[str], retries: int = 2) -> Keywords:
+    """Keywords of every question from one batched, schema-constrained LLM call."""
+    prompts = [[{"role": "user", "content": KEYWORD_PROMPT.format(question=q)}] for q in questions]
+    run = generate_structured(
+        ctx.llm,
+        prompts,
+        _parse,
+        GenParams(max_tokens=96, json_schema=KEYWORD_SCHEMA),
+        stage="keywords",
+        retries=retries,
+    )
+    low, high, fallback = [], [], []
+    for q, res in zip(questions, run.results, strict=True):
+        ok = res.ok and res.value is not None
+        low.append(res.value[0] if ok else [q])
+        high.append(res.value[1] if ok else [q])
+        fallback.append(not ok)
+    return Keywords(low, high, fallback, [r.tokens for r in run.results])
+
+
+def ner_keywords(ctx: QueryContext, questions: list[str]) -> Keywords:
+    """LLM-free keys: the question's named entities (low) and the question itself (high)."""
+    mentions = query_mentions(ctx, questions)
+    low = [m or [q] for m, q in zip(mentions, questions, strict=True)]
+    return Keywords(low, [[q] for q in questions], [False] * len(questions), [0] * len(questions))
