@@ -1,6 +1,8 @@
 """Retrieval quality on the dev splits of ../shared/data with LLM-free (alpha = 0) indexes:
-Recall@2 and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM, HippoRAG-style PPR
-and Clue-RAG's Q-Iter with its three ablations; the baselines next to the cross-check figures
+Recall@2 and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM, HippoRAG-style PPR,
+Clue-RAG's Q-Iter with its three ablations, and the LLM-free entity-graph baselines
+(LightRAG-style local / global / hybrid / mix with NER keywords, GraphRAG-style local search);
+the baselines next to the cross-check figures
 measured outside the project on the same files and to the same recipe re-measured here on
 whole passages (the engine ranks chunks of at most 200 tokens, a passage by its best chunk).
 
@@ -48,7 +50,43 @@ METHODS = {  # run name: (label, --method)
         "configs/methods/clue_no_spreading_activation.yaml",
     ),
     "clue_no_update": ("  w/o query update", "configs/methods/clue_no_query_update.yaml"),
+    # entity-graph baselines, LLM-free (NER keywords; local search by description embedding)
+    "lr_local": ("LightRAG-style local (NER)", "configs/methods/lightrag_ner.yaml", "mode: local"),
+    "lr_global": (
+        "LightRAG-style global (NER)",
+        "configs/methods/lightrag_ner.yaml",
+        "mode: global",
+    ),
+    "lr_hybrid": (
+        "LightRAG-style hybrid (NER)",
+        "configs/methods/lightrag_ner.yaml",
+        "mode: hybrid",
+    ),
+    "lr_mix": ("LightRAG-style mix (NER)", "configs/methods/lightrag_ner.yaml", "mode: mix"),
+    "gr_local": ("GraphRAG-style local search", "configs/methods/graphrag_local.yaml"),
 }
+"""run name: (label, --method, and optionally a `key: value` line replacing the one in that
+method section of the config)."""
+
+
+def method_spec(method: str, work: Path) -> str:
+    """The --method argument of a run: a config path (a variant written into WORK) or a name."""
+    label, spec, *override = METHODS[method]
+    if not spec.endswith(".yaml"):
+        return spec
+    if not override:
+        return str(REPO / spec)
+    key = override[0].split(":")[0]
+    lines = [
+        f"  {override[0]}" if line.strip().startswith(f"{key}:") else line
+        for line in (REPO / spec).read_text().splitlines()
+    ]
+    path = work / "configs" / f"{method}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 # measured outside the project on the same files (issue #6): R@2, R@5
 CROSS_CHECK = {
     ("musique", "bm25"): (0.378, 0.479),
@@ -107,9 +145,7 @@ def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[
     runs = []
     for method in methods:
         out = work / "runs" / name / method
-        spec = METHODS[method][1]
-        spec = str(REPO / spec) if spec.endswith(".yaml") else spec
-        args = ["query", str(index), str(DATA / questions), "--method", spec]
+        args = ["query", str(index), str(DATA / questions), "--method", method_spec(method, work)]
         assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
         runs.append(str(out))
     report = work / "reports" / name
@@ -149,8 +185,7 @@ def answer_set(name: str, work: Path, limit: int) -> list[dict]:
     runs = []
     for method in ANSWER_METHODS:
         out = work / "answers" / name / method
-        spec = METHODS.get(method, (None, method))[1]
-        spec = str(REPO / spec) if spec.endswith(".yaml") else spec
+        spec = method_spec(method, work) if method in METHODS else method
         args = ["query", str(index), str(questions), "--method", spec, "--limit", str(limit)]
         assert cli([*args, "--llm-backend", "transformers", "--out", str(out)]) == 0
         runs.append(str(out))

@@ -117,3 +117,64 @@ def test_llm_keywords_parse_or_fall_back_counted(demo, smollm, tmp_path) -> None
         if e["keyword_fallback"]:
             assert e["low_level_keywords"] == [r["question"]]
     assert summary["query_tokens_per_question"]["keywords"] > 0
+
+
+def test_global_search_reduce_keeps_the_top_scored_points(demo) -> None:
+    from engine.methods.graphrag_global import NO_DATA, reduce_points
+
+    index, _, tmp = demo
+    ctx = _ctx(index, tmp, "lightrag", keywords="ner")  # any context: the tokenizer is the index's
+    points = [("low", 10), ("zero", 0), ("top", 95), ("mid", 50), ("tie", 50), ("x " * 300, 40)]
+    c = reduce_points(ctx, points, 60)
+    assert c.sections[0].items == [
+        "(importance 95) top",
+        "(importance 50) mid",
+        "(importance 50) tie",
+    ]
+    assert reduce_points(ctx, [("zero", 0)], 60).preset_answer == NO_DATA
+    assert reduce_points(ctx, [], 60).preset_answer == NO_DATA
+
+
+def test_global_search_needs_reports(run_cli, demo_index, tmp_path) -> None:
+    res = run_cli(
+        "query", str(demo_index), "demo", "--method", "graphrag_global", "--llm-backend",
+        "transformers", "--retrieval-only", "--out", str(tmp_path / "g"),
+    )  # fmt: skip
+    assert res.returncode == 2
+    assert "community reports" in res.stderr and "communities.reports: true" in res.stderr
+
+
+@pytest.mark.slow
+def test_global_search_map_reduce_on_smollm_reports(tmp_path, smollm) -> None:
+    """A demo index with SmolLM2-written community reports, then global search (fixed level and
+    dynamic selection) with SmolLM2: one map prompt per report batch, points reduced by score,
+    and every question either answered from key points or given the no-data answer."""
+    from engine.cli import main
+    from engine.methods.graphrag_global import NO_DATA, graphrag_global
+
+    cfg = tmp_path / "index.yaml"
+    cfg.write_text(
+        "communities:\n  enabled: true\n  max_cluster_size: 6\n  reports: true\n"
+        "  report_max_tokens: 100\nmodels:\n  llm:\n    backend: transformers\n"
+        "    batch_size: 8\n    parse_retries: 1\n"
+    )
+    assert main(["index", "--demo", "--out", str(tmp_path / "idx"), "--config", str(cfg)]) == 0
+    index = open_index(tmp_path / "idx")
+    assert index.rows("reports") > 0
+    questions = load_questions(demo_questions_path())[:2]
+    for dynamic in (False, True):
+        qcfg = query_config("graphrag_global")
+        qcfg.models.llm.backend = "transformers"
+        qcfg.options.dynamic = dynamic
+        qcfg.options.map_max_tokens = 120
+        ctx = QueryContext(index, qcfg, tmp_path / f"run{dynamic}", llm_backend=smollm)
+        r = graphrag_global(ctx, questions, StageClock())
+        for c, e, t in zip(r.contexts, r.extras, r.tokens, strict=True):
+            assert e["map_prompts"] >= 1 and t["global_map"] > 0
+            if c.preset_answer is None:
+                scores = [int(x.split(")")[0].split()[-1]) for x in c.sections[0].items]
+                assert scores == sorted(scores, reverse=True) and min(scores) > 0
+            else:
+                assert c.preset_answer == NO_DATA
+        if not dynamic:
+            assert len({e["reports"] for e in r.extras}) == 1  # one level, the same reports

@@ -101,3 +101,16 @@ def test_a_registered_method_runs_end_to_end_with_preset_answers(demo_index, smo
         assert calls == sum(not r for r in refused)
     finally:
         METHODS.pop("test_echo", None)
+
+
+def test_every_shipped_query_config_loads() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "configs"
+    files = sorted([*root.glob("methods/*.yaml"), *root.glob("lego/**/*.yaml")])
+    assert len(files) >= 45
+    for f in files:
+        cfg = load_query_config(f)
+        assert cfg.method in METHODS, f
+        spec = METHODS[cfg.method]
+        assert (cfg.options is None) == (spec.config is None), f

@@ -10,6 +10,7 @@ from engine.errors import ConfigError
 from engine.methods import (  # noqa: F401  (register them)
     baselines,
     clue_rag,
+    graphrag_global,
     graphrag_local,
     hipporag,
     lego,

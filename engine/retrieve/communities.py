@@ -4,6 +4,7 @@ global search, PankRAG): each entity's community at a level, reports by level.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from engine.errors import BadInputError
 from engine.retrieve.context import QueryContext
@@ -20,10 +21,34 @@ class Communities:
 
     ids: list[str]
     level: list[int]
+    parent: list[int]
+    """Parent community row (-1 for a root)."""
     members: list[list[int]]
     """Entity rows of each community."""
     report: dict[int, tuple[str, str, float]]
     """community row -> (title, full text, rating), for the communities that have a report."""
+
+    def reported_at(self, level: int) -> list[int]:
+        """Rows of the communities with a report at `level` (the deepest level the index has
+        when it has fewer)."""
+        levels = [self.level[c] for c in self.report]
+        if not levels:
+            return []
+        at = min(level, max(levels))
+        return sorted(c for c in self.report if self.level[c] == at)
+
+    @cached_property
+    def children(self) -> dict[int, list[int]]:
+        """community row -> rows of its child communities."""
+        out: dict[int, list[int]] = {}
+        for k, p in enumerate(self.parent):
+            if p >= 0:
+                out.setdefault(p, []).append(k)
+        return out
+
+    def roots(self) -> list[int]:
+        """Rows of the top-level communities."""
+        return [k for k, p in enumerate(self.parent) if p < 0]
 
     def of_entity(self, level: int) -> dict[int, int]:
         """entity row -> its community row at the deepest level <= `level`."""
@@ -48,14 +73,17 @@ def communities(ctx: QueryContext, need_reports: bool = False) -> Communities | 
 
 
 def _build(ctx: QueryContext) -> Communities:
-    rows = ctx.index.table("communities", ["community_id", "level", "entity_ids"]).to_pydict()
+    rows = ctx.index.table(
+        "communities", ["community_id", "level", "parent_id", "entity_ids"]
+    ).to_pydict()
     ent_row = {e: i for i, e in enumerate(ctx.entities["entity_id"])}
     members = [[ent_row[e] for e in ids if e in ent_row] for ids in rows["entity_ids"]]
+    row = {c: i for i, c in enumerate(rows["community_id"])}
+    parent = [row.get(p, -1) if p else -1 for p in rows["parent_id"]]
     report: dict[int, tuple[str, str, float]] = {}
     if ctx.index.has("reports"):
-        row = {c: i for i, c in enumerate(rows["community_id"])}
         rep = ctx.index.table("reports", ["community_id", "title", "full_text", "rating"])
         for cid, title, text, rating in zip(*rep.to_pydict().values(), strict=True):
             if cid in row:
                 report[row[cid]] = (title, text, float(rating or 0.0))
-    return Communities(rows["community_id"], rows["level"], members, report)
+    return Communities(rows["community_id"], rows["level"], parent, members, report)

@@ -158,6 +158,7 @@ class QueryContext:
             self.cfg.models.llm,
             default_cache=None if self.dry_run else self.run_dir / "llm_cache.sqlite",
             dry_run=self.dry_run,
+            backend=self._llm_backend,
             ledger=self.ledger,
         )
 

@@ -1,0 +1,256 @@
+"""Microsoft GraphRAG-style global search (Edge et al., 2024) over community reports.
+
+For the whole batch at once:
+
+1. Reports: those at `community_level` (shuffled with `seed`, packed into batches of at most
+   `batch_tokens` tokens), or, with `dynamic: true`, the reports an LLM rates relevant
+   (>= `dynamic_threshold` of 10) walking down the hierarchy from the roots, all questions one
+   level at a time, a relevant report giving way to its relevant children.
+2. Map: every (question, report batch) prompt in one batched structured LLM call; each answer
+   is a list of key points with an importance score from 0 to 100 (schema-constrained where
+   the backend allows, re-asked, failures counted).
+3. Reduce: every question's points with a score above 0, best first across batches, fill
+   `reduce_tokens`; the answer stage answers from them. A question left with no point gets
+   GraphRAG's "no data" answer without a prompt.
+
+The index must hold community reports (`graphrag-engine index` with communities.enabled and
+communities.reports); without them the query exits 2 saying so.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from engine.errors import ConfigError
+from engine.eval.datasets import Question
+from engine.methods.base import register
+from engine.models.base import GenParams
+from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.retrieve.communities import Communities, communities
+from engine.retrieve.context import QueryContext
+from engine.retrieve.entity_graph import within_budget
+from engine.retrieve.types import Context, Retrieved, Section, StageClock
+
+NO_DATA = "I do not know: the community reports hold nothing on this question."
+POINTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "points": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string"},
+                    "score": {"type": "integer", "minimum": 0, "maximum": 100},
+                },
+                "required": ["description", "score"],
+            },
+        }
+    },
+    "required": ["points"],
+}
+MAP_PROMPT = """Below are reports about communities of a knowledge graph. List the points from
+them that help answer the question, each with an importance score from 0 (no help) to 100
+(essential). Reply with one JSON object {{"points": [{{"description": "...", "score": 80}}]}};
+reply {{"points": []}} when the reports do not help.
+
+Reports:
+{reports}
+
+Question: {question}
+JSON:"""
+RATE_SCHEMA = {
+    "type": "object",
+    "properties": {"rating": {"type": "integer", "minimum": 0, "maximum": 10}},
+    "required": ["rating"],
+}
+RATE_PROMPT = """How relevant is this community report to the question? Reply with one JSON
+object {{"rating": N}}, N from 0 (unrelated) to 10 (answers it).
+
+Report:
+{report}
+
+Question: {question}
+JSON:"""
+
+
+@dataclass
+class GraphRAGGlobalConfig:
+    """GraphRAG's global search settings (batch and reduce budgets scaled down from its 8,000 /
+    8,000 tokens for small local models)."""
+
+    community_level: int = 2
+    """Reports at this level (the deepest the index has when it has fewer)."""
+    batch_tokens: int = 1500
+    """Report tokens per map prompt."""
+    reduce_tokens: int = 1500
+    """Tokens of key points in the final context."""
+    map_max_tokens: int = 300
+    dynamic: bool = False
+    """Pick reports by LLM relevance ratings down the hierarchy instead of one level."""
+    dynamic_threshold: int = 1
+    seed: int = 86
+    """Shuffle of the reports before batching (GraphRAG shuffles them too)."""
+
+    def validate(self, where: str) -> None:
+        """Positive budgets, a threshold on the 0-10 scale."""
+        if min(self.batch_tokens, self.reduce_tokens, self.map_max_tokens) < 1:
+            raise ConfigError(f"{where}: graphrag_global token budgets must be >= 1")
+        if not 0 <= self.dynamic_threshold <= 10:
+            raise ConfigError(f"{where}: graphrag_global.dynamic_threshold must lie in [0, 10]")
+
+    def llm_use(self) -> str:
+        """The map step needs the LLM even with --retrieval-only."""
+        return "method 'graphrag_global'"
+
+
+def _parse_points(text: str) -> list[tuple[str, int]]:
+    value = parse_json(text)
+    points = value.get("points") if isinstance(value, dict) else None
+    if not isinstance(points, list):
+        raise ParseError('the answer has no "points" list')
+    out = []
+    for p in points:
+        if not isinstance(p, dict) or not isinstance(p.get("description"), str):
+            raise ParseError("a point without a description")
+        score = p.get("score")
+        if not isinstance(score, int | float) or not 0 <= score <= 100:
+            raise ParseError("a point without a score in [0, 100]")
+        out.append((p["description"].strip(), int(score)))
+    return out
+
+
+def _parse_rating(text: str) -> int:
+    value = parse_json(text)
+    rating = value.get("rating") if isinstance(value, dict) else None
+    if not isinstance(rating, int | float) or not 0 <= rating <= 10:
+        raise ParseError("no rating in [0, 10]")
+    return int(rating)
+
+
+def _report(comms: Communities, c: int) -> str:
+    title, text, _ = comms.report[c]
+    return f"# {title}\n{text}"
+
+
+def _dynamic(
+    ctx: QueryContext, comms: Communities, texts: list[str], cfg: GraphRAGGlobalConfig
+) -> tuple[list[list[int]], list[int]]:
+    """Per question, the deepest reports rated relevant walking down from the roots (a
+    relevant report gives way to its relevant children), and the rating tokens; every level
+    of every question is one batched rating call."""
+    frontier = [[c for c in comms.roots() if c in comms.report] for _ in texts]
+    chosen: list[dict[int, None]] = [{} for _ in texts]
+    tokens = [0] * len(texts)
+    while any(frontier):
+        pairs = [(q, c) for q, cs in enumerate(frontier) for c in cs]
+        prompts = [
+            [
+                {
+                    "role": "user",
+                    "content": RATE_PROMPT.format(report=_report(comms, c), question=texts[q]),
+                }
+            ]
+            for q, c in pairs
+        ]
+        run = generate_structured(
+            ctx.llm, prompts, _parse_rating, GenParams(max_tokens=16, json_schema=RATE_SCHEMA),
+            stage="global_rate", retries=ctx.cfg.models.llm.parse_retries,
+        )  # fmt: skip
+        frontier = [[] for _ in texts]
+        for (q, c), res in zip(pairs, run.results, strict=True):
+            tokens[q] += res.tokens
+            if not res.ok or res.value < cfg.dynamic_threshold:
+                continue
+            chosen[q][c] = None
+            chosen[q].pop(comms.parent[c], None)
+            frontier[q].extend(k for k in comms.children.get(c, []) if k in comms.report)
+    return [list(c) for c in chosen], tokens
+
+
+def _batches(
+    ctx: QueryContext, comms: Communities, rows: list[int], cfg: GraphRAGGlobalConfig
+) -> list[str]:
+    """The reports shuffled and packed into prompts of at most `batch_tokens` tokens."""
+    rows = list(rows)
+    random.Random(cfg.seed).shuffle(rows)
+    texts = [_report(comms, c) for c in rows]
+    out, part, used = [], [], 0
+    for text, n in zip(texts, ctx.count_tokens(texts), strict=True):
+        if part and used + n > cfg.batch_tokens:
+            out.append("\n\n".join(part))
+            part, used = [], 0
+        part.append(text)
+        used += n
+    if part:
+        out.append("\n\n".join(part))
+    return out
+
+
+def reduce_points(ctx: QueryContext, points: list[tuple[str, int]], budget: int) -> Context:
+    """GraphRAG's reduce: the points scored above 0, best first (ties in map order), as many
+    as fit `budget` tokens; no such point gives the "no data" answer, with no prompt."""
+    ranked = sorted((p for p in points if p[1] > 0), key=lambda p: -p[1])
+    kept = within_budget(ctx, [f"(importance {s}) {d}" for d, s in ranked], budget)
+    if not kept:
+        return Context(preset_answer=NO_DATA)
+    return Context([Section(kept, title="-----Key points-----")])
+
+
+@register(
+    "graphrag_global",
+    config=GraphRAGGlobalConfig,
+    paper="Microsoft GraphRAG (Edge et al., 2024): global search, map-reduce over community reports",
+    needs="community reports (index with communities.enabled and communities.reports)",
+)
+def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """Map-reduce over community reports for every question of the batch."""
+    cfg: GraphRAGGlobalConfig = ctx.cfg.options
+    texts = [q.question for q in questions]
+    comms = communities(ctx, need_reports=True)
+    with clock.stage("select_reports"):
+        rate_tokens = [0] * len(texts)
+        if cfg.dynamic:
+            rows, rate_tokens = _dynamic(ctx, comms, texts, cfg)
+        else:
+            rows = [comms.reported_at(cfg.community_level)] * len(texts)
+    with clock.stage("map"):
+        batches = [_batches(ctx, comms, r, cfg) for r in rows]
+        pairs = [(q, b) for q, bs in enumerate(batches) for b in bs]
+        prompts = [
+            [{"role": "user", "content": MAP_PROMPT.format(reports=b, question=texts[q])}]
+            for q, b in pairs
+        ]
+        run = generate_structured(
+            ctx.llm, prompts, _parse_points,
+            GenParams(max_tokens=cfg.map_max_tokens, json_schema=POINTS_SCHEMA),
+            stage="global_map", retries=ctx.cfg.models.llm.parse_retries,
+        )  # fmt: skip
+    points: list[list[tuple[str, int]]] = [[] for _ in texts]
+    failed = [0] * len(texts)
+    tokens = [0] * len(texts)
+    for (q, _), res in zip(pairs, run.results, strict=True):
+        tokens[q] += res.tokens
+        if res.ok:
+            points[q].extend(res.value)
+        else:
+            failed[q] += 1
+    contexts, extras = [], []
+    with clock.stage("reduce"):
+        for q in range(len(texts)):
+            contexts.append(reduce_points(ctx, points[q], cfg.reduce_tokens))
+            extras.append(
+                {
+                    "reports": len(rows[q]),
+                    "map_prompts": len(batches[q]),
+                    "map_failures": failed[q],
+                    "points": len(points[q]),
+                    "dynamic": cfg.dynamic,
+                }
+            )
+    usage = [
+        {"global_map": t, **({"global_rate": r} if cfg.dynamic else {})}
+        for t, r in zip(tokens, rate_tokens, strict=True)
+    ]
+    return Retrieved(None, extras, usage, clock.seconds, contexts)
