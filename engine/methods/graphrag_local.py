@@ -22,8 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 from engine.errors import ConfigError
 from engine.eval.datasets import Question
 from engine.methods.base import register
@@ -31,14 +29,15 @@ from engine.retrieve.communities import communities
 from engine.retrieve.context import QueryContext
 from engine.retrieve.entity_graph import (
     EntityGraph,
+    budgeted_sections,
     chunks_by_entities,
     entity_graph,
     search,
     within_budget,
 )
 from engine.retrieve.linking import link_entities
-from engine.retrieve.ranking import ChunkRanking
-from engine.retrieve.types import Context, Retrieved, Section, StageClock
+from engine.retrieve.ranking import from_orders
+from engine.retrieve.types import Context, Retrieved, StageClock
 
 
 @dataclass
@@ -109,13 +108,9 @@ def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClo
             picked = [[e for e in row.tolist() if e >= 0] for row in ids]
     community_of = comms.of_entity(cfg.community_level) if comms is not None else {}
     has_reports = bool(comms is not None and comms.report)
-    depth = 2 * ctx.cfg.retrieval.candidates
-    ranking = ChunkRanking(
-        np.full((len(texts), depth), -1, np.int64), np.zeros((len(texts), depth), np.float32)
-    )
-    contexts, extras = [], []
+    contexts, extras, orders = [], [], []
     with clock.stage("build_context"):
-        for q, ents in enumerate(picked):
+        for ents in picked:
             report_share = cfg.community_prop if has_reports else 0.0
             unit_share = cfg.text_unit_prop + (cfg.community_prop - report_share)
             sections = []
@@ -136,15 +131,8 @@ def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClo
             chunks = chunks_by_entities(g, ents)
             sources = [ctx.chunks["titled"][c] for c in chunks]
             sections.append(("Sources", sources, unit_share * cfg.max_tokens))
-            built = []
-            for title, lines, budget in sections:
-                kept = within_budget(ctx, lines, int(budget))
-                if kept:
-                    built.append(Section(kept, title=f"-----{title}-----", whole=True))
-            contexts.append(Context(built))
-            rows = chunks[:depth]
-            ranking.ids[q, : len(rows)] = rows
-            ranking.scores[q, : len(rows)] = 1.0 / (1.0 + np.arange(len(rows)))  # rank only
+            contexts.append(Context(budgeted_sections(ctx, sections)))
+            orders.append(chunks)
             extras.append(
                 {
                     "entities_by": cfg.entities,
@@ -153,4 +141,5 @@ def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClo
                     "reports_in_index": has_reports,
                 }
             )
+    ranking = from_orders(orders, 2 * ctx.cfg.retrieval.candidates)
     return Retrieved(ranking, extras, [{} for _ in texts], clock.seconds, contexts)

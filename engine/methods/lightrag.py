@@ -24,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 from engine.errors import ConfigError
 from engine.eval.datasets import Question
 from engine.methods.base import register
@@ -33,14 +31,14 @@ from engine.retrieve.context import QueryContext
 from engine.retrieve.dense import dense_search
 from engine.retrieve.entity_graph import (
     EntityGraph,
+    budgeted_sections,
     chunks_by_entities,
     entity_graph,
     search,
-    within_budget,
 )
 from engine.retrieve.keywords import llm_keywords, ner_keywords
-from engine.retrieve.ranking import ChunkRanking
-from engine.retrieve.types import Context, Retrieved, Section, StageClock
+from engine.retrieve.ranking import from_orders
+from engine.retrieve.types import Context, Retrieved, StageClock
 
 
 @dataclass
@@ -122,10 +120,7 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     if cfg.mode == "mix":
         with clock.stage("dense_search"):
             dense = dense_search(ctx, ctx.encode_queries(texts), depth)
-    contexts, extras = [], []
-    ranking = ChunkRanking(
-        np.full((len(texts), depth), -1, np.int64), np.zeros((len(texts), depth), np.float32)
-    )
+    contexts, extras, orders = [], [], []
     with clock.stage("build_context"):
         for q in range(len(texts)):
             ents, rels, chunks = ([], [], [])
@@ -136,11 +131,13 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             chunks = list(dict.fromkeys(chunks))
             if dense is not None:
                 chunks = _interleave(dense.row(q)[0], chunks)
-            sections = _sections(ctx, g, ents, rels, chunks, cfg)
-            contexts.append(Context(sections))
-            rows = chunks[:depth]
-            ranking.ids[q, : len(rows)] = rows
-            ranking.scores[q, : len(rows)] = 1.0 / (1.0 + np.arange(len(rows)))  # rank only
+            parts = [
+                ("Entities", [g.entity_line(e) for e in ents], cfg.entity_tokens),
+                ("Relations", [g.relation_line(r) for r in rels], cfg.relation_tokens),
+                ("Sources", [ctx.chunks["titled"][c] for c in chunks], cfg.chunk_tokens),
+            ]
+            contexts.append(Context(budgeted_sections(ctx, parts)))
+            orders.append(chunks)
             extras.append(
                 {
                     "mode": cfg.mode,
@@ -153,25 +150,4 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
                 }
             )
     tokens = [{"keywords": t} if cfg.keywords == "llm" else {} for t in kw.tokens]
-    return Retrieved(ranking, extras, tokens, clock.seconds, contexts)
-
-
-def _sections(
-    ctx: QueryContext,
-    g: EntityGraph,
-    ents: list[int],
-    rels: list[int],
-    chunks: list[int],
-    cfg: LightRAGConfig,
-) -> list[Section]:
-    """Entities, relations and sources, each cut to its token budget and kept whole."""
-    out = []
-    for title, lines, budget in (
-        ("Entities", [g.entity_line(e) for e in ents], cfg.entity_tokens),
-        ("Relations", [g.relation_line(r) for r in rels], cfg.relation_tokens),
-        ("Sources", [ctx.chunks["titled"][c] for c in chunks], cfg.chunk_tokens),
-    ):
-        kept = within_budget(ctx, lines, budget)
-        if kept:
-            out.append(Section(kept, title=f"-----{title}-----", whole=True))
-    return out
+    return Retrieved(from_orders(orders, depth), extras, tokens, clock.seconds, contexts)

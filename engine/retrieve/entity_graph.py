@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.retrieve.context import QueryContext
+from engine.retrieve.types import Section
 from kernels.segments import csr_from_pairs
 from kernels.similarity import cosine_topk
 
@@ -129,6 +130,19 @@ def within_budget(ctx: QueryContext, texts: list[str], budget: int, block: int =
                 return out
             out.append(text)
             used += n
+    return out
+
+
+def budgeted_sections(
+    ctx: QueryContext, parts: list[tuple[str, list[str], float]]
+) -> list[Section]:
+    """(title, ranked lines, token budget) -> whole sections cut to their budgets; an empty
+    one is left out."""
+    out = []
+    for title, lines, budget in parts:
+        kept = within_budget(ctx, lines, int(budget))
+        if kept:
+            out.append(Section(kept, title=f"-----{title}-----", whole=True))
     return out
 
 

@@ -28,6 +28,18 @@ def from_score_matrix(scores: np.ndarray, k: int) -> ChunkRanking:
     return ChunkRanking(ids, vals.astype(np.float32))
 
 
+def from_orders(orders: list[list[int]], depth: int) -> ChunkRanking:
+    """Each question's chunk rows in a method's own order (no similarity behind it), the first
+    `depth`; the score is the reciprocal rank."""
+    ids = np.full((len(orders), depth), -1, dtype=np.int64)
+    scores = np.zeros((len(orders), depth), dtype=np.float32)
+    for q, rows in enumerate(orders):
+        rows = rows[:depth]
+        ids[q, : len(rows)] = rows
+        scores[q, : len(rows)] = 1.0 / (1.0 + np.arange(len(rows)))
+    return ChunkRanking(ids, scores)
+
+
 def lead_then_fill(
     owner: np.ndarray, rows: np.ndarray, scores: np.ndarray, fill: ChunkRanking, depth: int
 ) -> ChunkRanking:
