@@ -9,6 +9,8 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from kernels.segments import csr_order
+
 
 def torch_csr(
     indptr: np.ndarray,
@@ -83,12 +85,11 @@ class CSRGraph:
             # both directions; a self-loop thus appears twice, as in igraph (degree counts it 2x)
             src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
             w, eid = np.concatenate([w, w]), np.concatenate([eid, eid])
-        order = np.lexsort((dst, src))
-        src, dst, w, eid = src[order], dst[order], w[order], eid[order]
+        indptr, order = csr_order(src, dst, n)
+        dst, w, eid = dst[order], w[order], eid[order]
         # int32 indices when they fit: half the memory, and scipy keeps them without a copy
         idx = np.int32 if max(n, src.size) < 2**31 - 1 else np.int64
-        indptr = np.zeros(n + 1, dtype=idx)
-        np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+        indptr = indptr.astype(idx)
         dst = dst.astype(idx)
         if node_type is not None:
             node_type = np.asarray(node_type)

@@ -56,9 +56,16 @@ def group_by_owner(owner: np.ndarray, n_owners: int) -> list[np.ndarray]:
     return [order[bounds[q] : bounds[q + 1]] for q in range(n_owners)]
 
 
-def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n_rows: int) -> tuple[np.ndarray, ...]:
-    """(indptr, cols) of the (row, col) pairs, columns ascending within a row."""
+def csr_order(rows: np.ndarray, cols: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The one CSR builder: (indptr, order) such that `cols[order]` lists each row's columns
+    ascending, row after row; apply `order` to any array parallel to the pairs (weights, ids)."""
     order = np.lexsort((cols, rows))
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.add.at(indptr, rows + 1, 1)
-    return np.cumsum(indptr), cols[order].astype(np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    return indptr, order
+
+
+def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n_rows: int) -> tuple[np.ndarray, ...]:
+    """(indptr, cols) of the (row, col) pairs, columns ascending within a row."""
+    indptr, order = csr_order(rows, cols, n_rows)
+    return indptr, cols[order].astype(np.int64)
