@@ -1,0 +1,87 @@
+"""Batched against one question at a time for the entity-graph baselines (LightRAG-style local,
+global, hybrid, mix with NER keywords; GraphRAG-style local search), retrieval only, on an
+index that bench/retrieval.py builds: questions/s of each and whether the contexts agree.
+
+    .venv/bin/python bench/entity_baselines.py [--set musique] [--n 200] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+
+from engine.eval.datasets import load_questions  # noqa: E402
+from engine.methods import query_config  # noqa: E402
+from engine.methods.graphrag_local import graphrag_local  # noqa: E402
+from engine.methods.lightrag import lightrag  # noqa: E402
+from engine.retrieve.context import QueryContext  # noqa: E402
+from engine.retrieve.types import StageClock  # noqa: E402
+from engine.store import open_index  # noqa: E402
+
+QUESTIONS = {
+    "musique": "musique_dev.jsonl",
+    "2wiki": "2wikimultihopqa_dev.jsonl",
+    "hotpotqa": "hotpotqa_dev.jsonl",
+}
+MODES = [("lightrag", "local"), ("lightrag", "global"), ("lightrag", "hybrid")]
+MODES += [("lightrag", "mix"), ("graphrag_local", None)]
+
+
+def main() -> None:
+    """Time batched and one-at-a-time retrieval per mode; print a table and a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", default="musique", choices=sorted(QUESTIONS))
+    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--n", type=int, default=200)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    index = open_index(Path(args.work) / "idx" / args.set)
+    questions = load_questions(REPO.parent / "shared" / "data" / QUESTIONS[args.set], limit=args.n)
+    rows = []
+    for method, mode in MODES:
+        cfg = query_config(method)
+        cfg.generation.enabled = False
+        if mode is not None:
+            cfg.options.mode, cfg.options.keywords = mode, "ner"
+        fn = lightrag if method == "lightrag" else graphrag_local
+        ctx = QueryContext(index, cfg, Path(args.work) / "entity-bench")
+        fn(ctx, questions[:2], StageClock())  # load models, vectors and the graph once
+        t0 = time.perf_counter()
+        batched = fn(ctx, questions, StageClock())
+        t_batch = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        single = [fn(ctx, [q], StageClock()) for q in questions]
+        t_single = time.perf_counter() - t0
+        same = all(s.contexts[0] == batched.contexts[i] for i, s in enumerate(single))
+        n = len(questions)
+        rows.append(
+            {
+                "method": method + (f" {mode}" if mode else ""),
+                "batched_q_per_s": round(n / t_batch, 1),
+                "single_q_per_s": round(n / t_single, 1),
+                "ratio": round(t_single / t_batch, 2),
+                "identical_contexts": same,
+            }
+        )
+    print(f"{'method':<22}{'batched q/s':>13}{'single q/s':>12}{'ratio':>8}  identical")
+    for r in rows:
+        print(
+            f"{r['method']:<22}{r['batched_q_per_s']:>13}{r['single_q_per_s']:>12}"
+            f"{r['ratio']:>8}  {r['identical_contexts']}"
+        )
+    print(
+        json.dumps(
+            {"bench": "entity_baselines", "set": args.set, "n": len(questions), "results": rows}
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
