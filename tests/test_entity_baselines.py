@@ -170,7 +170,12 @@ def test_global_search_map_reduce_on_smollm_reports(tmp_path, smollm) -> None:
         ctx = QueryContext(index, qcfg, tmp_path / f"run{dynamic}", llm_backend=smollm)
         r = graphrag_global(ctx, questions, StageClock())
         for c, e, t in zip(r.contexts, r.extras, r.tokens, strict=True):
-            assert e["map_prompts"] >= 1 and t["global_map"] > 0
+            # a fixed level always maps; dynamic selection may rate every report irrelevant
+            assert (e["map_prompts"] >= 1 and t["global_map"] > 0) or (
+                dynamic and e["reports"] == 0
+            )
+            if e["reports"] == 0:
+                assert c.preset_answer == NO_DATA
             if c.preset_answer is None:
                 scores = [int(x.split(")")[0].split()[-1]) for x in c.sections[0].items]
                 assert scores == sorted(scores, reverse=True) and min(scores) > 0
