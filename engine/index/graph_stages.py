@@ -60,7 +60,6 @@ class Build:
     cache: EmbeddingCache | None = None
     llm: Any = None
     chunk_vecs: np.ndarray | None = None
-    core: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     unit_rows: list[dict] = field(default_factory=list)
     mentions: list = field(default_factory=list)
     extracted: list | None = None
@@ -192,11 +191,11 @@ def _units(b: Build) -> dict[str, Any]:
     """Knowledge units: the LLM's for the core chunks, sentences for the rest (and for core
     chunks whose answer never parsed)."""
     g, chunks = b.config.graph, b.chunks
-    b.core = _core_chunks(b)
+    core = _core_chunks(b)
     by_llm: dict[str, list] = {}
     failures = 0
-    if b.core.size:
-        pairs = [(chunks.ids[i], chunks.texts[i]) for i in b.core]
+    if core.size:
+        pairs = [(chunks.ids[i], chunks.texts[i]) for i in core]
         by_llm, failures = llm_units(
             b.stage_llm(),
             pairs,
@@ -210,7 +209,7 @@ def _units(b: Build) -> dict[str, Any]:
     b.writer.write_table("units", b.unit_rows)
     return {
         "items": len(b.unit_rows),
-        "core_chunks": int(b.core.size),
+        "core_chunks": int(core.size),
         "llm_units": sum(len(v) for v in by_llm.values()),
         "parse_failures": failures,
     }

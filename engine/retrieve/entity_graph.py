@@ -8,6 +8,7 @@ chunks of a set of entities, and cutting a ranked list to a token budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -35,12 +36,12 @@ class EntityGraph:
     rel_ids: np.ndarray
     """entity -> its relation rows (CSR)."""
 
-    @property
+    @cached_property
     def degree(self) -> np.ndarray:
         """Relations per entity."""
         return np.diff(self.rel_indptr)
 
-    @property
+    @cached_property
     def rank(self) -> np.ndarray:
         """LightRAG's edge degree: the sum of a relation's ends' degrees."""
         return self.degree[self.src] + self.degree[self.dst]
