@@ -27,7 +27,7 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def _run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run the console script as a real process, the way a user does."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
     return subprocess.run(

@@ -163,7 +163,7 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 300
+    deadline = time.time() + 900  # a bound on hangs, not a speed claim: a loaded machine is slow
     while not (out / "parts" / "00000.parquet").exists():
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         assert time.time() < deadline
