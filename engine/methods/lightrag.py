@@ -11,8 +11,9 @@ For the whole batch at once:
    the chunk).
 3. High level (`global`): the joined high-level keys -> relation vector search (top_k) -> those
    relations (by rank, then weight), their end entities and the relations' chunks.
-4. `hybrid` merges both levels (low level first, duplicates dropped); `mix` adds the dense
-   chunks of the question, interleaved with the graph's chunks.
+4. `hybrid` merges both levels round-robin (entities, relations and chunks alike, duplicates
+   dropped), as LightRAG does; `mix` adds the dense chunks of the question as a third list of
+   the chunks' round-robin (dense, entity-linked, relation-linked).
 
 Each search is one embedding call and one similarity call for every question of the batch.
 The context is three sections, entities, relations and sources, each cut to its own token
@@ -82,11 +83,11 @@ def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[i
     return ents, rels, chunks
 
 
-def _interleave(a: list[int], b: list[int]) -> list[int]:
-    """a[0], b[0], a[1], b[1], ... without duplicates (LightRAG's mix of vector and graph chunks)."""
+def _round_robin(*lists: list[int]) -> list[int]:
+    """a[0], b[0], a[1], b[1], ... without duplicates (LightRAG's merge of its levels' lists)."""
     out: dict[int, None] = {}
-    for i in range(max(len(a), len(b))):
-        for side in (a, b):
+    for i in range(max(map(len, lists), default=0)):
+        for side in lists:
             if i < len(side):
                 out.setdefault(side[i], None)
     return list(out)
@@ -123,14 +124,11 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     contexts, extras, orders = [], [], []
     with clock.stage("build_context"):
         for q in range(len(texts)):
-            ents, rels, chunks = ([], [], [])
-            for level in levels:
-                e, r, c = level[q]
-                ents, rels, chunks = ents + e, rels + r, chunks + c
-            ents, rels = list(dict.fromkeys(ents)), list(dict.fromkeys(rels))
-            chunks = list(dict.fromkeys(chunks))
-            if dense is not None:
-                chunks = _interleave(dense.row(q)[0], chunks)
+            found = [level[q] for level in levels]  # (entities, relations, chunks) per level
+            ents = _round_robin(*(f[0] for f in found))
+            rels = _round_robin(*(f[1] for f in found))
+            vector_chunks = [dense.row(q)[0]] if dense is not None else []
+            chunks = _round_robin(*vector_chunks, *(f[2] for f in found))
             parts = [
                 ("Entities", [g.entity_line(e) for e in ents], cfg.entity_tokens),
                 ("Relations", [g.relation_line(r) for r in rels], cfg.relation_tokens),

