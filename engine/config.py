@@ -68,6 +68,8 @@ class LLMConfig:
     gguf_file: str | None = None
     device: str = "cpu"
     batch_size: int = 8
+    constrained: bool = True
+    """transformers: decode prompts that carry a JSON schema under its grammar (llguidance)."""
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (the key itself never goes in a file)."""

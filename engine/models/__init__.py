@@ -72,7 +72,9 @@ def make_backend(cfg: LLMConfig):
     if cfg.backend == "transformers":
         from engine.models.transformers_llm import TransformersLLM  # loads torch/transformers
 
-        return TransformersLLM(cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size)
+        return TransformersLLM(
+            cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size, constrained=cfg.constrained
+        )
     if cfg.backend == "openai":
         from engine.models.openai_llm import OpenAICompatLLM  # httpx only for servers
 

@@ -7,11 +7,13 @@ loaded with `gguf_file=` (transformers dequantizes it); nothing is downloaded.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from pathlib import Path
 
 from engine.errors import ConfigError
 from engine.models.base import Completion, GenParams, Prompt, as_messages
+from engine.models.constrained import SchemaGrammar, constrained_available
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -45,7 +47,8 @@ def save_dequantized(model, tokenizer, out: str | Path) -> None:
 
 
 class TransformersLLM:
-    """A causal LM answering prompts in padded batches (longest first, `batch_size` at a time)."""
+    """A causal LM answering prompts in padded batches (longest first, `batch_size` at a time);
+    prompts with a JSON schema are decoded under the schema's grammar when `constrained`."""
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class TransformersLLM:
         gguf_file: str | None = None,
         device: str = "cpu",
         batch_size: int = 8,
+        constrained: bool = True,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -79,6 +83,16 @@ class TransformersLLM:
             if gguf_file
             else f"transformers:{Path(model).name}"
         )
+        self.grammar: SchemaGrammar | None = None
+        if constrained:
+            if not constrained_available():
+                raise ConfigError(
+                    "llm.constrained: grammar-constrained decoding needs llguidance "
+                    "(pip install llguidance), or set llm.constrained: false"
+                )
+            self.grammar = SchemaGrammar(self.tokenizer)
+            # constrained answers differ from free ones: they must not share cache entries
+            self.model_id += "+llguidance"
 
     def _render(self, prompt: Prompt) -> str:
         if getattr(self.tokenizer, "chat_template", None):
@@ -95,6 +109,7 @@ class TransformersLLM:
     def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
         """Answer all prompts: sorted by length, padded on the left, `batch_size` per forward pass."""
         import torch
+        from transformers import LogitsProcessorList
 
         texts = [self._render(p) for p in prompts]
         lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
@@ -107,6 +122,12 @@ class TransformersLLM:
                 [texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
             ).to(self.device)
             sampling = params.temperature > 0
+            constraint = []
+            if params.json_schema is not None and self.grammar is not None:
+                try:
+                    constraint = [self.grammar.processor(params.json_schema, len(idx), eos)]
+                except ValueError as exc:  # decode freely; the stage parses and re-asks
+                    print(f"{self.model_id}: {exc}; decoding without the schema", file=sys.stderr)
             if sampling:
                 torch.manual_seed(params.seed)
             t0 = time.perf_counter()
@@ -119,6 +140,7 @@ class TransformersLLM:
                     top_p=params.top_p if sampling else None,
                     top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id,
+                    logits_processor=LogitsProcessorList(constraint),
                 )
             latency = time.perf_counter() - t0
             new = gen[:, enc["input_ids"].shape[1] :]

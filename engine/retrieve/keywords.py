@@ -17,13 +17,17 @@ from engine.models.structured import ParseError, generate_structured, parse_json
 from engine.retrieve.context import QueryContext
 from engine.retrieve.linking import query_mentions
 
+_KEYS = {  # bounded so that a constrained answer always ends within max_tokens (160)
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": 40},
+    "minItems": 1,
+    "maxItems": 4,
+}
 KEYWORD_SCHEMA = {
     "type": "object",
-    "properties": {
-        "high_level_keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
-        "low_level_keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
-    },
-    "required": ["high_level_keywords", "low_level_keywords"],
+    "properties": {"low_level_keywords": _KEYS, "high_level_keywords": _KEYS},
+    "required": ["low_level_keywords", "high_level_keywords"],
+    "additionalProperties": False,
 }
 KEYWORD_PROMPT = """List the keywords of a question for searching a knowledge graph.
 "low_level_keywords": the specific entities, names and terms the question mentions.
@@ -68,7 +72,7 @@ def llm_keywords(ctx: QueryContext, questions: list[str], retries: int = 2) -> K
         ctx.llm,
         prompts,
         _parse,
-        GenParams(max_tokens=96, json_schema=KEYWORD_SCHEMA),
+        GenParams(max_tokens=160, json_schema=KEYWORD_SCHEMA),
         stage="keywords",
         retries=retries,
     )
