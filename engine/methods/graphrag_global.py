@@ -41,14 +41,17 @@ POINTS_SCHEMA = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "description": {"type": "string"},
+                    "description": {"type": "string", "minLength": 1, "maxLength": 160},
                     "score": {"type": "integer", "minimum": 0, "maximum": 100},
                 },
                 "required": ["description", "score"],
+                "additionalProperties": False,
             },
+            "maxItems": 5,  # bounded: a constrained answer ends within map_max_tokens (300)
         }
     },
     "required": ["points"],
+    "additionalProperties": False,
 }
 MAP_PROMPT = """Below are reports about communities of a knowledge graph. List the points from
 them that help answer the question, each with an importance score from 0 (no help) to 100
@@ -64,6 +67,7 @@ RATE_SCHEMA = {
     "type": "object",
     "properties": {"rating": {"type": "integer", "minimum": 0, "maximum": 10}},
     "required": ["rating"],
+    "additionalProperties": False,
 }
 RATE_PROMPT = """How relevant is this community report to the question? Reply with one JSON
 object {{"rating": N}}, N from 0 (unrelated) to 10 (answers it).
