@@ -34,11 +34,12 @@ METRICS += ["pr_entity_f1", "pr_entity_recall", "seconds_se", "seconds_pf", "sec
 
 
 def instance_ids(spec: str) -> list[int]:
-    """'0-20' or '0,3,8'."""
-    if "-" in spec:
-        a, b = spec.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in spec.split(",")]
+    """'0-20', '0,3,8' or a mix ('0-6,8-13,15')."""
+    ids: list[int] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        ids += range(int(a), int(b or a) + 1)
+    return ids
 
 
 def missing_model(text: str) -> str | None:
