@@ -183,3 +183,23 @@ def test_global_search_map_reduce_on_smollm_reports(tmp_path, smollm) -> None:
                 assert c.preset_answer == NO_DATA
         if not dynamic:
             assert len({e["reports"] for e in r.extras}) == 1  # one level, the same reports
+
+
+def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
+    """Entities of the same name have equal vectors; their order (and who makes the top k) must
+    not depend on whether a text was encoded alone or in a padded batch."""
+    import numpy as np
+
+    from engine.retrieve.entity_graph import search
+
+    index, questions, tmp = demo
+    ctx = _ctx(index, tmp, "lightrag", keywords="ner")
+    base = ctx.entity_vectors
+    copies = np.concatenate([base, np.repeat(base[:1], 5, axis=0)])  # ids n..n+4 copy id 0
+    texts = [q.question for q in questions[:12]] + [entity_graph(ctx).names[0]]
+    ids, _ = search(ctx, texts, copies, 8)
+    for i, t in enumerate(texts):
+        alone, _ = search(ctx, [t], copies, 8)
+        assert alone[0].tolist() == ids[i].tolist()
+    tied = [e for e in ids[-1].tolist() if e == 0 or e >= len(base)]
+    assert tied == sorted(tied) and len(tied) == 6  # the name finds itself and its 5 copies

@@ -103,6 +103,10 @@ def _build(ctx: QueryContext) -> EntityGraph:
     )
 
 
+TIE_MARGIN = 16
+"""Extra neighbours fetched so that near-ties at the k-th place are ranked like the rest."""
+
+
 def search(
     ctx: QueryContext, texts: list[str], vectors: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -114,8 +118,15 @@ def search(
     asked = [i for i, t in enumerate(texts) if t.strip()]
     if not asked or len(vectors) == 0:
         return ids, scores
-    s, found = cosine_topk(ctx.encode_queries([texts[i] for i in asked]), vectors, k)
-    ids[asked], scores[asked] = found, s
+    wide = min(k + TIE_MARGIN, len(vectors))
+    s, found = cosine_topk(ctx.encode_queries([texts[i] for i in asked]), vectors, wide)
+    # equal texts (entities of the same name) have equal vectors, but a text encoded alone or
+    # in a padded batch gets cosines that differ in the 7th digit: rank by cosine rounded to
+    # 1e-5, then by id, so a question's neighbours never depend on its batch
+    for row, (rs, rf) in enumerate(zip(s, found, strict=True)):
+        order = np.lexsort((rf, -np.round(rs, 5)))[:k]
+        n = len(order)
+        ids[asked[row], :n], scores[asked[row], :n] = rf[order], rs[order]
     return ids, scores
 
 
