@@ -149,6 +149,9 @@ class ExtractionConfig:
     """ROGRAG loop NER: 'trial' asks whether entities were missed, then continues; 'base' continues, then asks."""
     max_rounds: int = 2
     max_tokens: int = 512
+    """Completion tokens per round; the answer schema's bounds fit about 800."""
+    retries: int = 1
+    """Re-asks of a round whose answer does not validate (then the round counts as failed)."""
     summarize_above: int = 800
     """Joined entity descriptions longer than this many characters are summarised by the LLM (0: never)."""
 

@@ -13,8 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FaultInjector:
     """Serves /v1/chat/completions and /v1/embeddings; each request takes the next planned fault."""
 
-    def __init__(self, plan: list[str]) -> None:
+    def __init__(
+        self, plan: list[str], refuse_formats: tuple[str, ...] = (), refuse_status: int = 400
+    ) -> None:
         self.plan = list(plan)
+        self.refuse_formats = refuse_formats
+        self.refuse_status = refuse_status
+        """response_format types answered with HTTP 400, like a hosted API without them
+        ("json_schema", "json_object_schema" for json_object with a schema, "json_object")."""
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         owner = self
@@ -35,6 +41,15 @@ class FaultInjector:
                         }
                     )
                     mode = owner.plan.pop(0) if owner.plan else "ok"
+                form = body.get("response_format") or {}
+                kind = form.get("type", "") + ("_schema" if "schema" in form else "")
+                if kind in owner.refuse_formats:
+                    payload = json.dumps({"error": f"response_format {kind} not supported"})
+                    self.send_response(owner.refuse_status)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload.encode())
+                    return
                 if mode.startswith("hang"):
                     time.sleep(float(mode.split(":")[1]))
                     mode = "ok"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from engine.models.base import GenParams
-from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORD_SCHEMA
+from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORD_SCHEMA, KEYWORDS
 
 QUESTIONS = [
     "Who founded the company that makes the iPhone?",
@@ -57,7 +57,7 @@ def test_smollm2_constrained_answers_are_schema_valid(smollm) -> None:
     """Every constrained SmolLM2 keyword answer is a valid document of the schema, and the
     backend's id names the mode (free and constrained answers never share a cache key)."""
     assert smollm.grammar is not None and smollm.model_id.endswith("+llguidance")
-    prompts = [KEYWORD_PROMPT.format(question=q) for q in QUESTIONS]
+    prompts = [KEYWORD_PROMPT.format(question=q, format=KEYWORDS.describe()) for q in QUESTIONS]
     params = GenParams(max_tokens=160, json_schema=KEYWORD_SCHEMA)
     answers = smollm.generate(prompts, params)
     assert all(_valid_keywords(a.text) for a in answers), [a.text for a in answers]
@@ -65,3 +65,23 @@ def test_smollm2_constrained_answers_are_schema_valid(smollm) -> None:
     # batched == one prompt at a time under the grammar (greedy decoding)
     alone = [smollm.generate([p], params)[0].text for p in prompts[:2]]
     assert alone == [a.text for a in answers[:2]]
+
+
+@pytest.mark.slow
+def test_keyword_stage_through_a_real_llama_cpp_server_is_schema_decoded(llama_server) -> None:
+    """The openai backend sends the stage schema in the strongest response_format the real
+    llama.cpp server accepts; every answer validates and the ledger counts schema decoding."""
+    from engine.models import LLM
+    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from engine.models.structured import generate_structured
+
+    backend = OpenAICompatLLM(
+        llama_server.alias, HTTPSettings(base_url=llama_server.url, concurrency=2)
+    )
+    llm = LLM(backend)
+    prompts = [KEYWORD_PROMPT.format(question=q, format=KEYWORDS.describe()) for q in QUESTIONS]
+    run = generate_structured(llm, prompts, KEYWORDS, GenParams(max_tokens=160), "keywords", 1)
+    assert run.failures == 0 and all(_valid_keywords(r.raw) for r in run.results)
+    assert backend.decoding in ("json_schema", "json_object_schema"), backend.refusals
+    usage = llm.ledger.get("keywords", backend.model_id)
+    assert usage.schema_decoded == usage.calls == len(QUESTIONS) and usage.free_decoded == 0

@@ -10,27 +10,62 @@ import pytest
 
 from engine.cli import main
 from engine.demo import corpus_path
-from engine.index.extract import ChunkExtraction, _absorb, extract_triples
+from engine.index.extract import ChunkExtraction, absorb, extract_triples, triple_schema
 from engine.index.resolve import entity_id, normalize_name, resolve
 from engine.models import LLM
+from engine.models.structured import ParseError
 from engine.store import open_index
 
-ANSWER = (
-    '("entity"<|>"Hana Lirrow"<|>"person"<|>"An architect born in Port Calloway.")##\n'
-    '("entity"<|>"Quillon Opera House"<|>"organization"<|>"An opera house in Vesk.")##\n'
-    '("relationship"<|>"Hana Lirrow"<|>"Quillon Opera House"<|>"Lirrow designed the opera house."<|>"design, architecture"<|>9)##\n'
-    '("relationship"<|>"Quillon Opera House"<|>"Vesk"<|>"It stands in Vesk."<|>"location"<|>oops)##\n'
-    '("content_keywords"<|>"architecture, opera")<|COMPLETE|>'
+ANSWER = json.dumps(
+    {
+        "entities": [
+            {
+                "name": "Hana Lirrow",
+                "type": "PERSON",
+                "description": "An architect born in Port Calloway.",
+            },
+            {
+                "name": " Quillon Opera House",
+                "type": "ORGANIZATION",
+                "description": "An opera house in Vesk.",
+            },
+        ],
+        "relationships": [
+            {
+                "source": "Hana Lirrow",
+                "target": "Quillon Opera House",
+                "description": "Lirrow designed the opera house.",
+                "keywords": "design, architecture",
+                "strength": 9,
+            },
+            {
+                "source": "Quillon Opera House",
+                "target": "Vesk",
+                "description": "It stands in Vesk.",
+                "keywords": "location",
+                "strength": 1,
+            },
+        ],
+        "content_keywords": ["architecture", "opera"],
+    }
 )
+SCHEMA = triple_schema(["person", "organization"])
 
 
 def test_records_are_absorbed_and_merged_with_cooccurrence() -> None:
     found = ChunkExtraction()
-    assert _absorb(found, ANSWER)
+    absorb(found, SCHEMA.parse(ANSWER))
     assert [e[0] for e in found.entities] == ["Hana Lirrow", "Quillon Opera House"]
-    assert found.relations[0][4] == 9.0 and found.relations[1][4] == 1.0  # unparsable strength -> 1
+    assert found.relations[0][4] == 9.0 and found.relations[1][4] == 1.0
     assert found.keywords == ["architecture", "opera"]
-    assert not _absorb(found, "I cannot help with that.")
+    for bad in (
+        "I cannot help with that.",
+        ANSWER.replace('"PERSON"', '"WIZARD"'),  # a type outside the configured ones
+        ANSWER.replace('"strength": 9', '"strength": "high"'),
+        ANSWER.replace('"content_keywords"', '"keywords"'),
+    ):
+        with pytest.raises(ParseError):
+            SCHEMA.parse(bad)
     units = [
         {"unit_id": "u1", "chunk_id": "c1", "text": "Hana Lirrow designed the Quillon Opera House."}
     ]
@@ -67,11 +102,13 @@ def test_rounds_are_batched(smollm, loop: str, gleaning: int) -> None:
         loop=loop,
         max_rounds=2,
         max_tokens=24,
+        retries=1,
     )
     usage = llm.ledger.get("extract", smollm.model_id)
     checks = llm.ledger.get("extract_loop_check", smollm.model_id)
     rounds = sum(f.rounds for f in found)
-    assert usage.calls + usage.cached_calls == rounds
+    assert usage.calls + usage.cached_calls == rounds + usage.retries
+    assert usage.schema_decoded == usage.calls  # every round decoded under the triple schema
     assert all(1 <= f.rounds <= 3 for f in found)
     if loop == "none":
         assert all(f.rounds == 2 for f in found) and checks.calls == 0
@@ -96,11 +133,12 @@ def test_extract_stage_in_index(tmp_path: Path) -> None:
     assert dry == 0 and not (out / "manifest.json").exists()
     assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     stage = open_index(out).manifest["stats"]["stages"]["extract"]
-    assert stage["items"] == 4 and stage["rounds"] == 4 and stage["model_calls"] == 4
+    assert stage["items"] == 4 and stage["rounds"] == 4
+    assert stage["model_calls"] == 4 + stage["retries"] == stage["schema_decoded"]
     assert stage["prompt_tokens"] > 0 and stage["completion_tokens"] > 0
     assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     again = open_index(out).manifest["stats"]["stages"]["extract"]
-    assert again["model_calls"] == 0 and again["cached_calls"] == 4
+    assert again["model_calls"] == 0 and again["cached_calls"] == stage["model_calls"]
 
 
 @pytest.mark.slow

@@ -133,3 +133,53 @@ def test_guided_json_is_sent_as_response_format() -> None:
         assert body["response_format"]["json_schema"]["schema"] == schema and body["stop"] == [
             "END"
         ]
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("refused", "sent", "decoding"),
+    [
+        ((), "json_schema", "schema"),
+        (("json_schema",), "json_object_schema", "schema"),
+        (("json_schema", "json_object_schema"), "json_object", "json_object"),
+        (("json_schema", "json_object_schema", "json_object"), None, "free"),
+    ],
+)
+def test_refused_response_format_steps_down_and_the_ledger_says_so(
+    refused: tuple[str, ...], sent: str | None, decoding: str
+) -> None:
+    with FaultInjector([], refuse_formats=refused) as srv:
+        backend = client(srv.url, concurrency=1)
+        llm = LLM(backend)
+        first = llm.generate(["x"], GenParams(json_schema=SCHEMA), stage="s")
+        second = llm.generate(["y"], GenParams(json_schema=SCHEMA), stage="s")
+        assert [c.decoding for c in first + second] == [decoding, decoding]
+        # the refused steps were tried once each, then the server's answer is remembered
+        assert len(srv.requests) == 2 + len(refused)
+        last = srv.requests[-1]["body"].get("response_format") or {}
+        assert (last.get("type", "") + ("_schema" if "schema" in last else "") or None) == sent
+        assert len(backend.refusals) == len(refused)
+        usage = llm.ledger.get("s", backend.model_id)
+        counts = (usage.schema_decoded, usage.json_mode_decoded, usage.free_decoded)
+        assert (
+            counts == {"schema": (2, 0, 0), "json_object": (0, 2, 0), "free": (0, 0, 2)}[decoding]
+        )
+        plain = llm.generate(["z"], GenParams(), stage="t")  # no schema: no decoding mode
+        assert plain[0].decoding is None and "response_format" not in srv.requests[-1]["body"]
+
+
+def test_a_400_without_a_schema_is_not_retried_as_a_format_refusal() -> None:
+    with FaultInjector(["400"]) as srv:
+        (c,) = client(srv.url).generate(["x"], GenParams())
+        assert c.error is not None and "HTTP 400" in c.error and len(srv.requests) == 1
+
+
+def test_a_500_that_names_response_format_is_a_refusal_not_an_outage() -> None:
+    """llama-cpp-python answers an unknown response_format type with HTTP 500: not retried."""
+    with FaultInjector([], refuse_formats=("json_schema",), refuse_status=500) as srv:
+        backend = client(srv.url, concurrency=1, max_retries=5)
+        (c,) = backend.generate(["x"], GenParams(json_schema=SCHEMA))
+        assert c.error is None and c.decoding == "schema" and len(srv.requests) == 2
+        assert backend.decoding == "json_object_schema" and backend.http.retries == 0

@@ -1,10 +1,10 @@
-"""Structured output: JSON repair and LightRAG-style delimited records."""
+"""Structured output: JSON repair, and a stage schema's validation, rules and format line."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.models.structured import ParseError, parse_delimited, parse_json
+from engine.models.structured import ParseError, Schema, parse_json
 
 
 @pytest.mark.parametrize(
@@ -39,34 +39,71 @@ def test_parse_json_refuses(text: str) -> None:
         parse_json(text)
 
 
-LIGHTRAG = (
-    '("entity"<|>"Hana Lirrow"<|>"person"<|>"Architect born in Port Calloway.")##\n'
-    '("entity"<|>"Quillon Opera House"<|>"organization"<|>"Opera house in Vesk.")##\n'
-    '("relationship"<|>"Hana Lirrow"<|>"Quillon Opera House"<|>"She designed it."<|>"design, architecture"<|>9)##\n'
-    '("content_keywords"<|>"architecture, opera")<|COMPLETE|>'
+def _acyclic(value: dict) -> dict:
+    """A stage rule beyond the schema: every dependency names an earlier step."""
+    for i, step in enumerate(value["steps"]):
+        if any(d >= i for d in step["after"]):
+            raise ParseError(f"step {i} depends on a later step")
+    return value
+
+
+PLAN = Schema(
+    {
+        "type": "object",
+        "properties": {
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "q": {"type": "string", "minLength": 1, "description": "sub-question"},
+                        "after": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                        "kind": {"enum": ["local", "global"]},
+                        "weight": {"type": "integer", "minimum": 1, "maximum": 5},
+                    },
+                    "required": ["q", "after", "kind", "weight"],
+                    "additionalProperties": False,
+                },
+                "minItems": 1,
+                "maxItems": 3,
+            }
+        },
+        "required": ["steps"],
+        "additionalProperties": False,
+    },
+    _acyclic,
 )
 
 
-def test_parse_delimited_records() -> None:
-    out = parse_delimited(LIGHTRAG)
-    assert out.complete and out.dropped_partial == 0
-    assert [r[0] for r in out.records] == ["entity", "entity", "relationship", "content_keywords"]
-    assert out.records[2] == [
-        "relationship",
-        "Hana Lirrow",
-        "Quillon Opera House",
-        "She designed it.",
-        "design, architecture",
-        "9",
-    ]
+def test_schema_validates_then_applies_the_stage_rule() -> None:
+    ok = '{"steps": [{"q": "Who?", "after": [], "kind": "local", "weight": 2}, {"q": "When?", "after": [0], "kind": "global", "weight": 5}]}'
+    assert [s["q"] for s in PLAN.parse(ok)["steps"]] == ["Who?", "When?"]
+    # fenced and wrapped in prose: the tolerant reader still finds it
+    assert PLAN.parse(f"Here:\n```json\n{ok}\n```")["steps"][1]["after"] == [0]
+    bad = {
+        "": "empty answer",
+        '{"steps": []}': "steps: .* should be non-empty",
+        '{"steps": [{"q": "Who?", "after": [], "kind": "both", "weight": 2}]}': "steps/0/kind",
+        '{"steps": [{"q": "Who?", "after": [], "kind": "local", "weight": 9}]}': "steps/0/weight",
+        '{"steps": [{"q": "Who?", "after": [], "kind": "local", "weight": 1, "x": 1}]}': "steps/0",
+        '{"steps": [{"q": "Who?", "after": [0], "kind": "local", "weight": 1}]}': "later step",
+        '["Who?"]': "top level",
+    }
+    for text, why in bad.items():
+        with pytest.raises(ParseError, match=why):
+            PLAN.parse(text)
 
 
-def test_parse_delimited_truncated_record_dropped_not_guessed() -> None:
-    cut = LIGHTRAG[: LIGHTRAG.index("She designed")]
-    out = parse_delimited(cut)
-    assert not out.complete and out.dropped_partial == 1
-    assert [r[1] for r in out.records] == ["Hana Lirrow", "Quillon Opera House"]
-    with pytest.raises(ParseError, match="ended before"):
-        parse_delimited(cut, require_complete=True)
-    with pytest.raises(ParseError, match="no delimited records"):
-        parse_delimited("I could not find any entities.")
+def test_schema_describes_its_format_in_one_line() -> None:
+    line = PLAN.describe()
+    assert "\n" not in line
+    assert line == (
+        '{"steps": [{"q": "<sub-question>", "after": [<integer>, ...], '
+        '"kind": "local" or "global", "weight": <integer 1-5>}, ... (at most 3)]}'
+    )
+
+
+def test_a_schema_the_validator_cannot_read_is_refused_at_first_use() -> None:
+    broken = Schema({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+    with pytest.raises(Exception, match="no-such-type"):
+        broken.parse('{"a": 1}')

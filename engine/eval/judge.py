@@ -20,7 +20,7 @@ from itertools import combinations
 from typing import Any
 
 from engine.models.base import GenParams
-from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.models.structured import ParseError, Schema, generate_structured, parse_json
 
 CRITERIA = {
     "comprehensiveness": "how much detail the answer gives to cover every aspect of the question",
@@ -30,6 +30,22 @@ CRITERIA = {
     "relevance": "how closely the answer keeps to what the question asks",
     "coherence": "how well organised and easy to follow the answer is",
     "overall": "which answer is better when all of the above are weighed together",
+}
+
+_WINNER = {"enum": ["Answer 1", "Answer 2", "Tie"]}
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        c: {
+            "type": "object",
+            "properties": {"winner": _WINNER, "reason": {"type": "string", "maxLength": 60}},
+            "required": ["winner", "reason"],
+            "additionalProperties": False,
+        }
+        for c in CRITERIA
+    },
+    "required": list(CRITERIA),
+    "additionalProperties": False,
 }
 
 PAIRWISE_PROMPT = """You compare two answers to the same question.
@@ -43,8 +59,8 @@ Answer 2: {answer2}
 For each criterion below, decide which answer is better: "Answer 1", "Answer 2" or "Tie".
 {criteria}
 
-Reply with JSON only, one key per criterion, for example:
-{{"comprehensiveness": {{"winner": "Answer 1", "reason": "..."}}, ...}}"""
+Reply with one JSON object of this form and nothing else:
+{format}"""
 
 
 def _winner(value: Any) -> str | None:
@@ -62,15 +78,25 @@ def _winner(value: Any) -> str | None:
 
 
 def parse_verdict(text: str) -> dict[str, str | None]:
-    """Criterion -> "1" | "2" | "tie" | None (missing); ParseError without an overall verdict."""
+    """Criterion -> "1" | "2" | "tie" | None (missing); ParseError without an overall verdict.
+
+    The tolerant reader for free-decoded verdicts; schema-decoded ones pass VERDICT first."""
     obj = parse_json(text)
     if not isinstance(obj, dict):
         raise ParseError("the verdict is not a JSON object")
+    return _verdicts(obj)
+
+
+def _verdicts(obj: dict) -> dict[str, str | None]:
     lower = {str(k).strip().lower(): v for k, v in obj.items()}
     out = {c: _winner(lower.get(c)) for c in CRITERIA}
     if out["overall"] is None:
         raise ParseError("no overall winner in the verdict")
     return out
+
+
+VERDICT = Schema(VERDICT_SCHEMA, _verdicts)
+"""The pairwise judge's answer: a winner and a short reason per criterion."""
 
 
 def pairwise_judge(
@@ -93,13 +119,17 @@ def pairwise_judge(
                 jobs.append((r["qid"], la, lb, order))
                 prompts.append(
                     PAIRWISE_PROMPT.format(
-                        question=r["question"], answer1=x, answer2=y, criteria=criteria
+                        question=r["question"],
+                        answer1=x,
+                        answer2=y,
+                        criteria=criteria,
+                        format=VERDICT.describe(),
                     )
                 )
     if not prompts:
         return []
     res = generate_structured(
-        llm, prompts, parse_verdict, GenParams(max_tokens=max_tokens), "judge_pairwise", retries
+        llm, prompts, VERDICT, GenParams(max_tokens=max_tokens), "judge_pairwise", retries
     )
     rows = []
     for (qid, la, lb, order), s in zip(jobs, res.results, strict=True):

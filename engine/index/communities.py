@@ -14,12 +14,13 @@ from collections import defaultdict
 
 from engine.errors import ConfigError
 from engine.models import LLM, GenParams
-from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.models.structured import Schema, generate_structured
 
 REPORT_PROMPT = """You write a short report about a community of related entities from a knowledge graph.
-Use only the information below. Answer with a JSON object with the keys "title" (a few words),
-"summary" (two or three sentences), "rating" (importance from 0 to 10) and "findings" (a list of
-short statements).
+Use only the information below: a title of a few words, a summary of two or three sentences,
+an importance rating from 0 to 10 and a few short findings. Reply with one JSON object of this
+form and nothing else:
+{format}
 
 Entities:
 {entities}
@@ -70,15 +71,24 @@ def detect_communities(
     return rows
 
 
-def _parse_report(text: str) -> dict:
-    value = parse_json(text)
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("title"), str)
-        or not isinstance(value.get("summary"), str)
-    ):
-        raise ParseError("expected a JSON object with string 'title' and 'summary'")
-    return value
+REPORT = Schema(
+    {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "minLength": 1, "maxLength": 80},
+            "summary": {"type": "string", "minLength": 1, "maxLength": 600},
+            "rating": {"type": "integer", "minimum": 0, "maximum": 10},
+            "findings": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                "maxItems": 5,
+            },
+        },
+        "required": ["title", "summary", "rating", "findings"],
+        "additionalProperties": False,
+    }
+)
+"""A community report: title, summary, 0-10 rating, up to five findings (about 450 tokens)."""
 
 
 def community_reports(
@@ -114,13 +124,15 @@ def community_reports(
         ]
         prompts.append(
             REPORT_PROMPT.format(
-                entities="\n".join(ent_lines), relations="\n".join(rel_lines) or "- (none)"
+                format=REPORT.describe(),
+                entities="\n".join(ent_lines),
+                relations="\n".join(rel_lines) or "- (none)",
             )
         )
     run = generate_structured(
         llm,
         prompts,
-        _parse_report,
+        REPORT,
         GenParams(max_tokens=max_tokens),
         stage="community_reports",
         retries=retries,
@@ -129,13 +141,13 @@ def community_reports(
     for c, res in zip(communities, run.results, strict=True):
         if not res.ok:
             continue  # recorded as a failure; no report is invented
-        rating = res.value.get("rating")
+        rating = res.value["rating"]
         rows.append(
             {
                 "community_id": c["community_id"],
                 "title": res.value["title"],
                 "summary": res.value["summary"],
-                "rating": float(rating) if isinstance(rating, int | float) else None,
+                "rating": float(rating),
                 "full_text": res.raw,
             }
         )

@@ -1,41 +1,85 @@
 """LLM triple extraction (the entity/relation prompt family of LightRAG and ReGraphRAG), with
-gleaning rounds and ROGRAG's loop NER, every round one batched call over all pending chunks.
+gleaning rounds and ROGRAG's loop NER, every round one batched structured call over all
+pending chunks.
 
-Each chunk's answer is a list of delimited records:
-    ("entity"<|>NAME<|>TYPE<|>DESCRIPTION)
-    ("relationship"<|>SOURCE<|>TARGET<|>DESCRIPTION<|>KEYWORDS<|>STRENGTH)
-    ("content_keywords"<|>KEYWORDS)
-Loop NER: `trial` asks the model whether entities were missed and continues only on YES;
+Each round's answer is one JSON object (the `triple_schema` of the configured entity types,
+constrained where the backend can):
+    {"entities": [{"name", "type", "description"}],
+     "relationships": [{"source", "target", "description", "keywords", "strength"}],
+     "content_keywords": [...]}
+An answer that does not validate is re-asked, then counted as a failed round; nothing of it is
+kept. Loop NER: `trial` asks the model whether entities were missed and continues only on yes;
 `base` continues first and then asks; both stop after `max_rounds` continuations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.models import LLM, GenParams
-from engine.models.structured import ParseError, parse_delimited
-
-TD, RD, CD = "<|>", "##", "<|COMPLETE|>"
+from engine.models.structured import Schema, generate_structured
 
 EXTRACT_PROMPT = """Task: read the text and list its entities and the relationships between them.
-Entity types to look for: {types}.
+Entity types: {types}.
 
-Write one record per entity:
-("entity"{td}NAME{td}TYPE{td}one-sentence description from the text)
-and one record per pair of related entities:
-("relationship"{td}SOURCE NAME{td}TARGET NAME{td}how they are related{td}a few keywords{td}strength from 1 to 10)
-and finally one record with the main keywords of the text:
-("content_keywords"{td}keywords, separated by commas)
-Separate records with {rd} and finish with {cd}. Use only facts stated in the text.
+For every entity give its name, its type and a one-sentence description from the text; for
+every pair of related entities give both names, how they are related, a few keywords and a
+strength from 1 to 10; then the main keywords of the text. Use only facts stated in the text.
+Reply with one JSON object of this form and nothing else:
+{format}
 
 Text:
 {text}
 
-Records:"""
+JSON:"""
 
-CONTINUE_PROMPT = f"Some entities or relationships were missed. Add only the missing ones below, in the same format, and finish with {CD}."
-ASK_PROMPT = "Were any entities of the listed types still missed? Answer YES or NO only."
+CONTINUE_PROMPT = """Some entities or relationships were missed. Reply with a JSON object of the
+same form holding only the missing ones (empty lists when nothing was missed)."""
+ASK_PROMPT = """Were any entities of the listed types still missed? Reply with one JSON object
+of this form and nothing else: {format}"""
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 60}
+_TEXT = {"type": "string", "maxLength": 100}
+
+
+def _record(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def triple_schema(entity_types: list[str]) -> Schema[dict]:
+    """The extraction answer for these entity types; lists bounded so that a constrained answer
+    fits about 800 tokens (8 entities, 8 relationships, 4 keywords)."""
+    types = sorted({t.upper() for t in entity_types} | {"OTHER"})
+    entity = _record({"name": _NAME, "type": {"enum": types}, "description": _TEXT})
+    relation = _record(
+        {
+            "source": _NAME,
+            "target": _NAME,
+            "description": _TEXT,
+            "keywords": {"type": "string", "maxLength": 40},
+            "strength": {"type": "integer", "minimum": 1, "maximum": 10},
+        }
+    )
+    keys = {"type": "string", "minLength": 1, "maxLength": 30}
+    return Schema(
+        _record(
+            {
+                "entities": {"type": "array", "items": entity, "maxItems": 8},
+                "relationships": {"type": "array", "items": relation, "maxItems": 8},
+                "content_keywords": {"type": "array", "items": keys, "maxItems": 4},
+            }
+        )
+    )
+
+
+LOOP_CHECK = Schema(_record({"missed": {"enum": ["yes", "no"]}}), lambda v: v["missed"] == "yes")
+"""Loop NER's verdict: were entities still missed?"""
 
 
 @dataclass
@@ -49,25 +93,18 @@ class ChunkExtraction:
     rounds: int = 0
 
 
-def _absorb(found: ChunkExtraction, text: str) -> bool:
-    """Add the records of one answer; False when nothing parsed."""
-    try:
-        records = parse_delimited(text, TD, RD, CD).records
-    except ParseError:
-        return False
-    for r in records:
-        kind = r[0].lower()
-        if kind == "entity" and len(r) >= 3 and r[1]:
-            found.entities.append((r[1], r[2].upper() or "UNKNOWN", r[3] if len(r) > 3 else ""))
-        elif kind == "relationship" and len(r) >= 4 and r[1] and r[2]:
-            try:
-                strength = float(r[5]) if len(r) > 5 else 1.0
-            except ValueError:
-                strength = 1.0
-            found.relations.append((r[1], r[2], r[3], r[4] if len(r) > 4 else "", strength))
-        elif kind == "content_keywords" and len(r) >= 2:
-            found.keywords.extend(k.strip() for k in r[1].split(",") if k.strip())
-    return True
+def absorb(found: ChunkExtraction, answer: dict) -> None:
+    """Add the records of one validated answer (names stripped; empty names skipped)."""
+    for e in answer["entities"]:
+        if e["name"].strip():
+            found.entities.append((e["name"].strip(), e["type"], e["description"].strip()))
+    for r in answer["relationships"]:
+        src, dst = r["source"].strip(), r["target"].strip()
+        if src and dst:
+            found.relations.append(
+                (src, dst, r["description"].strip(), r["keywords"].strip(), float(r["strength"]))
+            )
+    found.keywords.extend(k.strip() for k in answer["content_keywords"] if k.strip())
 
 
 def extract_triples(
@@ -78,39 +115,41 @@ def extract_triples(
     loop: str = "none",
     max_rounds: int = 2,
     max_tokens: int = 512,
+    retries: int = 1,
 ) -> list[ChunkExtraction]:
     """Entities and relations of every text: a first round, then gleaning or loop-NER rounds."""
+    if loop not in ("none", "trial", "base"):
+        raise ValueError(f"loop must be 'none', 'trial' or 'base', got {loop!r}")
+    schema = triple_schema(entity_types)
     params = GenParams(max_tokens=max_tokens)
-    ask_params = GenParams(max_tokens=3)
     results = [ChunkExtraction() for _ in texts]
-    convs = [
-        [
-            {
-                "role": "user",
-                "content": EXTRACT_PROMPT.format(
-                    types=", ".join(entity_types), text=t, td=TD, rd=RD, cd=CD
-                ),
-            }
-        ]
-        for t in texts
-    ]
+    convs = [[{"role": "user", "content": extraction_prompt(t, entity_types)}] for t in texts]
     pending = list(range(len(texts)))
 
     def extract_round(idx: list[int]) -> None:
-        answers = llm.generate([convs[i] for i in idx], params, stage="extract")
-        for i, a in zip(idx, answers, strict=True):
-            convs[i] = convs[i] + [{"role": "assistant", "content": a.text}]
+        run = generate_structured(
+            llm, [convs[i] for i in idx], schema, params, stage="extract", retries=retries
+        )
+        for i, res in zip(idx, run.results, strict=True):
+            convs[i] = convs[i] + [{"role": "assistant", "content": res.raw}]
             results[i].rounds += 1
-            if not _absorb(results[i], a.text):
+            if res.ok:
+                absorb(results[i], res.value)
+            else:
                 results[i].failures += 1
 
     def ask(idx: list[int]) -> list[int]:
-        """Chunks whose model says entities were missed."""
-        prompts = [convs[i] + [{"role": "user", "content": ASK_PROMPT}] for i in idx]
-        answers = llm.generate(prompts, ask_params, stage="extract_loop_check")
-        return [
-            i for i, a in zip(idx, answers, strict=True) if a.text.strip().upper().startswith("YES")
-        ]
+        """Chunks whose model says entities were missed (an unusable verdict stops the chunk)."""
+        prompt = {"role": "user", "content": ASK_PROMPT.format(format=LOOP_CHECK.describe())}
+        run = generate_structured(
+            llm,
+            [convs[i] + [prompt] for i in idx],
+            LOOP_CHECK,
+            GenParams(max_tokens=8),
+            stage="extract_loop_check",
+            retries=retries,
+        )
+        return [i for i, res in zip(idx, run.results, strict=True) if res.ok and res.value]
 
     def cont(idx: list[int]) -> None:
         for i in idx:
@@ -121,21 +160,25 @@ def extract_triples(
     if loop == "none":
         for _ in range(gleaning):
             cont(pending)
-    elif loop == "trial":  # ask first, continue only where the model says YES
+    elif loop == "trial":  # ask first, continue only where the model says yes
         for _ in range(max_rounds):
             pending = ask(pending)
             if not pending:
                 break
             cont(pending)
-    elif loop == "base":  # continue first, then ask whether to go on
+    else:  # base: continue first, then ask whether to go on
         for _ in range(max_rounds):
             if not pending:
                 break
             cont(pending)
             pending = ask(pending)
-    else:
-        raise ValueError(f"loop must be 'none', 'trial' or 'base', got {loop!r}")
     return results
+
+
+def extraction_prompt(text: str, entity_types: list[str]) -> str:
+    """The first-round extraction prompt of one text."""
+    schema = triple_schema(entity_types)
+    return EXTRACT_PROMPT.format(types=", ".join(entity_types), format=schema.describe(), text=text)
 
 
 SUMMARY_PROMPT = """Several descriptions of the same entity were collected from different passages.

@@ -21,17 +21,10 @@ import numpy as np
 from engine.config import IndexConfig
 from engine.exec import make_executor
 from engine.index.communities import community_reports, detect_communities
-from engine.index.extract import (
-    CD,
-    EXTRACT_PROMPT,
-    RD,
-    TD,
-    extract_triples,
-    summarize_descriptions,
-)
+from engine.index.extract import extract_triples, extraction_prompt, summarize_descriptions
 from engine.index.graphs import build_graphs
 from engine.index.resolve import resolve
-from engine.index.units import UNIT_PROMPT, llm_units, select_core_chunks, sentence_units
+from engine.index.units import llm_units, select_core_chunks, sentence_units, unit_prompt
 from engine.models import GenParams, make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EmbeddingCache
@@ -164,6 +157,10 @@ def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
         - (before.prompt_tokens + before.cached_prompt_tokens),
         "completion_tokens": (after.completion_tokens + after.cached_completion_tokens)
         - (before.completion_tokens + before.cached_completion_tokens),
+        **{
+            k: getattr(after, k) - getattr(before, k)
+            for k in ("schema_decoded", "json_mode_decoded", "free_decoded", "retries")
+        },
     }
 
 
@@ -219,7 +216,7 @@ def _estimate_units(b: Build) -> dict[str, int]:
     core = _core_chunks(b)
     if not core.size:
         return dict(NO_ESTIMATE)
-    prompts = [UNIT_PROMPT.format(text=b.chunks.texts[i]) for i in core]
+    prompts = [unit_prompt(b.chunks.texts[i]) for i in core]
     return b.stage_llm().estimate(prompts, GenParams(max_tokens=b.config.graph.unit_max_tokens))
 
 
@@ -251,6 +248,7 @@ def _extract(b: Build) -> dict[str, Any]:
         x.loop,
         x.max_rounds,
         x.max_tokens,
+        x.retries,
     )
     b.extracted = list(zip(b.chunks.ids, found, strict=True))
     return {
@@ -266,10 +264,7 @@ def _estimate_extract(b: Build) -> dict[str, int]:
     """The first extraction round: one prompt per chunk."""
     x = b.config.extraction
     llm = make_llm(b.config.models.llm, default_cache=b.out / LLM_CACHE, dry_run=True)
-    prompts = [
-        EXTRACT_PROMPT.format(types=", ".join(x.entity_types), text=t, td=TD, rd=RD, cd=CD)
-        for t in b.chunks.texts
-    ]
+    prompts = [extraction_prompt(t, x.entity_types) for t in b.chunks.texts]
     return llm.estimate(prompts, GenParams(max_tokens=x.max_tokens))
 
 

@@ -14,17 +14,18 @@ import numpy as np
 
 from engine.index.chunking import sentence_starts
 from engine.models import LLM, GenParams
-from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.models.structured import ParseError, Schema, generate_structured
 from kernels.knapsack import knapsack
 
 UNIT_PROMPT = """You turn a passage into knowledge units: short, self-contained statements that each
 state one fact from the passage, with pronouns replaced by the names they refer to.
-Use only what the passage says. Answer with a JSON list of strings and nothing else.
+Use only what the passage says. Reply with a JSON list of this form and nothing else:
+{format}
 
 Passage:
 {text}
 
-Knowledge units (JSON list of strings):"""
+JSON:"""
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,28 @@ def select_core_chunks(vectors: np.ndarray, n_tokens: np.ndarray, alpha: float) 
     return knapsack(values, n_tokens.astype(np.int64), capacity).items
 
 
-def _parse_units(text: str) -> list[str]:
-    value = parse_json(text)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ParseError("expected a JSON list of strings")
+def _units(value: list[str]) -> list[str]:
     units = [v.strip() for v in value if v.strip()]
     if not units:
         raise ParseError("empty list of units")
     return units
+
+
+UNITS = Schema(
+    {
+        "type": "array",
+        "items": {"type": "string", "minLength": 8, "maxLength": 200},
+        "minItems": 1,
+        "maxItems": 10,  # bounded: a constrained answer ends within unit_max_tokens (512)
+    },
+    _units,
+)
+"""The knowledge-unit answer: 1-10 self-contained statements."""
+
+
+def unit_prompt(text: str) -> str:
+    """The knowledge-unit prompt of one chunk."""
+    return UNIT_PROMPT.format(format=UNITS.describe(), text=text)
 
 
 def llm_units(
@@ -92,9 +107,9 @@ def llm_units(
     """
     if not chunks:
         return {}, 0
-    prompts = [UNIT_PROMPT.format(text=text) for _, text in chunks]
+    prompts = [unit_prompt(text) for _, text in chunks]
     run = generate_structured(
-        llm, prompts, _parse_units, GenParams(max_tokens=max_tokens), stage="units", retries=retries
+        llm, prompts, UNITS, GenParams(max_tokens=max_tokens), stage="units", retries=retries
     )
     out: dict[str, list[Unit]] = {}
     for (cid, _), res in zip(chunks, run.results, strict=True):

@@ -26,7 +26,7 @@ from engine.errors import ConfigError
 from engine.eval.datasets import Question
 from engine.methods.base import register
 from engine.models.base import GenParams
-from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.models.structured import Schema, generate_structured
 from engine.retrieve.communities import Communities, communities
 from engine.retrieve.context import QueryContext
 from engine.retrieve.entity_graph import within_budget
@@ -55,8 +55,9 @@ POINTS_SCHEMA = {
 }
 MAP_PROMPT = """Below are reports about communities of a knowledge graph. List the points from
 them that help answer the question, each with an importance score from 0 (no help) to 100
-(essential). Reply with one JSON object {{"points": [{{"description": "...", "score": 80}}]}};
-reply {{"points": []}} when the reports do not help.
+(essential). Reply with one JSON object of this form and nothing else (an empty list when the
+reports do not help):
+{format}
 
 Reports:
 {reports}
@@ -69,8 +70,8 @@ RATE_SCHEMA = {
     "required": ["rating"],
     "additionalProperties": False,
 }
-RATE_PROMPT = """How relevant is this community report to the question? Reply with one JSON
-object {{"rating": N}}, N from 0 (unrelated) to 10 (answers it).
+RATE_PROMPT = """How relevant is this community report to the question, from 0 (unrelated) to 10
+(answers it)? Reply with one JSON object of this form and nothing else: {format}
 
 Report:
 {report}
@@ -109,28 +110,12 @@ class GraphRAGGlobalConfig:
         return "method 'graphrag_global'"
 
 
-def _parse_points(text: str) -> list[tuple[str, int]]:
-    value = parse_json(text)
-    points = value.get("points") if isinstance(value, dict) else None
-    if not isinstance(points, list):
-        raise ParseError('the answer has no "points" list')
-    out = []
-    for p in points:
-        if not isinstance(p, dict) or not isinstance(p.get("description"), str):
-            raise ParseError("a point without a description")
-        score = p.get("score")
-        if not isinstance(score, int | float) or not 0 <= score <= 100:
-            raise ParseError("a point without a score in [0, 100]")
-        out.append((p["description"].strip(), int(score)))
-    return out
-
-
-def _parse_rating(text: str) -> int:
-    value = parse_json(text)
-    rating = value.get("rating") if isinstance(value, dict) else None
-    if not isinstance(rating, int | float) or not 0 <= rating <= 10:
-        raise ParseError("no rating in [0, 10]")
-    return int(rating)
+POINTS = Schema(
+    POINTS_SCHEMA, lambda v: [(p["description"].strip(), p["score"]) for p in v["points"]]
+)
+"""The map answer: (description, 0-100 importance) key points."""
+RATING = Schema(RATE_SCHEMA, lambda v: v["rating"])
+"""The dynamic selection's answer: a report's 0-10 relevance."""
 
 
 def _report(comms: Communities, c: int) -> str:
@@ -153,13 +138,15 @@ def _dynamic(
             [
                 {
                     "role": "user",
-                    "content": RATE_PROMPT.format(report=_report(comms, c), question=texts[q]),
+                    "content": RATE_PROMPT.format(
+                        report=_report(comms, c), question=texts[q], format=RATING.describe()
+                    ),
                 }
             ]
             for q, c in pairs
         ]
         run = generate_structured(
-            ctx.llm, prompts, _parse_rating, GenParams(max_tokens=16, json_schema=RATE_SCHEMA),
+            ctx.llm, prompts, RATING, GenParams(max_tokens=16),
             stage="global_rate", retries=ctx.cfg.models.llm.parse_retries,
         )  # fmt: skip
         frontier = [[] for _ in texts]
@@ -223,12 +210,18 @@ def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageCl
         batches = [_batches(ctx, comms, r, cfg) for r in rows]
         pairs = [(q, b) for q, bs in enumerate(batches) for b in bs]
         prompts = [
-            [{"role": "user", "content": MAP_PROMPT.format(reports=b, question=texts[q])}]
+            [
+                {
+                    "role": "user",
+                    "content": MAP_PROMPT.format(
+                        reports=b, question=texts[q], format=POINTS.describe()
+                    ),
+                }
+            ]
             for q, b in pairs
         ]
         run = generate_structured(
-            ctx.llm, prompts, _parse_points,
-            GenParams(max_tokens=cfg.map_max_tokens, json_schema=POINTS_SCHEMA),
+            ctx.llm, prompts, POINTS, GenParams(max_tokens=cfg.map_max_tokens),
             stage="global_map", retries=ctx.cfg.models.llm.parse_retries,
         )  # fmt: skip
     points: list[list[tuple[str, int]]] = [[] for _ in texts]

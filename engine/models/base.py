@@ -66,6 +66,10 @@ class Completion:
     dry_run: bool = False
     error: str | None = None
     """Set when the call failed after its retries; such completions are never cached."""
+    decoding: str | None = None
+    """For a prompt that carried a JSON schema: how the backend honoured it, "schema" (decoded
+    under it), "json_object" (a server's plain JSON mode) or "free" (unconstrained; the stage
+    parses and re-asks). None for prompts without a schema and for cached answers."""
 
 
 @dataclass
@@ -82,6 +86,12 @@ class Usage:
     retries: int = 0
     seconds: float = 0.0
     dry_run_prompts: int = 0
+    schema_decoded: int = 0
+    """Fresh calls decoded under the stage's JSON schema."""
+    json_mode_decoded: int = 0
+    """Fresh calls with a schema that the server only honoured as plain JSON mode."""
+    free_decoded: int = 0
+    """Fresh calls with a schema that were decoded without any constraint."""
 
     def add(self, c: Completion) -> None:
         """Count one completion."""
@@ -97,6 +107,10 @@ class Usage:
             self.calls += 1
             self.prompt_tokens += c.prompt_tokens
             self.completion_tokens += c.completion_tokens
+            if c.decoding is not None:
+                name = {"schema": "schema_decoded", "json_object": "json_mode_decoded"}
+                field_name = name.get(c.decoding, "free_decoded")
+                setattr(self, field_name, getattr(self, field_name) + 1)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for manifests and run summaries."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from typing import Any
 
 
@@ -31,21 +32,41 @@ class SchemaGrammar:
         self.tokenizer = llguidance.hf.from_tokenizer(hf_tokenizer)
         self.vocab_size = self.tokenizer.vocab_size
         self._grammars: dict[str, str] = {}
+        self.rejected: dict[str, str] = {}
+        """Schemas the grammar engine refused (canonical JSON -> its error), each told once."""
 
-    def grammar(self, schema: dict[str, Any]) -> str:
-        """The compiled grammar of a JSON schema (compact JSON, no free whitespace)."""
+    def grammar(self, schema: dict[str, Any]) -> str | None:
+        """The compiled grammar of a JSON schema (compact JSON, no free whitespace); None when
+        the grammar engine rejects the schema (said once on stderr, then remembered)."""
+        import llguidance
+
         key = json.dumps(schema, sort_keys=True)
+        if key in self.rejected:
+            return None
         if key not in self._grammars:
-            import llguidance
-
-            self._grammars[key] = llguidance.LLMatcher.grammar_from_json_schema(
-                schema, defaults={"whitespace_flexible": False}
-            )
+            try:
+                compiled = llguidance.LLMatcher.grammar_from_json_schema(
+                    schema, defaults={"whitespace_flexible": False}
+                )
+                error = llguidance.LLMatcher.validate_grammar(compiled)
+            except (ValueError, TypeError) as exc:
+                compiled, error = "", str(exc) or type(exc).__name__
+            if error:
+                self.rejected[key] = error
+                print(
+                    f"llguidance rejected a stage schema ({error[:200]}); answers to it are "
+                    "decoded freely, then validated and re-asked",
+                    file=sys.stderr,
+                )
+                return None
+            self._grammars[key] = compiled
         return self._grammars[key]
 
-    def processor(self, schema: dict[str, Any], rows: int, eos_token_id: int) -> SchemaMask:
-        """A logits processor constraining `rows` sequences of one batch to the schema."""
-        return SchemaMask(self, self.grammar(schema), rows, eos_token_id)
+    def processor(self, schema: dict[str, Any], rows: int, eos_token_id: int) -> SchemaMask | None:
+        """A logits processor constraining `rows` sequences of one batch to the schema, or None
+        when the schema was rejected."""
+        compiled = self.grammar(schema)
+        return None if compiled is None else SchemaMask(self, compiled, rows, eos_token_id)
 
 
 class SchemaMask:

@@ -10,6 +10,7 @@ nothing is sent: prompts and their tokens are counted, to estimate a run's cost 
 
 from __future__ import annotations
 
+import sys
 import time
 
 from engine.models.base import (
@@ -62,6 +63,7 @@ class LLM:
         self.ledger = ledger or UsageLedger()
         self.dry_run = dry_run
         self.flush_every = max(1, flush_every)
+        self._told: set[tuple[str, str]] = set()
 
     @property
     def model_id(self) -> str:
@@ -107,6 +109,7 @@ class LLM:
                     fresh.extend(part)
                     bar.update(len(part))
                 bar.close()
+                self._tell_weaker_decoding(stage, fresh)
                 failed = [c for c in fresh if c.error is not None]
                 if failed:
                     usage.seconds += time.perf_counter() - started
@@ -137,6 +140,21 @@ class LLM:
             usage.add(c)
         usage.seconds += time.perf_counter() - started
         return result
+
+    def _tell_weaker_decoding(self, stage: str, fresh: list[Completion]) -> None:
+        """Say once per stage when the backend did not decode a schema'd prompt under its schema
+        (the ledger counts every such call)."""
+        for how in ("json_object", "free"):
+            n = sum(c.decoding == how for c in fresh)
+            if n and (stage, how) not in self._told:
+                self._told.add((stage, how))
+                what = "in plain JSON mode" if how == "json_object" else "without constraint"
+                print(
+                    f"{self.model_id}: stage '{stage}': {n} answers with a JSON schema were "
+                    f"decoded {what} (the backend did not honour the schema); they are validated "
+                    "and re-asked, and the run summary counts them",
+                    file=sys.stderr,
+                )
 
     def note_parse_failures(self, stage: str, failed: int, retried: int) -> None:
         """Count answers that did not parse (final failures) and re-asks."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import os
 import random
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,19 @@ from engine.models.tokenizer import load_tokenizer
 from kernels.similarity import l2_normalize
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+DECODING_LADDER = ("json_schema", "json_object_schema", "json_object", "free")
+"""How a prompt's JSON schema is sent, strongest first: OpenAI's `json_schema` response format
+(vLLM, llama.cpp's C++ server), `json_object` carrying a `schema` (llama-cpp-python's server),
+plain JSON mode, nothing. A server that refuses a step (HTTP 400/422, or any error naming
+response_format: llama-cpp-python answers 500) moves the backend one step down for the run."""
+
+
+class HTTPStatusError(LLMError):
+    """A non-retryable HTTP error answer (4xx); `status` holds its code."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -77,18 +91,26 @@ class RetryingClient:
             return min(max(wait, 0.0), s.backoff_max_s)
         return random.uniform(0, min(s.backoff_max_s, s.backoff_base_s * 2**attempt))
 
-    def post(self, path: str, body: dict[str, Any], required: str) -> dict[str, Any]:
-        """POST and return the JSON body, which must contain key `required`; retry what is transient."""
+    def post(
+        self, path: str, body: dict[str, Any], required: str, refusal: str | None = None
+    ) -> dict[str, Any]:
+        """POST and return the JSON body, which must contain key `required`; retry what is
+        transient. An error answer whose text names `refusal` (a request field the server
+        rejects, even as a 5xx) is raised at once as HTTPStatusError."""
         last = "no attempt made"
         for attempt in range(self.settings.max_retries + 1):
             response = None
             try:
                 response = self._client.post(path, json=body)
-                if response.status_code in RETRY_STATUS:
+                refused = refusal is not None and refusal in response.text
+                if response.status_code in RETRY_STATUS and not (
+                    refused and response.status_code >= 400
+                ):
                     last = f"HTTP {response.status_code}"
                 elif response.status_code >= 400:
-                    raise LLMError(
-                        f"{self.settings.base_url}{path}: HTTP {response.status_code}: {response.text[:300]}"
+                    raise HTTPStatusError(
+                        f"{self.settings.base_url}{path}: HTTP {response.status_code}: {response.text[:300]}",
+                        response.status_code,
                     )
                 else:
                     try:
@@ -123,13 +145,22 @@ class RetryingClient:
 
 
 class OpenAICompatLLM:
-    """Chat completions from an OpenAI-compatible server, `concurrency` requests at a time."""
+    """Chat completions from an OpenAI-compatible server, `concurrency` requests at a time.
+
+    A prompt with a JSON schema is sent in the strongest `response_format` the server accepts
+    (DECODING_LADDER); every answer is still validated by its stage and re-asked.
+    Each completion says which was used, and the ledger counts them."""
 
     def __init__(self, model: str, settings: HTTPSettings, tokenizer=None) -> None:
         self.model = model
         self.http = RetryingClient(settings)
         self.model_id = f"openai:{model}"
         self._tokenizer = tokenizer
+        self.decoding = DECODING_LADDER[0]
+        """The strongest schema mode this server has not refused."""
+        self.refusals: list[str] = []
+        """Why each step down the ladder was taken (the server's error)."""
+        self._ladder_lock = threading.Lock()
 
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Approximate prompt tokens with a local tokenizer (the server's own may differ slightly)."""
@@ -149,13 +180,30 @@ class OpenAICompatLLM:
         }
         if params.stop:
             body["stop"] = list(params.stop)
-        if params.json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "output", "schema": params.json_schema},
-            }
         t0 = time.perf_counter()
-        data = self.http.post("/chat/completions", body, required="choices")
+        decoding = None
+        while True:
+            if params.json_schema is not None:
+                decoding = self.decoding
+                body.pop("response_format", None)
+                if decoding == "json_schema":
+                    body["response_format"] = {
+                        "type": "json_schema",
+                        "json_schema": {"name": "output", "schema": params.json_schema},
+                    }
+                elif decoding == "json_object_schema":
+                    body["response_format"] = {"type": "json_object", "schema": params.json_schema}
+                elif decoding == "json_object":
+                    body["response_format"] = {"type": "json_object"}
+            try:
+                refusal = "response_format" if "response_format" in body else None
+                data = self.http.post("/chat/completions", body, "choices", refusal)
+                break
+            except HTTPStatusError as exc:
+                named = "response_format" in str(exc)
+                if decoding in (None, "free") or not (named or exc.status in (400, 422)):
+                    raise
+                self._step_down(decoding, str(exc))
         latency = time.perf_counter() - t0
         try:
             choice = data["choices"][0]
@@ -177,7 +225,23 @@ class OpenAICompatLLM:
             int(ct),
             latency_s=latency,
             finish_reason=choice.get("finish_reason") or "stop",
+            decoding={"json_schema": "schema", "json_object_schema": "schema"}.get(
+                decoding, decoding
+            ),
         )
+
+    def _step_down(self, refused: str, why: str) -> None:
+        """Move one step down the decoding ladder after the server refused `refused`."""
+        with self._ladder_lock:
+            if self.decoding != refused:  # another request already stepped down
+                return
+            self.decoding = DECODING_LADDER[DECODING_LADDER.index(refused) + 1]
+            self.refusals.append(f"{refused}: {why[:300]}")
+            print(
+                f"{self.model_id}: the server refused response_format {refused} ({why[:200]}); "
+                f"prompts with a schema now go as {self.decoding}",
+                file=sys.stderr,
+            )
 
     def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
         """Send every prompt, `concurrency` at a time; a prompt that fails after its retries

@@ -1,5 +1,10 @@
-"""Structured output: tolerant JSON parsing, LightRAG-style delimited records, and batched
-retry of unparsable answers.
+"""Structured output: a stage's answer schema, tolerant JSON parsing, and batched retry of
+answers that do not parse or validate.
+
+A structured stage declares one `Schema`: its JSON schema constrains decoding where the
+backend can (llguidance in-process, vLLM structured outputs, a server's `response_format`),
+validates every answer (constrained or not), and renders the format line of the prompt; the
+schema's `check` adds the stage's own rules (a DAG is acyclic, an operator is known).
 
 A completion that does not parse is retried (whole batch of failures at once, sampled with
 another seed at temperature >= 0.7) up to `retries` times, then recorded as a failure with its raw text. Nothing is guessed:
@@ -12,7 +17,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from engine.models.base import GenParams, Prompt
@@ -86,48 +92,64 @@ def parse_json(text: str) -> Any:
         raise ParseError(f"invalid JSON even after repair: {exc.msg} at char {exc.pos}") from None
 
 
-@dataclass
-class DelimitedRecords:
-    """Records of a LightRAG-style answer; `complete` tells whether the end marker was seen."""
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    import jsonschema
 
-    records: list[list[str]]
-    complete: bool
-    dropped_partial: int = 0
+    schema = json.loads(schema_json)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
 
 
-def parse_delimited(
-    text: str,
-    tuple_delim: str = "<|>",
-    record_delim: str = "##",
-    completion_delim: str = "<|COMPLETE|>",
-    require_complete: bool = False,
-) -> DelimitedRecords:
-    """Parse `("entity"<|>"A"<|>...)##("relationship"<|>...)<|COMPLETE|>` into field lists.
+def _keep(value: Any) -> Any:
+    return value
 
-    A record without its closing parenthesis (cut off by max_tokens) is dropped and counted,
-    never half-kept.
-    """
-    complete = completion_delim in text
-    body = text.split(completion_delim, 1)[0]
-    if require_complete and not complete:
-        raise ParseError(f"answer ended before {completion_delim}")
-    records: list[list[str]] = []
-    dropped = 0
-    for part in re.split(re.escape(record_delim) + r"|\n", body):
-        part = part.strip()
-        if not part:
-            continue
-        m = re.search(r"\((.*)\)", part, re.S)
-        if not m:
-            if part.startswith("("):
-                dropped += 1
-            continue
-        fields = [f.strip().strip('"').strip("'").strip() for f in m.group(1).split(tuple_delim)]
-        if len(fields) >= 2 and fields[0]:
-            records.append(fields)
-    if not records:
-        raise ParseError("no delimited records in the answer")
-    return DelimitedRecords(records, complete, dropped)
+
+@dataclass(frozen=True)
+class Schema(Generic[T]):
+    """A structured stage's answer format, declared once: `json_schema` drives constrained
+    decoding, validation and the prompt's format line; `check` applies the stage's own rules
+    to the validated JSON (raising ParseError) and returns the stage's value."""
+
+    json_schema: dict[str, Any]
+    check: Callable[[Any], T] = _keep
+
+    def validate(self, value: Any) -> T:
+        """The stage's value of an already-decoded JSON value; ParseError when it breaks a rule."""
+        validator = _validator(json.dumps(self.json_schema, sort_keys=True))
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if errors:
+            where = "/".join(map(str, errors[0].absolute_path)) or "the top level"
+            raise ParseError(f"breaks the schema at {where}: {errors[0].message[:160]}")
+        return self.check(value)
+
+    def parse(self, text: str) -> T:
+        """Parse an answer (tolerant JSON), validate it against the schema, apply `check`."""
+        if not text.strip():
+            raise ParseError("empty answer")
+        return self.validate(parse_json(text))
+
+    def describe(self) -> str:
+        """One-line JSON skeleton of the schema, for the prompt's format instruction."""
+        return _skeleton(self.json_schema)
+
+
+def _skeleton(s: dict[str, Any]) -> str:
+    """A JSON-like template of a schema: keys in order, placeholders for values."""
+    if "enum" in s:
+        return " or ".join(json.dumps(v) for v in s["enum"])
+    kind = s.get("type")
+    if kind == "object":
+        props = s.get("properties", {})
+        return "{" + ", ".join(f"{json.dumps(k)}: {_skeleton(v)}" for k, v in props.items()) + "}"
+    if kind == "array":
+        most = f" (at most {s['maxItems']})" if "maxItems" in s else ""
+        return f"[{_skeleton(s.get('items', {}))}, ...{most}]"
+    if kind == "integer" and "minimum" in s and "maximum" in s:
+        return f"<integer {s['minimum']}-{s['maximum']}>"
+    if kind == "string":
+        return f'"<{s["description"]}>"' if "description" in s else '"..."'
+    return f"<{kind or 'value'}>"
 
 
 @dataclass
@@ -162,18 +184,22 @@ class StructuredRun(Generic[T]):
 def generate_structured(
     llm: Any,
     prompts: list[Prompt],
-    parse: Callable[[str], T] | list[Callable[[str], T]],
+    parse: Schema[T] | Callable[[str], T] | list[Callable[[str], T]],
     params: GenParams,
     stage: str,
     retries: int = 2,
 ) -> StructuredRun[T]:
     """Generate for every prompt and parse; re-ask all failures together with a new seed.
 
-    `parse` is one parser for every prompt, or a list with one parser per prompt.
+    `parse` is the stage's Schema (its JSON schema then constrains decoding where the backend
+    can, and validates every answer), one parser for every prompt, or one parser per prompt.
 
     `llm` is an `engine.models.llm.LLM` (anything with `generate(prompts, params, stage)` and
     a `note_parse_failures(stage, n, retried)` hook).
     """
+    if isinstance(parse, Schema):
+        params = replace(params, json_schema=parse.json_schema)
+        parse = parse.parse
     results: list[Structured[T] | None] = [None] * len(prompts)
     spent = [0] * len(prompts)
     pending = list(range(len(prompts)))

@@ -7,7 +7,6 @@ loaded with `gguf_file=` (transformers dequantizes it); nothing is downloaded.
 from __future__ import annotations
 
 import importlib.util
-import sys
 import time
 from pathlib import Path
 
@@ -124,10 +123,11 @@ class TransformersLLM:
             sampling = params.temperature > 0
             constraint = []
             if params.json_schema is not None and self.grammar is not None:
-                try:
-                    constraint = [self.grammar.processor(params.json_schema, len(idx), eos)]
-                except ValueError as exc:  # decode freely; the stage parses and re-asks
-                    print(f"{self.model_id}: {exc}; decoding without the schema", file=sys.stderr)
+                mask = self.grammar.processor(params.json_schema, len(idx), eos)
+                constraint = [mask] if mask is not None else []  # rejected: decode freely
+            decoding = None
+            if params.json_schema is not None:
+                decoding = "schema" if constraint else "free"
             if sampling:
                 torch.manual_seed(params.seed)
             t0 = time.perf_counter()
@@ -154,6 +154,11 @@ class TransformersLLM:
                     if cut >= 0:
                         text, finish = text[:cut], "stop"
                 out[i] = Completion(
-                    text.strip(), lengths[i], n_new, latency_s=latency, finish_reason=finish
+                    text.strip(),
+                    lengths[i],
+                    n_new,
+                    latency_s=latency,
+                    finish_reason=finish,
+                    decoding=decoding,
                 )
         return [c for c in out if c is not None]

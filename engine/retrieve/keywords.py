@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.models.base import GenParams
-from engine.models.structured import ParseError, generate_structured, parse_json
+from engine.models.structured import ParseError, Schema, generate_structured
 from engine.retrieve.context import QueryContext
 from engine.retrieve.linking import query_mentions
 
@@ -32,7 +32,8 @@ KEYWORD_SCHEMA = {
 KEYWORD_PROMPT = """List the keywords of a question for searching a knowledge graph.
 "low_level_keywords": the specific entities, names and terms the question mentions.
 "high_level_keywords": the broader themes, relations or concepts the question is about.
-Reply with one JSON object with these two lists of short strings, nothing else.
+Reply with one JSON object of this form and nothing else:
+{format}
 
 Question: {question}
 JSON:"""
@@ -50,29 +51,28 @@ class Keywords:
     """LLM prompt + completion tokens per question, re-asks included."""
 
 
-def _parse(text: str) -> tuple[list[str], list[str]]:
-    value = parse_json(text)
-    if not isinstance(value, dict):
-        raise ParseError("the answer is not a JSON object")
-    lists = []
-    for key in ("low_level_keywords", "high_level_keywords"):
-        items = value.get(key)
-        if not isinstance(items, list) or not all(isinstance(k, str) for k in items):
-            raise ParseError(f"{key} must be a list of strings")
-        lists.append([k.strip() for k in items if k.strip()])
-    if not lists[0] and not lists[1]:
+def _lists(value: dict) -> tuple[list[str], list[str]]:
+    low, high = ([k.strip() for k in value[key] if k.strip()] for key in KEYWORD_SCHEMA["required"])
+    if not low and not high:
         raise ParseError("both keyword lists are empty")
-    return lists[0], lists[1]
+    return low, high
+
+
+KEYWORDS = Schema(KEYWORD_SCHEMA, _lists)
+"""The keyword stage's answer: low- and high-level keys, each 1-4 short strings."""
 
 
 def llm_keywords(ctx: QueryContext, questions: list[str], retries: int = 2) -> Keywords:
     """Keywords of every question from one batched, schema-constrained LLM call."""
-    prompts = [[{"role": "user", "content": KEYWORD_PROMPT.format(question=q)}] for q in questions]
+    prompts = [
+        [{"role": "user", "content": KEYWORD_PROMPT.format(question=q, format=KEYWORDS.describe())}]
+        for q in questions
+    ]
     run = generate_structured(
         ctx.llm,
         prompts,
-        _parse,
-        GenParams(max_tokens=160, json_schema=KEYWORD_SCHEMA),
+        KEYWORDS,
+        GenParams(max_tokens=160),
         stage="keywords",
         retries=retries,
     )
