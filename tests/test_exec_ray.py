@@ -62,6 +62,7 @@ def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
     cfg = tmp_path / "x.yaml"
     cfg.write_text(
         "graph:\n  embed: false\nextraction:\n  enabled: true\n  gleaning: 0\n  max_tokens: 32\n"
+        "  retries: 0\n"
         "models:\n  llm:\n    backend: transformers\n    batch_size: 4\n"
     )
     local, distributed = tmp_path / "local", tmp_path / "ray"

@@ -144,6 +144,8 @@ def _skeleton(s: dict[str, Any]) -> str:
         return "{" + ", ".join(f"{json.dumps(k)}: {_skeleton(v)}" for k, v in props.items()) + "}"
     if kind == "array":
         most = f" (at most {s['maxItems']})" if "maxItems" in s else ""
+        if "maxItems" in s and s.get("minItems") == s["maxItems"]:
+            most = f" (exactly {s['maxItems']})"
         return f"[{_skeleton(s.get('items', {}))}, ...{most}]"
     if kind == "integer" and "minimum" in s and "maximum" in s:
         return f"<integer {s['minimum']}-{s['maximum']}>"

