@@ -40,7 +40,7 @@ from structured_schemas import (  # noqa: E402  (the coming methods' schemas, be
     support_prompt,
 )
 
-from engine.eval.judge import CRITERIA, PAIRWISE_PROMPT, VERDICT  # noqa: E402
+from engine.eval.judge import VERDICT, pairwise_prompt  # noqa: E402
 from engine.index.communities import REPORT, REPORT_PROMPT  # noqa: E402
 from engine.index.extract import (  # noqa: E402
     ASK_PROMPT,
@@ -157,20 +157,11 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
     tasks["reports"] = Task(
         reports, REPORT, 450, lambda v, i: any(n for n, _ in mentions[i] if n in v["summary"])
     )
-    criteria = "\n".join(f"- {c}: {d}" for c, d in CRITERIA.items())
     judge = []
     for i, q in enumerate(musique):  # gold answer vs another question's gold answer
         other = musique[(i + 1) % len(musique)]["answer"]
         a1, a2 = (q["answer"], other) if i % 2 == 0 else (other, q["answer"])
-        judge.append(
-            PAIRWISE_PROMPT.format(
-                question=q["question"],
-                answer1=a1,
-                answer2=a2,
-                criteria=criteria,
-                format=VERDICT.describe(),
-            )
-        )
+        judge.append(pairwise_prompt(q["question"], a1, a2))
     tasks["judge"] = Task(
         judge, VERDICT, 300, lambda v, i: v["overall"] == ("1" if i % 2 == 0 else "2")
     )

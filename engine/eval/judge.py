@@ -63,6 +63,18 @@ Reply with one JSON object of this form and nothing else:
 {format}"""
 
 
+def pairwise_prompt(question: str, answer1: str, answer2: str) -> str:
+    """The judge's prompt for one ordered pair of answers to one question."""
+    criteria = "\n".join(f"- {c}: {d}" for c, d in CRITERIA.items())
+    return PAIRWISE_PROMPT.format(
+        question=question,
+        answer1=answer1,
+        answer2=answer2,
+        criteria=criteria,
+        format=VERDICT.describe(),
+    )
+
+
 def _winner(value: Any) -> str | None:
     text = value.get("winner", value.get("Winner")) if isinstance(value, dict) else value
     if not isinstance(text, str):
@@ -108,7 +120,6 @@ def pairwise_judge(
 ) -> list[dict[str, Any]]:
     """Verdict rows (qid, run_a, run_b, order, criterion, verdict in a|b|tie|unparsable) for
     every pair of runs on their shared answered questions, both orders, one batched call."""
-    criteria = "\n".join(f"- {c}: {d}" for c, d in CRITERIA.items())
     jobs, prompts = [], []
     for (la, _, ra), (lb, _, rb) in combinations(runs, 2):
         by_b = {r["qid"]: r for r in rb}
@@ -117,15 +128,7 @@ def pairwise_judge(
             a, b = r["answer"], by_b[r["qid"]]["answer"]
             for order, (x, y) in (("ab", (a, b)), ("ba", (b, a))):
                 jobs.append((r["qid"], la, lb, order))
-                prompts.append(
-                    PAIRWISE_PROMPT.format(
-                        question=r["question"],
-                        answer1=x,
-                        answer2=y,
-                        criteria=criteria,
-                        format=VERDICT.describe(),
-                    )
-                )
+                prompts.append(pairwise_prompt(r["question"], x, y))
     if not prompts:
         return []
     res = generate_structured(

@@ -15,6 +15,7 @@ kept. Loop NER: `trial` asks the model whether entities were missed and continue
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from engine.models import LLM, GenParams
@@ -52,11 +53,15 @@ def _record(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def triple_schema(entity_types: list[str]) -> Schema[dict]:
-    """The extraction answer for these entity types; lists bounded so that a constrained answer
-    fits about 800 tokens (8 entities, 8 relationships, 4 keywords)."""
-    types = sorted({t.upper() for t in entity_types} | {"OTHER"})
-    entity = _record({"name": _NAME, "type": {"enum": types}, "description": _TEXT})
+def triple_schema(entity_types: list[str] | tuple[str, ...]) -> Schema[dict]:
+    """The extraction answer for these entity types (built once per type set); lists bounded so
+    that a constrained answer fits about 800 tokens (8 entities, 8 relationships, 4 keywords)."""
+    return _triple_schema(tuple(sorted({t.upper() for t in entity_types} | {"OTHER"})))
+
+
+@lru_cache(maxsize=16)
+def _triple_schema(types: tuple[str, ...]) -> Schema[dict]:
+    entity = _record({"name": _NAME, "type": {"enum": list(types)}, "description": _TEXT})
     relation = _record(
         {
             "source": _NAME,
@@ -177,8 +182,8 @@ def extract_triples(
 
 def extraction_prompt(text: str, entity_types: list[str]) -> str:
     """The first-round extraction prompt of one text."""
-    schema = triple_schema(entity_types)
-    return EXTRACT_PROMPT.format(types=", ".join(entity_types), format=schema.describe(), text=text)
+    fmt = triple_schema(entity_types).describe()
+    return EXTRACT_PROMPT.format(types=", ".join(entity_types), format=fmt, text=text)
 
 
 SUMMARY_PROMPT = """Several descriptions of the same entity were collected from different passages.
