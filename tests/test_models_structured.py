@@ -27,6 +27,8 @@ from engine.models.structured import ParseError, Schema, parse_json
         ('{"a": 1, "b"', {"a": 1}),
         ('{"list": [1, 2, 3', {"list": [1, 2, 3]}),
         ('{"s": "quote \\" inside', {"s": 'quote " inside'}),
+        # a raw line break inside a string (llama.cpp's JSON grammar lets one through) is kept
+        ('{"d": "line one\nline two"}', {"d": "line one\nline two"}),
     ],
 )
 def test_parse_json_repairs(text: str, expected) -> None:

@@ -119,7 +119,7 @@ def extract_triples(
     gleaning: int = 1,
     loop: str = "none",
     max_rounds: int = 2,
-    max_tokens: int = 512,
+    max_tokens: int = 1024,
     retries: int = 1,
 ) -> list[ChunkExtraction]:
     """Entities and relations of every text: a first round, then gleaning or loop-NER rounds."""

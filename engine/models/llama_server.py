@@ -93,6 +93,19 @@ class LlamaServer:
         if self._log is not subprocess.DEVNULL:
             self._log.close()
 
+    def query_flags(self) -> list[str]:
+        """`graphrag-engine query` flags that send its LLM prompts to this server."""
+        return ["--llm-backend", "openai", "--llm-model", self.alias, "--base-url", self.url]
+
+    def llm_yaml(self, read_timeout_s: float = 600.0) -> str:
+        """A config's `models.llm` section that sends its prompts to this server (one request
+        is served at a time, so a queued request may wait: hence the long read timeout)."""
+        return (
+            "models:\n  llm:\n    backend: openai\n"
+            f"    model: {self.alias}\n    base_url: {self.url}\n"
+            f"    read_timeout_s: {read_timeout_s}\n"
+        )
+
     def __enter__(self) -> LlamaServer:
         return self.wait()
 

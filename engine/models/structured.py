@@ -77,7 +77,7 @@ def parse_json(text: str) -> Any:
     if not starts:
         raise ParseError("no JSON object or array in the answer")
     raw = raw[min(starts) :]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a raw newline inside a string is kept as one
     for candidate in (raw, _TRAILING_COMMA.sub(r"\1", raw)):
         try:
             value, _ = decoder.raw_decode(candidate)
