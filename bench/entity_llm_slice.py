@@ -1,15 +1,22 @@
 """The entity-graph baselines on an index whose graph an LLM extracted: the first N MuSiQue
-passages indexed with LLM triple extraction (gleaning 1, the packaged SmolLM2 unless the config
-says otherwise), then LightRAG-style local / global / hybrid / mix with LLM keywords and with
+passages indexed with LLM triple extraction (gleaning 1) and LLM knowledge units (alpha 1), all
+schema-constrained, by the packaged SmolLM2 (served by a real llama.cpp server on 127.0.0.1 with
+`--llm-backend llama`, the default, or in-process with `transformers`), then LightRAG-style local / global / hybrid / mix with LLM keywords and with
 NER keywords, GraphRAG-style local search, and BM25 / dense / HippoRAG-style PPR from the same
 run, on the MuSiQue dev questions whose gold passages all lie in the slice.
 
-    .venv/bin/python bench/entity_llm_slice.py [--passages 200] [--work DIR] [--llm-backend B]
+    .venv/bin/python bench/entity_llm_slice.py [--passages 200] [--work DIR] [--alpha 1.0]
+                                               [--llm-backend llama|transformers|openai]
+                                               [--llm-threads 2]
+                                               [--index-only]
 
-Prints the index's extraction figures (entities, relations with descriptions, LLM calls,
-tokens, seconds, parse failures) with three extracted relations next to their passage, the
+Prints the index's extraction figures (entities, relations with descriptions, units, LLM calls,
+tokens, seconds, parse failures) with three extracted relations and three LLM units next to
+their passage, the
 keyword stage's parse figures, and Recall@2 / Recall@5 with 95% intervals. The slice and its
-questions are written under WORK (never into the project); an index already built there is reused.
+questions are written under WORK (never into the project); an index already built there is
+reused, and a killed build resumes from its LLM cache (so WORK outside /tmp keeps it across
+machine restarts).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,6 +37,7 @@ sys.path.append(str(REPO / "bench"))
 import retrieval  # noqa: E402  (bench/retrieval.py: the method table and its config variants)
 
 from engine.cli import main as cli  # noqa: E402
+from engine.models.llama_server import LlamaServer  # noqa: E402
 from engine.store import open_index  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
@@ -54,16 +63,14 @@ def write_slice(work: Path, passages: int) -> tuple[Path, Path, int]:
     return corpus_file, questions_file, len(kept)
 
 
-def build_index(work: Path, corpus: Path, backend: str) -> tuple[Path, float | None]:
-    """Index the slice with LLM triple extraction (reused when already built)."""
+def build_index(work: Path, corpus: Path, llm_yaml: str, alpha: float) -> tuple[Path, float | None]:
+    """Index the slice with LLM triples and units (reused when already built)."""
     index = work / "idx"
     if (index / "manifest.json").exists():
         return index, None
     cfg = work / "index.yaml"
     cfg.write_text(
-        "graph:\n  alpha: 0.0\n"
-        "extraction:\n  enabled: true\n  gleaning: 1\n"
-        f"models:\n  llm:\n    backend: {backend}\n"
+        f"graph:\n  alpha: {alpha}\nextraction:\n  enabled: true\n  gleaning: 1\n{llm_yaml}"
     )
     t0 = time.perf_counter()
     assert cli(["index", str(corpus), "--out", str(index), "--config", str(cfg)]) == 0
@@ -93,7 +100,20 @@ def show_extraction(index: Path) -> dict:
         shown += 1
         if shown == 3:
             break
+    units = [u for u in idx.table("units").to_pylist() if u["origin"] == "llm"]
+    print(f"\nLLM units {len(units)} (units stage: {json.dumps(stats.get('units', {}))})")
+    shown_chunks: list[str] = []
+    for u in units:
+        if u["chunk_id"] in shown_chunks or len(shown_chunks) == 3:
+            continue
+        shown_chunks.append(u["chunk_id"])
+        mine = [x["text"] for x in units if x["chunk_id"] == u["chunk_id"]]
+        print(f"\npassage: {chunks[u['chunk_id']]['text'][:300]}")
+        for text in mine[:4]:
+            print(f"  unit: {text}")
     return {
+        "llm_units": len(units),
+        "units_stage": stats.get("units", {}),
         "extract": stats.get("extract", {}),
         "entities": len(entities),
         "relations": len(relations),
@@ -106,21 +126,47 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=200)
     ap.add_argument("--work", default="/tmp/graphrag-entity-llm-slice")
-    ap.add_argument("--llm-backend", default="transformers")
+    ap.add_argument("--alpha", type=float, default=1.0)
+    ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    ap.add_argument("--index-only", action="store_true", help="build and show the index only")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     corpus, questions, n_questions = write_slice(work, args.passages)
     print(f"slice: {args.passages} passages, {n_questions} dev questions fully inside it")
-    index, seconds = build_index(work, corpus, args.llm_backend)
-    facts = show_extraction(index) | {"index_seconds": seconds}
+    with ExitStack() as stack:
+        if args.llm_backend == "llama":
+            server = stack.enter_context(
+                LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log")
+            )
+            llm_yaml, llm_flags = server.llm_yaml(), server.query_flags()
+        else:
+            llm_yaml = f"models:\n  llm:\n    backend: {args.llm_backend}\n"
+            llm_flags = ["--llm-backend", args.llm_backend]
+        index, seconds = build_index(work, corpus, llm_yaml, args.alpha)
+        facts = show_extraction(index) | {"index_seconds": seconds}
+        if not args.index_only:
+            query_all(work, index, questions, n_questions, llm_flags, facts, args.passages)
+
+
+def query_all(
+    work: Path,
+    index: Path,
+    questions: Path,
+    n_questions: int,
+    llm_flags: list[str],
+    facts: dict,
+    passages: int,
+) -> None:
+    """Every method on the slice's questions, evaluated; prints the table and a JSON line."""
     retrieval.METHODS.update(LLM_VARIANTS)
     runs = []
     for method in [*BASELINES, *LLM_VARIANTS]:
         out = work / "runs" / method
         spec = retrieval.method_spec(method, work)
         q = ["query", str(index), str(questions), "--method", spec, "--retrieval-only"]
-        assert cli([*q, "--llm-backend", args.llm_backend, "--out", str(out)]) == 0
+        assert cli([*q, *llm_flags, "--out", str(out)]) == 0
         runs.append(out)
     report = work / "report"
     assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
@@ -149,7 +195,7 @@ def main() -> None:
             f"{n_questions - fallbacks}/{n_questions} parsed" if "keyword_fallbacks" in row else ""
         )
         print(f"{row['method']:<40}{cells[0]:<24}{cells[1]:<24}{parse}")
-    print(json.dumps({"slice": args.passages, "questions": n_questions, **facts, "rows": rows}))
+    print(json.dumps({"slice": passages, "questions": n_questions, **facts, "rows": rows}))
 
 
 if __name__ == "__main__":

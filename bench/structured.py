@@ -39,8 +39,6 @@ from structured_schemas import (  # noqa: E402  (the coming methods' schemas, be
     SUPPORT,
     dag_prompt,
     logic_form_prompt,
-    perspectives,
-    perspectives_prompt,
     support_prompt,
 )
 
@@ -58,6 +56,7 @@ from engine.models import LLM, GenParams  # noqa: E402
 from engine.models.openai_llm import DECODING_LADDER  # noqa: E402
 from engine.models.structured import Schema, generate_structured  # noqa: E402
 from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS  # noqa: E402
+from engine.retrieve.perspectives import perspectives, perspectives_prompt  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 TYPES = ["person", "organization", "location", "event", "work", "concept"]
@@ -177,10 +176,10 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
         lambda v, i: all(k.lower() in hotpot[i]["question"].lower() for k in v[0]),
     )
     tasks["perspectives"] = Task(
-        [perspectives_prompt(q, PERSPECTIVES) for q in broad],
+        [perspectives_prompt(q, 3, 2) for q in broad],
         PERSPECTIVES,
         300,
-        lambda v, i: len({s for p in v for s in p["queries"]}) == 6,
+        lambda v, i: len({s for _, queries in v for s in queries}) == 6,
     )
     tasks["dag"] = Task(
         [dag_prompt(q["question"]) for q in musique], DAG, 300, lambda v, i: len(v) == hops[i]

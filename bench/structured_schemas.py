@@ -1,6 +1,6 @@
-"""Answer schemas the coming methods need, kept here until their methods exist: ReGraphRAG's
-perspective expansion (m perspectives x n sub-queries), PankRAG's sub-question DAG, ROGRAG's
-logic-form plan and its argument check's support verdict. Each is a `Schema` (JSON schema plus
+"""Answer schemas the coming methods need, kept here until their methods exist: PankRAG's
+sub-question DAG, ROGRAG's logic-form plan and its argument check's support verdict
+(ReGraphRAG's perspectives now live in engine/retrieve/perspectives.py). Each is a `Schema` (JSON schema plus
 the method's own rules) exactly as a method file would declare it.
 """
 
@@ -18,44 +18,6 @@ def _object(properties: dict) -> dict:
         "required": list(properties),
         "additionalProperties": False,
     }
-
-
-def _distinct_perspectives(value: dict) -> list[dict]:
-    views = value["perspectives"]
-    if len({v["perspective"].strip().lower() for v in views}) != len(views):
-        raise ParseError("two perspectives have the same name")
-    return views
-
-
-def perspectives(m: int, n: int) -> Schema[list[dict]]:
-    """m distinct perspectives, each with exactly n sub-queries."""
-    view = _object(
-        {
-            "perspective": {"type": "string", "minLength": 3, "maxLength": 40},
-            "queries": {"type": "array", "items": _TEXT, "minItems": n, "maxItems": n},
-        }
-    )
-    schema = _object(
-        {"perspectives": {"type": "array", "items": view, "minItems": m, "maxItems": m}}
-    )
-    return Schema(schema, _distinct_perspectives)
-
-
-PERSPECTIVES_PROMPT = """Look at the question from {m} different perspectives (for example who is
-involved, when, why, with what consequences). For each perspective write {n} short search
-queries that would find what that perspective needs. Reply with one JSON object of this form
-and nothing else:
-{format}
-
-Question: {question}
-JSON:"""
-
-
-def perspectives_prompt(question: str, schema: Schema) -> str:
-    """The perspective-expansion prompt, m and n read from the schema."""
-    views = schema.json_schema["properties"]["perspectives"]
-    m, n = views["maxItems"], views["items"]["properties"]["queries"]["maxItems"]
-    return PERSPECTIVES_PROMPT.format(m=m, n=n, format=schema.describe(), question=question)
 
 
 def _acyclic_plan(value: dict) -> list[dict]:

@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FaultInjector:
-    """Serves /v1/chat/completions and /v1/embeddings; each request takes the next planned fault."""
+    """Serves /v1/chat/completions and /v1/embeddings; each request takes the next planned fault
+    (or a planned answer text, "say:TEXT")."""
 
     def __init__(
         self, plan: list[str], refuse_formats: tuple[str, ...] = (), refuse_status: int = 400
@@ -79,8 +80,9 @@ class FaultInjector:
                         for i, t in enumerate(body["input"])
                     ]
                     payload = json.dumps({"data": data}).encode()
-                else:
-                    text = "echo: " + body["messages"][-1]["content"]
+                else:  # "say:TEXT" answers TEXT (a wrong-shaped answer), else an echo
+                    said = mode.startswith("say:")
+                    text = mode[4:] if said else "echo: " + body["messages"][-1]["content"]
                     payload = json.dumps(
                         {
                             "choices": [

@@ -1,0 +1,138 @@
+"""ReGraphRAG on the real demo index: the perspective-grouped prompt with its "[Across all]"
+dedupe, reorganization connecting every perspective, ablation switches, batched == one question
+at a time, and perspective expansion re-asked, then fallen back and counted."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engine.eval.datasets import demo_questions_path, load_questions
+from engine.methods import query_config
+from engine.methods.regraphrag import ACROSS_ALL, Triplet, path_graph, regraphrag, sections
+from engine.retrieve.context import QueryContext
+from engine.retrieve.entity_graph import entity_graph
+from engine.retrieve.types import StageClock
+from engine.store import open_index
+from kernels.reorganize import reorganize
+from kernels.similarity import l2_normalize
+from tests.fault_server import FaultInjector
+
+
+@pytest.fixture(scope="module")
+def demo(demo_index, tmp_path_factory):
+    questions = load_questions(demo_questions_path())
+    return open_index(demo_index), questions, tmp_path_factory.mktemp("regraphrag")
+
+
+def _ctx(index, tmp, llm_backend=None, **options) -> QueryContext:
+    cfg = query_config("regraphrag")
+    cfg.generation.enabled = False
+    cfg.options.expansion = False
+    for k, v in options.items():
+        setattr(cfg.options, k, v)
+    return QueryContext(index, cfg, tmp, llm_backend=llm_backend)
+
+
+def test_triplets_of_several_perspectives_are_listed_once_under_across_all(demo) -> None:
+    index, _, tmp = demo
+    ctx = _ctx(index, tmp)
+    g = entity_graph(ctx)
+    r0, r1, r2 = 0, 1, 2
+    shared = Triplet(int(g.src[r0]), int(g.dst[r0]), r0, 0.9)
+    per_q = [
+        ("History", [shared, Triplet(int(g.src[r1]), int(g.dst[r1]), r1, 0.5)]),
+        ("People", [Triplet(shared.a, shared.b, r0, 0.9), Triplet(int(g.src[r2]), int(g.dst[r2]), r2, 0.1)]),
+    ]  # fmt: skip
+    secs, chunks = sections(ctx, g, per_q, 3000)
+    assert [s.title for s in secs] == [
+        f"Perspective: {n}" for n in (ACROSS_ALL, "History", "People")
+    ]
+    assert len(secs[0].items) == 1 and secs[0].items[0].startswith(
+        f"[{ACROSS_ALL}]: {g.names[shared.a]}"
+    )
+    assert "is connected to" in secs[1].items[0] and secs[1].items[0].endswith("relation.")
+    assert all(len(s.items) == 1 and s.whole for s in secs)
+    assert set(chunks) == {int(c) for r in (r0, r1, r2) for c in g.relation_chunks[r]}
+    # a tight budget drops lines from each section's own share, never splits an item
+    tight, _ = sections(ctx, g, per_q, 30)
+    for s in tight:
+        assert sum(ctx.count_tokens(s.items)) <= 10
+
+
+def test_reorganization_connects_each_perspective_and_switches_off(demo) -> None:
+    index, questions, tmp = demo
+    full = regraphrag(_ctx(index, tmp, top_k=5), questions[:8], StageClock())
+    plain = regraphrag(_ctx(index, tmp, top_k=5, reorganize=False), questions[:8], StageClock())
+    for f, p in zip(full.extras, plain.extras, strict=True):
+        assert f["subgraphs"] == p["subgraphs"] == 1  # one sub-query: one subgraph
+        assert f["after_bridges"] == 1 and f["node_components"] >= 1
+        assert p["path_nodes_added"] == p["bridges_added"] == 0
+        assert p["node_components"] >= f["node_components"] - f["bridges_added"]
+    # with several subgraphs (one per question) the groups end as one component
+    ctx = _ctx(index, tmp, top_k=3)
+
+    g = entity_graph(ctx)
+    ids = [[g.names.index("Port Calloway")], [g.names.index("Ilsa Varnholt")], [0]]
+    r = reorganize(
+        path_graph(ctx, g, "hops"), ids, l2_normalize(np.asarray(ctx.entity_vectors)), False
+    )
+    assert r.components_after_paths - len(r.bridges) == 1
+
+
+def test_batched_equals_one_question_at_a_time(demo) -> None:
+    index, questions, tmp = demo
+    ctx = _ctx(index, tmp, top_k=10)
+    batch = regraphrag(ctx, questions[:10], StageClock())
+    for i, q in enumerate(questions[:10]):
+        one = regraphrag(ctx, [q], StageClock())
+        assert one.contexts[0] == batch.contexts[i]
+        assert one.ranking.row(0)[0] == batch.ranking.row(i)[0]
+        assert one.extras[0] == batch.extras[i]
+
+
+def test_the_planted_answer_is_in_the_graph(demo) -> None:
+    index, questions, tmp = demo
+    q = next(q for q in questions if q.qid == "demo-q01")  # founder of Port Calloway
+    ctx = _ctx(index, tmp)
+    r = regraphrag(ctx, [q], StageClock())
+    text = "\n".join(s.text() for s in r.contexts[0].sections)
+    assert "Port Calloway" in text.split("\n")[1]  # the best-scored triplet names it
+    top = {ctx.chunks["passage"][c] for c in r.ranking.row(0)[0][:5]}
+    assert set(q.supporting_ids) & top
+
+
+def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> None:
+    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+
+    index, questions, tmp = demo
+    good = {
+        "perspectives": [
+            {"perspective": p, "queries": [f"{p} of Port Calloway"]} for p in ("Origins", "People")
+        ]
+    }
+    wrong = {"perspectives": [{"perspective": "Origins", "queries": ["a", "b", "c"]}]}
+    dup = {"perspectives": [{"perspective": "Same", "queries": ["x y z"]}] * 2}
+    # question 1: wrong, then valid on the re-ask; question 2: wrong, duplicate names, wrong
+    plan = ["say:" + json.dumps(wrong), "say:" + json.dumps(good)]
+    plan += ["say:" + json.dumps(x) for x in (wrong, dup, wrong)]
+    with FaultInjector([]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        ctx = _ctx(index, tmp / "exp", backend, expansion=True, perspectives=2, sub_queries=1)
+        ctx.cfg.models.llm.backend = "openai"
+        ctx.cfg.models.llm.parse_retries = 2
+        fault.plan = plan[:2]
+        r1 = regraphrag(ctx, questions[:1], StageClock())
+        fault.plan = plan[2:]
+        r2 = regraphrag(ctx, questions[1:2], StageClock())
+    assert (
+        r1.extras[0]["perspectives"] == ["Origins", "People"]
+        and not r1.extras[0]["expansion_fallback"]
+    )
+    assert r1.extras[0]["sub_queries"] == ["Origins of Port Calloway", "People of Port Calloway"]
+    assert r2.extras[0]["expansion_fallback"] and r2.extras[0]["perspectives"] == ["Question"]
+    assert r2.extras[0]["sub_queries"] == [questions[1].question]
+    usage = ctx.llm.ledger.get("perspectives", backend.model_id)
+    assert usage.parse_failures == 1 and usage.calls == 5
