@@ -65,22 +65,21 @@ METHODS = {  # run name: (label, --method)
     "lr_mix": ("LightRAG-style mix (NER)", "configs/methods/lightrag_ner.yaml", "mode: mix"),
     "gr_local": ("GraphRAG-style local search", "configs/methods/graphrag_local.yaml"),
 }
-"""run name: (label, --method, and optionally a `key: value` line replacing the one in that
-method section of the config)."""
+"""run name: (label, --method, and optionally `key: value` lines, each replacing the one in
+that method section of the config)."""
 
 
 def method_spec(method: str, work: Path) -> str:
     """The --method argument of a run: a config path (a variant written into WORK) or a name."""
-    label, spec, *override = METHODS[method]
+    label, spec, *overrides = METHODS[method]
     if not spec.endswith(".yaml"):
         return spec
-    if not override:
+    if not overrides:
         return str(REPO / spec)
-    key = override[0].split(":")[0]
-    lines = [
-        f"  {override[0]}" if line.strip().startswith(f"{key}:") else line
-        for line in (REPO / spec).read_text().splitlines()
-    ]
+    lines = (REPO / spec).read_text().splitlines()
+    for override in overrides:
+        key = override.split(":")[0]
+        lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
     path = work / "configs" / f"{method}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
@@ -139,6 +138,7 @@ def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[
     if not (index / "manifest.json").exists():
         t0 = time.perf_counter()
         cfg = work / "alpha0.yaml"
+        work.mkdir(parents=True, exist_ok=True)
         cfg.write_text("graph:\n  alpha: 0.0\n")
         assert cli(["index", str(DATA / corpus), "--out", str(index), "--config", str(cfg)]) == 0
         index_seconds = round(time.perf_counter() - t0, 1)
