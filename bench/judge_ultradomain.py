@@ -1,21 +1,30 @@
-"""A pairwise LLM-judge run on UltraDomain CS (41 questions on four books): LightRAG-style
-`hybrid` (LLM keywords) against NaiveRAG, both answering with the same local LLM and answer
-budget, judged on the pairwise criteria in both answer orders.
+"""Pairwise LLM-judge runs on UltraDomain CS (41 questions on four books), the protocol of the
+LightRAG and ReGraphRAG papers: each method answers with the same LLM and answer budget, and
+each pair is judged on comprehensiveness, diversity, empowerment and overall, in both orders.
 
-    .venv/bin/python bench/judge_ultradomain.py [--work DIR] [--limit N] [--answer-tokens 200]
-                                                [--llm-backend transformers]
+    .venv/bin/python bench/judge_ultradomain.py [--preset hybrid|regraphrag] [--work DIR]
+        [--limit N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
+        [--base-url URL --llm-model NAME]
 
-With the packaged SmolLM2-135M as answerer and judge this exercises the path end to end and
-gives a floor, not a claim: a 135M judge's verdicts carry little signal. The index (alpha = 0,
-no LLM) is built under WORK once and reused; runs resume.
+Presets: `hybrid` (issue 17): LightRAG-style hybrid vs NaiveRAG. `regraphrag` (issue 18):
+ReGraphRAG vs NaiveRAG, HyDE and LightRAG-style hybrid, and its three ablations (w/o P-exp,
+w/o Reorg, w/o Rerank) vs the full method. `--llm-backend llama` (default) serves the packaged
+SmolLM2 from a real llama.cpp server on 127.0.0.1; `openai` with `--base-url` and `--llm-model`
+sends every prompt (answers and verdicts) to any OpenAI-compatible server, e.g. vLLM with a
+7B+ model, which is what gives the protocol meaning. With SmolLM2-135M as answerer and judge
+this exercises the path end to end and gives a floor, not a claim: a 135M judge's verdicts
+carry little signal. The index (alpha = 0, no LLM: NER entities, co-occurrence relations) is
+built under WORK once and reused; answered runs and judged pairs resume.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,26 +33,50 @@ sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` pack
 from engine.cli import main as cli  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
-RUNS = {"hybrid": "configs/methods/lightrag.yaml", "naive": "configs/methods/naive.yaml"}
+METHODS = {  # run name: (config, `key: value` overrides of its method section)
+    "hybrid": ("configs/methods/lightrag.yaml", ()),
+    "naive": ("configs/methods/naive.yaml", ()),
+    "hyde": ("configs/methods/hyde.yaml", ()),
+    "regraphrag": ("configs/methods/regraphrag.yaml", ()),
+    "rg_no_pexp": ("configs/methods/regraphrag.yaml", ("expansion: false",)),
+    "rg_no_reorg": ("configs/methods/regraphrag.yaml", ("reorganize: false",)),
+    "rg_no_rerank": ("configs/methods/regraphrag.yaml", ("rerank: false",)),
+}
+PRESETS = {  # pairs judged (first, second)
+    "hybrid": [("hybrid", "naive")],
+    "regraphrag": [("regraphrag", x) for x in ("naive", "hyde", "hybrid")]
+    + [("regraphrag", x) for x in ("rg_no_pexp", "rg_no_reorg", "rg_no_rerank")],
+}
 
 
 def answer_config(work: Path, name: str, answer_tokens: int) -> Path:
-    """The method's config with the answer budget raised for long-form answers."""
-    text = (REPO / RUNS[name]).read_text()
-    text = text.replace("  max_tokens: 48", f"  max_tokens: {answer_tokens}")
-    assert f"max_tokens: {answer_tokens}" in text, f"{RUNS[name]} has no generation.max_tokens"
-    path = work / f"{name}.yaml"
+    """The method's config with its overrides and the answer budget raised for long answers."""
+    spec, overrides = METHODS[name]
+    text = re.sub(
+        r"(?m)^(generation:\n(?:  .*\n)*?  max_tokens: )\d+",
+        lambda m: f"{m.group(1)}{answer_tokens}",
+        (REPO / spec).read_text(),
+    )
+    assert f"max_tokens: {answer_tokens}" in text, f"{spec} has no generation.max_tokens"
+    for override in overrides:
+        key = override.split(":")[0]
+        text = re.sub(rf"(?m)^  {key}:.*$", f"  {override}", text)
+    path = work / "configs" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
 
 
 def main() -> None:
-    """Index, answer with both methods, judge; print the report's win-rate table."""
+    """Index, answer with every method of the preset, judge its pairs; print the tables."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", choices=list(PRESETS), default="hybrid")
     ap.add_argument("--work", default="/tmp/graphrag-judge-ultradomain")
     ap.add_argument("--limit", type=int, default=41)
     ap.add_argument("--answer-tokens", type=int, default=200)
-    ap.add_argument("--llm-backend", default="transformers")
+    ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
+    ap.add_argument("--base-url", help="openai: the server's /v1 URL")
+    ap.add_argument("--llm-model", help="openai: the served model's name")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
@@ -53,21 +86,41 @@ def main() -> None:
         corpus = DATA / "ultradomain_cs_corpus.jsonl"
         assert cli(["index", str(corpus), "--out", str(index)]) == 0
     questions = DATA / "ultradomain_cs_dev.jsonl"
-    runs = []
-    for name in RUNS:
-        t0 = time.perf_counter()
-        out = work / "runs" / name
-        spec = answer_config(work, name, args.answer_tokens)
-        q = ["query", str(index), str(questions), "--method", str(spec), "--limit", str(args.limit)]
-        assert cli([*q, "--llm-backend", args.llm_backend, "--out", str(out)]) == 0
-        print(f"{name}: answered in {time.perf_counter() - t0:.0f} s")
-        runs.append(str(out))
-    t0 = time.perf_counter()
-    report = work / "report"
-    judge = ["--judge", "--judge-backend", args.llm_backend, "--judge-limit", str(args.limit)]
-    assert cli(["eval", *runs, "--out", str(report), *judge]) == 0
-    print(f"judged in {time.perf_counter() - t0:.0f} s")
-    print((report / "report.md").read_text())
+    with ExitStack() as stack:
+        if args.llm_backend == "llama":
+            from engine.models.llama_server import LlamaServer
+
+            server = stack.enter_context(LlamaServer(log=work / "llama-server.log"))
+            flags = server.query_flags()
+            judge = ["--judge-backend", "openai", "--judge-model", server.alias]
+            judge += ["--base-url", server.url]
+        elif args.llm_backend == "openai":
+            if not (args.base_url and args.llm_model):
+                raise SystemExit("--llm-backend openai needs --base-url and --llm-model")
+            flags = ["--llm-backend", "openai", "--llm-model", args.llm_model]
+            flags += ["--base-url", args.base_url]
+            judge = ["--judge-backend", "openai", "--judge-model", args.llm_model]
+            judge += ["--base-url", args.base_url]
+        else:
+            flags, judge = ["--llm-backend", "transformers"], ["--judge-backend", "transformers"]
+        pairs = PRESETS[args.preset]
+        for name in dict.fromkeys(n for pair in pairs for n in pair):
+            t0 = time.perf_counter()
+            spec = answer_config(work, name, args.answer_tokens)
+            q = ["query", str(index), str(questions), "--method", str(spec)]
+            out = work / "runs" / name
+            assert cli([*q, "--limit", str(args.limit), *flags, "--out", str(out)]) == 0
+            print(f"{name}: answered in {time.perf_counter() - t0:.0f} s")
+        for a, b in pairs:
+            t0 = time.perf_counter()
+            report = work / "reports" / f"{a}_vs_{b}"
+            runs = [str(work / "runs" / a), str(work / "runs" / b)]
+            limit = ["--judge-limit", str(args.limit)]
+            assert cli(["eval", *runs, "--out", str(report), "--judge", *judge, *limit]) == 0
+            print(f"{a} vs {b}: judged in {time.perf_counter() - t0:.0f} s")
+            text = (report / "report.md").read_text()
+            start = text.find("## LLM judge")
+            print(text[start:] if start >= 0 else text)
 
 
 if __name__ == "__main__":
