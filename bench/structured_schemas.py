@@ -6,18 +6,9 @@ the method's own rules) exactly as a method file would declare it.
 
 from __future__ import annotations
 
-from engine.models.structured import ParseError, Schema
+from engine.models.structured import ParseError, Schema, json_object
 
 _TEXT = {"type": "string", "minLength": 3, "maxLength": 120}
-
-
-def _object(properties: dict) -> dict:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
 
 
 def _acyclic_plan(value: dict) -> list[dict]:
@@ -31,11 +22,11 @@ def _acyclic_plan(value: dict) -> list[dict]:
 
 
 DAG = Schema(
-    _object(
+    json_object(
         {
             "steps": {
                 "type": "array",
-                "items": _object(
+                "items": json_object(
                     {
                         "question": _TEXT,
                         "depends_on": {
@@ -83,11 +74,11 @@ def _ends_in_output(value: dict) -> list[dict]:
 
 
 LOGIC_FORM = Schema(
-    _object(
+    json_object(
         {
             "steps": {
                 "type": "array",
-                "items": _object({"operator": {"enum": OPERATORS}, "query": _TEXT}),
+                "items": json_object({"operator": {"enum": OPERATORS}, "query": _TEXT}),
                 "minItems": 2,
                 "maxItems": 6,
             }
@@ -114,7 +105,9 @@ def logic_form_prompt(question: str) -> str:
 
 
 SUPPORT = Schema(
-    _object({"supported": {"type": "boolean"}, "evidence": {"type": "string", "maxLength": 160}})
+    json_object(
+        {"supported": {"type": "boolean"}, "evidence": {"type": "string", "maxLength": 160}}
+    )
 )
 """ROGRAG's argument check: does the retrieved text support the answer, with the evidence."""
 

@@ -48,6 +48,8 @@ class Question:
     triples: list[list[str]] | None = None
     """KBQA: the question's own graph as [head, relation, tail] triples."""
     gold_triples: list[list[str]] = field(default_factory=list)
+    decomposition: list[dict] | None = None
+    """MuSiQue: the gold sub-questions ({"question", "answer"}; "#k" names step k's answer)."""
 
     def gold(self) -> dict[str, Any]:
         """The gold fields copied into every result row, so eval needs only the run folder."""
@@ -165,6 +167,14 @@ def parse_question(record: Any, where: str, default_id: str) -> Question:
     else:
         kind = "plain"
     qtype = record.get("type")
+    decomposition = meta.get("question_decomposition")
+    if decomposition is not None and not (
+        isinstance(decomposition, list)
+        and all(isinstance(d, dict) and isinstance(d.get("question"), str) for d in decomposition)
+    ):
+        raise QuestionFileError(
+            f"{where}: `meta.question_decomposition` must be a list of objects with a `question`"
+        )
     return Question(
         qid,
         text,
@@ -174,4 +184,5 @@ def parse_question(record: Any, where: str, default_id: str) -> Question:
         qtype=qtype if isinstance(qtype, str) else None,
         kind=kind,
         evidence=evidence,
+        decomposition=decomposition,
     )

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from engine.models import LLM, GenParams
-from engine.models.structured import Schema, generate_structured
+from engine.models.structured import Schema, generate_structured, json_object
 
 EXTRACT_PROMPT = """Task: read the text and list its entities and the relationships between them.
 Entity types: {types}.
@@ -44,15 +43,6 @@ _NAME = {"type": "string", "minLength": 1, "maxLength": 60}
 _TEXT = {"type": "string", "maxLength": 100}
 
 
-def _record(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
 def triple_schema(entity_types: list[str] | tuple[str, ...]) -> Schema[dict]:
     """The extraction answer for these entity types (built once per type set); lists bounded so
     that a constrained answer fits about 800 tokens (8 entities, 8 relationships, 4 keywords)."""
@@ -61,8 +51,8 @@ def triple_schema(entity_types: list[str] | tuple[str, ...]) -> Schema[dict]:
 
 @lru_cache(maxsize=16)
 def _triple_schema(types: tuple[str, ...]) -> Schema[dict]:
-    entity = _record({"name": _NAME, "type": {"enum": list(types)}, "description": _TEXT})
-    relation = _record(
+    entity = json_object({"name": _NAME, "type": {"enum": list(types)}, "description": _TEXT})
+    relation = json_object(
         {
             "source": _NAME,
             "target": _NAME,
@@ -73,7 +63,7 @@ def _triple_schema(types: tuple[str, ...]) -> Schema[dict]:
     )
     keys = {"type": "string", "minLength": 1, "maxLength": 30}
     return Schema(
-        _record(
+        json_object(
             {
                 "entities": {"type": "array", "items": entity, "maxItems": 8},
                 "relationships": {"type": "array", "items": relation, "maxItems": 8},
@@ -83,7 +73,9 @@ def _triple_schema(types: tuple[str, ...]) -> Schema[dict]:
     )
 
 
-LOOP_CHECK = Schema(_record({"missed": {"enum": ["yes", "no"]}}), lambda v: v["missed"] == "yes")
+LOOP_CHECK = Schema(
+    json_object({"missed": {"enum": ["yes", "no"]}}), lambda v: v["missed"] == "yes"
+)
 """Loop NER's verdict: were entities still missed?"""
 
 

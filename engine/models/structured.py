@@ -105,6 +105,16 @@ def _keep(value: Any) -> Any:
     return value
 
 
+def json_object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema object that requires exactly these properties (in this order)."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 @dataclass(frozen=True)
 class Schema(Generic[T]):
     """A structured stage's answer format, declared once: `json_schema` drives constrained

@@ -13,20 +13,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from engine.models.base import GenParams
-from engine.models.structured import ParseError, Schema, generate_structured
+from engine.models.structured import ParseError, Schema, generate_structured, json_object
 from engine.retrieve.context import QueryContext
 
 _TEXT = {"type": "string", "minLength": 3, "maxLength": 120}
 FALLBACK_PERSPECTIVE = "Question"
-
-
-def _object(properties: dict) -> dict:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
 
 
 def _distinct(value: dict) -> list[tuple[str, list[str]]]:
@@ -43,13 +34,13 @@ def _distinct(value: dict) -> list[tuple[str, list[str]]]:
 @lru_cache(maxsize=32)
 def perspectives(m: int, n: int) -> Schema[list[tuple[str, list[str]]]]:
     """The answer of m distinct perspectives, each with exactly n sub-queries."""
-    view = _object(
+    view = json_object(
         {
             "perspective": {"type": "string", "minLength": 3, "maxLength": 40},
             "queries": {"type": "array", "items": _TEXT, "minItems": n, "maxItems": n},
         }
     )
-    schema = _object(
+    schema = json_object(
         {"perspectives": {"type": "array", "items": view, "minItems": m, "maxItems": m}}
     )
     return Schema(schema, _distinct)

@@ -1,0 +1,82 @@
+"""Sub-question plans (engine/retrieve/plans.py): validation re-orders, rejects cycles and
+dangling references; levels and "#k" substitution; MuSiQue's gold plans load for every dev
+question; an invalid LLM plan is re-asked by the structured stage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.eval.datasets import load_questions
+from engine.models.structured import ParseError
+from engine.retrieve.plans import Plan, Step, direct, gold_plan, ordered, plan_schema, substitute
+
+
+def test_levels_and_substitution_follow_the_dag() -> None:
+    # 1, 2 independent; 3 needs both; 4 needs 3
+    steps = ordered(
+        ["who founded A", "who founded B", "older of #1 and #2", "birthplace of #3"],
+        [[], [], [], []],
+        ["specific"] * 4,
+    )
+    plan = Plan(steps)
+    assert plan.levels() == [[0, 1], [2], [3]]
+    assert plan.edges() == [(0, 2), (1, 2), (2, 3)]
+    assert substitute(steps[2].text, {0: "Ilsa", 1: "Corvin"}) == "older of Ilsa and Corvin"
+    assert substitute("#3 and #9", {2: "x"}) == "x and #9"  # unresolved stays visible
+
+
+def test_out_of_order_steps_are_renumbered_into_dependency_order() -> None:
+    steps = ordered(["capital of #2", "country of Vesk"], [[2], []], ["specific"] * 2)
+    assert [s.text for s in steps] == ["country of Vesk", "capital of #1"]
+    assert steps[1].depends_on == (0,)
+
+
+@pytest.mark.parametrize(
+    "texts, listed, why",
+    [
+        (["a #2", "b #1"], [[], []], "cycle"),
+        (["a", "b #3"], [[], []], "refers to step 3"),
+        (["a #1"], [[]], "refers to step 1"),  # itself
+        (["a", "b"], [[], [5]], "refers to step 5"),
+    ],
+)
+def test_cycles_and_dangling_references_are_rejected(texts, listed, why) -> None:
+    with pytest.raises(ParseError, match=why):
+        ordered(texts, listed, ["specific"] * len(texts))
+
+
+def test_plan_schema_validates_shape_and_rules() -> None:
+    schema = plan_schema(4)
+    good = {"steps": [
+        {"question": "which county holds Van Hook", "depends_on": [], "scope": "specific"},
+        {"question": "seat of #1", "depends_on": [1], "scope": "specific"},
+    ]}  # fmt: skip
+    plan = schema.parse(json.dumps(good))
+    assert plan.levels() == [[0], [1]] and plan.source == "llm"
+    cyclic = {"steps": [
+        {"question": "aaa #2", "depends_on": [], "scope": "specific"},
+        {"question": "bbb #1", "depends_on": [], "scope": "abstract"},
+    ]}  # fmt: skip
+    with pytest.raises(ParseError, match="cycle"):
+        schema.parse(json.dumps(cyclic))
+    too_many = {"steps": [good["steps"][0]] * 5}
+    with pytest.raises(ParseError):
+        schema.parse(json.dumps(too_many))
+
+
+def test_gold_plans_load_for_every_musique_dev_question(shared_data) -> None:
+    questions = load_questions(shared_data / "musique_dev.jsonl")
+    assert len(questions) == 200
+    for q in questions:
+        plan = gold_plan(q)
+        assert plan.source == "gold" and len(plan.steps) == len(q.decomposition) >= 2
+        assert plan.levels()[0]  # something to start from
+        final = plan.steps[-1]
+        assert final.depends_on  # the last step builds on earlier answers
+        answers = {i: d["answer"] for i, d in enumerate(q.decomposition)}
+        assert "#" not in substitute(final.text, answers)
+    chains = sum(len(gold_plan(q).levels()) == len(gold_plan(q).steps) for q in questions)
+    assert chains < len(questions)  # some 3-4 hop plans have parallel steps
+    assert direct(questions[0]).steps == (Step(questions[0].question),)
