@@ -15,6 +15,7 @@ from engine.methods import (  # noqa: F401  (register them)
     hipporag,
     lego,
     lightrag,
+    pankrag,
     regraphrag,
 )
 from engine.methods.base import METHODS, MethodSpec

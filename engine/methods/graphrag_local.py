@@ -98,48 +98,66 @@ def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClo
     cfg: GraphRAGLocalConfig = ctx.cfg.options
     texts = [q.question for q in questions]
     g = entity_graph(ctx)
-    comms = communities(ctx)
     with clock.stage("entity_search"):
-        if cfg.entities == "ner":
-            links, _ = link_entities(ctx, texts, top_k=1)
-            picked = [sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities] for lk in links]
-        else:
-            ids, _ = search(ctx, texts, ctx.entity_vectors, cfg.top_k_entities)
-            picked = [[e for e in row.tolist() if e >= 0] for row in ids]
-    community_of = comms.of_entity(cfg.community_level) if comms is not None else {}
-    has_reports = bool(comms is not None and comms.report)
+        picked = pick_entities(ctx, cfg, texts)
     contexts, extras, orders = [], [], []
     with clock.stage("build_context"):
         for ents in picked:
-            report_share = cfg.community_prop if has_reports else 0.0
-            unit_share = cfg.text_unit_prop + (cfg.community_prop - report_share)
-            sections = []
-            if has_reports:
-                counts: dict[int, int] = {}
-                for e in ents:
-                    if e in community_of and community_of[e] in comms.report:
-                        counts[community_of[e]] = counts.get(community_of[e], 0) + 1
-                order = sorted(counts, key=lambda c: (-counts[c], -comms.report[c][2]))
-                reports = [f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in order]
-                sections.append(("Reports", reports, report_share * cfg.max_tokens))
-            rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
-            local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * cfg.max_tokens
-            ent_lines = within_budget(ctx, [g.entity_line(e) for e in ents], int(local))
-            sections.append(("Entities", ent_lines, local))
-            used = sum(ctx.count_tokens(ent_lines))
-            sections.append(("Relationships", [g.relation_line(r) for r in rels], local - used))
             chunks = chunks_by_entities(g, ents)
-            sources = [ctx.chunks["titled"][c] for c in chunks]
-            sections.append(("Sources", sources, unit_share * cfg.max_tokens))
-            contexts.append(Context(budgeted_sections(ctx, sections)))
+            context, extra = local_context(ctx, cfg, ents, chunks)
+            contexts.append(context)
             orders.append(chunks)
-            extras.append(
-                {
-                    "entities_by": cfg.entities,
-                    "entities": [g.names[e] for e in ents],
-                    "relationships": len(rels),
-                    "reports_in_index": has_reports,
-                }
-            )
+            extras.append(extra)
     ranking = from_orders(orders, 2 * ctx.cfg.retrieval.candidates)
     return Retrieved(ranking, extras, [{} for _ in texts], clock.seconds, contexts)
+
+
+def pick_entities(ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]) -> list[list[int]]:
+    """The entities of every text: top-k by description embedding (one call), or linked NER."""
+    if cfg.entities == "ner":
+        links, _ = link_entities(ctx, texts, top_k=1)
+        return [sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities] for lk in links]
+    ids, _ = search(ctx, texts, ctx.entity_vectors, cfg.top_k_entities)
+    return [[e for e in row.tolist() if e >= 0] for row in ids]
+
+
+def local_context(
+    ctx: QueryContext, cfg: GraphRAGLocalConfig, ents: list[int], chunks: list[int]
+) -> tuple[Context, dict]:
+    """The four sections of one question's local search, its text units in `chunks` order."""
+    g = entity_graph(ctx)
+    comms = communities(ctx)
+    community_of = (
+        ctx.memo(
+            ("community_of", cfg.community_level), lambda: comms.of_entity(cfg.community_level)
+        )
+        if comms is not None
+        else {}
+    )
+    has_reports = bool(comms is not None and comms.report)
+    report_share = cfg.community_prop if has_reports else 0.0
+    unit_share = cfg.text_unit_prop + (cfg.community_prop - report_share)
+    sections = []
+    if has_reports:
+        counts: dict[int, int] = {}
+        for e in ents:
+            if e in community_of and community_of[e] in comms.report:
+                counts[community_of[e]] = counts.get(community_of[e], 0) + 1
+        order = sorted(counts, key=lambda c: (-counts[c], -comms.report[c][2]))
+        reports = [f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in order]
+        sections.append(("Reports", reports, report_share * cfg.max_tokens))
+    rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
+    local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * cfg.max_tokens
+    ent_lines = within_budget(ctx, [g.entity_line(e) for e in ents], int(local))
+    sections.append(("Entities", ent_lines, local))
+    used = sum(ctx.count_tokens(ent_lines))
+    sections.append(("Relationships", [g.relation_line(r) for r in rels], local - used))
+    sources = [ctx.chunks["titled"][c] for c in chunks]
+    sections.append(("Sources", sources, unit_share * cfg.max_tokens))
+    extra = {
+        "entities_by": cfg.entities,
+        "entities": [g.names[e] for e in ents],
+        "relationships": len(rels),
+        "reports_in_index": has_reports,
+    }
+    return Context(budgeted_sections(ctx, sections)), extra
