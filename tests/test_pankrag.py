@@ -9,8 +9,9 @@ import pytest
 
 from engine.eval.datasets import load_questions
 from engine.methods import query_config
-from engine.methods.pankrag import combined_order, interleave, pankrag
+from engine.methods.pankrag import combined_order, pankrag
 from engine.retrieve.context import QueryContext
+from engine.retrieve.ranking import round_robin
 from engine.retrieve.types import StageClock
 from engine.store import open_index
 
@@ -39,7 +40,7 @@ def test_eq5_with_alpha_one_is_the_plain_ranking_and_beta_reorders() -> None:
     assert combined_order(chunks, vecs, dep, 1.0)[0] == chunks
     by_m, scores = combined_order(chunks, vecs, dep, 0.0)
     assert by_m[0] == 5 and list(scores) == sorted(scores, reverse=True)
-    assert interleave([[1, 2, 3], [4, 2], [5]]) == [1, 4, 5, 2, 3]
+    assert round_robin([1, 2, 3], [4, 2], [5]) == [1, 4, 5, 2, 3]
 
 
 def test_gold_plans_run_level_by_level_with_answers_substituted(subset) -> None:

@@ -38,7 +38,7 @@ from engine.retrieve.entity_graph import (
     search,
 )
 from engine.retrieve.keywords import llm_keywords, ner_keywords
-from engine.retrieve.ranking import from_orders
+from engine.retrieve.ranking import from_orders, round_robin
 from engine.retrieve.types import Context, Retrieved, StageClock
 
 
@@ -83,16 +83,6 @@ def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[i
     return ents, rels, chunks
 
 
-def _round_robin(*lists: list[int]) -> list[int]:
-    """a[0], b[0], a[1], b[1], ... without duplicates (LightRAG's merge of its levels' lists)."""
-    out: dict[int, None] = {}
-    for i in range(max(map(len, lists), default=0)):
-        for side in lists:
-            if i < len(side):
-                out.setdefault(side[i], None)
-    return list(out)
-
-
 @register(
     "lightrag",
     config=LightRAGConfig,
@@ -125,10 +115,10 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     with clock.stage("build_context"):
         for q in range(len(texts)):
             found = [level[q] for level in levels]  # (entities, relations, chunks) per level
-            ents = _round_robin(*(f[0] for f in found))
-            rels = _round_robin(*(f[1] for f in found))
+            ents = round_robin(*(f[0] for f in found))
+            rels = round_robin(*(f[1] for f in found))
             vector_chunks = [dense.row(q)[0]] if dense is not None else []
-            chunks = _round_robin(*vector_chunks, *(f[2] for f in found))
+            chunks = round_robin(*vector_chunks, *(f[2] for f in found))
             parts = [
                 ("Entities", [g.entity_line(e) for e in ents], cfg.entity_tokens),
                 ("Relations", [g.relation_line(r) for r in rels], cfg.relation_tokens),

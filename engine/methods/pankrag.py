@@ -36,7 +36,7 @@ from engine.methods.graphrag_local import GraphRAGLocalConfig, local_context, pi
 from engine.retrieve.context import QueryContext
 from engine.retrieve.entity_graph import chunks_by_entities, entity_graph
 from engine.retrieve.plans import Plan, direct, gold_plan, substitute
-from engine.retrieve.ranking import from_orders
+from engine.retrieve.ranking import from_orders, round_robin
 from engine.retrieve.types import Context, Retrieved, Section, StageClock
 from kernels.similarity import l2_normalize
 
@@ -84,16 +84,6 @@ def combined_order(
     score = alpha * r + (1.0 - alpha) * m
     order = np.lexsort((np.arange(len(chunks)), -np.round(score, 6)))
     return [chunks[i] for i in order], score[order]
-
-
-def interleave(lists: list[list[int]]) -> list[int]:
-    """a[0], b[0], ..., a[1], b[1], ... without duplicates."""
-    out: dict[int, None] = {}
-    for i in range(max(map(len, lists), default=0)):
-        for side in lists:
-            if i < len(side):
-                out.setdefault(side[i], None)
-    return list(out)
 
 
 @register(
@@ -178,7 +168,7 @@ def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> 
                     [Section(resolved, "-----Resolved sub-questions-----", True), *context.sections]
                 )
             contexts.append(context)
-            orders.append(interleave([found[q][s][1] for s in range(len(plan.steps))]))
+            orders.append(round_robin(*(found[q][s][1] for s in range(len(plan.steps)))))
             extras.append(
                 {
                     "plan_source": plan.source,

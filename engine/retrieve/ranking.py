@@ -70,3 +70,14 @@ def passages_of(rows: list[int], passage_of_chunk: list[str]) -> list[str]:
             seen.add(p)
             out.append(p)
     return out
+
+
+def round_robin(*lists: list[int]) -> list[int]:
+    """a[0], b[0], a[1], b[1], ... without duplicates (LightRAG's merge of its levels' lists;
+    PankRAG's merge of its steps' chunks)."""
+    out: dict[int, None] = {}
+    for i in range(max(map(len, lists), default=0)):
+        for side in lists:
+            if i < len(side):
+                out.setdefault(side[i], None)
+    return list(out)
