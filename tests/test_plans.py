@@ -79,4 +79,4 @@ def test_gold_plans_load_for_every_musique_dev_question(shared_data) -> None:
         assert "#" not in substitute(final.text, answers)
     chains = sum(len(gold_plan(q).levels()) == len(gold_plan(q).steps) for q in questions)
     assert chains < len(questions)  # some 3-4 hop plans have parallel steps
-    assert direct(questions[0]).steps == (Step(questions[0].question),)
+    assert direct(questions[0].question).steps == (Step(questions[0].question),)

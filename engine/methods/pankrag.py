@@ -96,7 +96,9 @@ def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> 
     """Plan, then run every question's plan level by level, one batch per level."""
     cfg: PankRAGConfig = ctx.cfg.options
     with clock.stage("plan"):
-        plans: list[Plan] = [gold_plan(q) if cfg.plan == "gold" else direct(q) for q in questions]
+        plans: list[Plan] = [
+            gold_plan(q) if cfg.plan == "gold" else direct(q.question) for q in questions
+        ]
     g = entity_graph(ctx)
     levels = [p.levels() for p in plans]
     answers: list[dict[int, str]] = [{} for _ in questions]

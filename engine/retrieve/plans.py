@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
-from engine.eval.datasets import Question
 from engine.models.structured import ParseError, Schema, json_object
 
 REFERENCE = re.compile(r"#(\d+)")
@@ -118,18 +117,18 @@ def plan_schema(max_steps: int) -> Schema[Plan]:
     return Schema(schema, check)
 
 
-def direct(question: Question | str, scope: Scope = "specific") -> Plan:
+def direct(text: str, scope: Scope = "specific") -> Plan:
     """The question as its only step (no planning, or a plan that never validated)."""
-    text = question.question if isinstance(question, Question) else question
     return Plan((Step(text, (), scope),), "direct")
 
 
-def gold_plan(question: Question, scope: Scope = "specific") -> Plan:
-    """MuSiQue's gold decomposition as a plan ("#k" names step k's answer); a question without
-    one is its only step. ValueError on a decomposition whose references do not resolve."""
+def gold_plan(question: Any, scope: Scope = "specific") -> Plan:
+    """MuSiQue's gold decomposition (a Question's `decomposition`) as a plan ("#k" names step
+    k's answer); a question without one is its only step. ValueError on a decomposition whose
+    references do not resolve."""
     steps = question.decomposition
     if not steps:
-        return direct(question, scope)
+        return direct(question.question, scope)
     texts = [s["question"] for s in steps]
     try:
         return Plan(ordered(texts, [[] for _ in texts], [scope] * len(texts)), "gold")
