@@ -145,7 +145,7 @@ def rerank(
 ) -> None:
     """Score every triplet of every question by cosine to its question (one embedding call for
     the questions, one for the edges) and sort each perspective's triplets by it."""
-    q_vecs = ctx.encode_queries(questions)
+    q_vecs = l2_normalize(ctx.encode_queries(questions))
     every = [t for per_q in found for _, ts in per_q for t in ts]
     if not every:
         return
@@ -164,7 +164,7 @@ def rerank(
         vecs = np.stack([rel_vecs[k[2]] if k[2] >= 0 else by_bridge[k] for k in keys])
     vecs = l2_normalize(np.asarray(vecs, dtype=np.float32))
     for q, per_q in enumerate(found):
-        scores = np.round(vecs @ l2_normalize(q_vecs[q : q + 1])[0], 5)
+        scores = np.round(vecs @ q_vecs[q], 5)
         for _, ts in per_q:
             for t in ts:
                 t.score = float(scores[row[t.key]])
@@ -249,7 +249,10 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
         subs = [s for per_q in views for _, queries in per_q for s in queries]
         ids, _ = search(ctx, subs, ctx.entity_vectors, cfg.top_k)
     paths = path_graph(ctx, g, cfg.path_lengths)
-    vectors = l2_normalize(np.asarray(ctx.entity_vectors, dtype=np.float32))
+    vectors = ctx.memo(
+        "regraphrag_unit_entity_vectors",
+        lambda: l2_normalize(np.asarray(ctx.entity_vectors, dtype=np.float32)),
+    )
     found, stats, row = [], [], 0
     with clock.stage("reorganize"):
         for per_q in views:
