@@ -196,8 +196,9 @@ def sections(
             continue
         out.append(Section(kept, title=f"Perspective: {name}", whole=True))
         for t in ts[: len(kept)]:
-            behind = g.relation_chunks[t.relation] if t.relation >= 0 else ()
-            if t.relation < 0:
+            if t.relation >= 0:
+                behind = g.relation_chunks[t.relation]
+            else:  # a bridge: the chunks of both its ends
                 behind = np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
             chunks.update(dict.fromkeys(int(c) for c in behind))
     return out, list(chunks)
