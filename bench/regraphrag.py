@@ -15,7 +15,13 @@ hybrid (NER keywords) beside them. Prints:
     same section budget (`context_tokens`) for every variant;
 (c) questions/s batched vs one question at a time (in process, same context object, the ratio),
     and the seconds of reorganization alone per question.
-The variants with perspective expansion need an LLM and are run by the judge bench.
+
+With `--llm` it starts a llama.cpp server on the packaged SmolLM2 (`--llm-threads`) and adds,
+on the first `--llm-questions` questions, the variants with perspective expansion (full, w/o
+Reorg, w/o Rerank; with `--sweep` also m = 1..6 at n = 3 and n = 1..4 at m = 4), all sharing
+one LLM response cache (WORK/expansion_cache.sqlite: a re-run resumes), next to the LLM-free
+rows and the baselines on the same questions, with the expansion's cost per question: its
+fallback share and LLM tokens. A 135M model's sub-queries make these rows a floor.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,14 +95,127 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     }
 
 
+LLM_VARIANTS = {  # run name: (label, `key: value` lines for the regraphrag section)
+    "rg_full": ("ReGraphRAG full (SmolLM2 expansion)", ()),
+    "rg_noreorg": ("  w/o Reorg", ("reorganize: false",)),
+    "rg_norerank": ("  w/o Rerank", ("rerank: false",)),
+}
+SWEEP = {f"rg_m{m}_n3": (f"  m = {m}, n = 3", (f"perspectives: {m}",)) for m in (1, 2, 3, 5, 6)}
+SWEEP |= {f"rg_m4_n{n}": (f"  m = 4, n = {n}", (f"sub_queries: {n}",)) for n in (1, 2, 4)}
+
+
+def llm_config(work: Path, name: str, overrides: tuple[str, ...], llm_yaml: str) -> Path:
+    """A regraphrag config with the overrides in its method section and its prompts sent to the
+    bench's server, every variant sharing one response cache."""
+    text = (REPO / "configs/methods/regraphrag.yaml").read_text().split("\nmodels:")[0]
+    lines = text.splitlines()
+    for override in overrides:
+        key = override.split(":")[0]
+        lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
+    cache = work / "expansion_cache.sqlite"
+    path = work / "configs" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n")
+    return path
+
+
+def expansion_cost(run: Path) -> dict[str, float]:
+    """Share of questions whose expansion fell back, and mean expansion tokens per question."""
+    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    llm = [json.loads(r["llm"]) if isinstance(r["llm"], str) else r["llm"] for r in rows]
+    extras = [
+        json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"] for r in rows
+    ]
+    return {
+        "fallback": round(sum(bool(e.get("expansion_fallback")) for e in extras) / len(rows), 3),
+        "tokens": round(sum((x or {}).get("perspectives", 0) for x in llm) / len(rows), 1),
+    }
+
+
+def with_llm(work: Path, limit: int, threads: int, sweep: bool) -> list[dict]:
+    """The expansion variants next to the LLM-free ones and the baselines, on the first
+    `limit` questions; rows with R@2/R@5 and CIs, structure and expansion cost."""
+    from engine.cli import main as cli
+    from engine.models.llama_server import LlamaServer
+
+    index = work / "idx" / "musique"
+    questions = retrieval.DATA / "musique_dev.jsonl"
+    runs_dir = work / "runs" / f"musique-llm{limit}"
+    variants = LLM_VARIANTS | (SWEEP if sweep else {})
+    runs, labels = [], {}
+    with ExitStack() as stack:
+        server = stack.enter_context(LlamaServer(n_threads=threads, log=work / "llama-server.log"))
+        for name, (label, overrides) in variants.items():
+            spec = llm_config(work, name, overrides, server.llm_yaml())
+            out = runs_dir / name
+            args = ["query", str(index), str(questions), "--method", str(spec)]
+            assert cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(out)]) == 0
+            runs.append(out)
+            labels[name] = label
+    for name in [*VARIANTS, *BASELINES]:
+        out = runs_dir / name
+        args = ["query", str(index), str(questions), "--method"]
+        args += [retrieval.method_spec(name, work), "--limit", str(limit)]
+        assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
+        runs.append(out)
+        labels[name] = retrieval.METHODS[name][0]
+    report = work / "reports" / f"musique-llm{limit}"
+    assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
+    summary = {
+        (r["run"], r["metric"]): r
+        for r in retrieval.csv.DictReader((report / "summary.csv").open())
+    }
+    rows = []
+    for run in runs:
+        row = {"method": labels[run.name], "questions": limit}
+        for k in (2, 5):
+            m = summary[(run.name, f"recall@{k}")]
+            row[f"R@{k}"] = round(float(m["mean"]), 3)
+            row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
+        if run.name.startswith("rg_"):
+            row["structure"] = structure(run)
+        if run.name in variants:
+            row["expansion"] = expansion_cost(run)
+        rows.append(row)
+    return rows
+
+
+def print_llm_rows(rows: list[dict]) -> None:
+    """The expansion table: recall with CIs, components at the end, expansion cost."""
+    print(f"\n(d) with SmolLM2 perspective expansion, first {rows[0]['questions']} questions")
+    print(
+        f"{'variant':<38}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'subgr':>7}{'comp':>6}"
+        f"{'fallbk':>8}{'tok/q':>8}"
+    )
+    for r in rows:
+        cells = [
+            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
+        ]
+        st, ex = r.get("structure", {}), r.get("expansion", {})
+        print(
+            f"{r['method']:<38}{cells[0]:<24}{cells[1]:<24}{st.get('subgraphs', ''):>7}"
+            f"{st.get('node_components', ''):>6}{ex.get('fallback', ''):>8}{ex.get('tokens', ''):>8}"
+        )
+
+
 def main() -> None:
     """Index (shared), run, evaluate, time; print the three tables and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
     ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--llm", action="store_true", help="add the perspective-expansion variants")
+    ap.add_argument("--llm-questions", type=int, default=200)
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    ap.add_argument("--sweep", action="store_true", help="with --llm: m = 1..6 and n = 1..4")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
+    if args.llm:
+        retrieval.METHODS.update(VARIANTS)
+        rows = with_llm(work, args.llm_questions, args.llm_threads, args.sweep)
+        print_llm_rows(rows)
+        print(json.dumps({"llm_rows": rows}))
+        return
     retrieval.METHODS.update(VARIANTS)
     methods = [*VARIANTS, *BASELINES]
     rows = retrieval.run_set("musique", work, False, methods)

@@ -114,10 +114,12 @@ def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> N
         ]
     }
     wrong = {"perspectives": [{"perspective": "Origins", "queries": ["a", "b", "c"]}]}
-    dup = {"perspectives": [{"perspective": "Same", "queries": ["x y z"]}] * 2}
-    # question 1: wrong, then valid on the re-ask; question 2: wrong, duplicate names, wrong
+    same = ("Harbour", "harbour ")
+    dup = {"perspectives": [{"perspective": p, "queries": ["Port Calloway harbour"]} for p in same]}
+    # question 1: wrong, then valid on the re-ask; question 2: wrong three times;
+    # question 3: two perspectives of one name, merged with their sub-query kept once
     plan = ["say:" + json.dumps(wrong), "say:" + json.dumps(good)]
-    plan += ["say:" + json.dumps(x) for x in (wrong, dup, wrong)]
+    plan += ["say:" + json.dumps(wrong)] * 3 + ["say:" + json.dumps(dup)]
     with FaultInjector([]) as fault:
         backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
         ctx = _ctx(index, tmp / "exp", backend, expansion=True, perspectives=2, sub_queries=1)
@@ -125,8 +127,10 @@ def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> N
         ctx.cfg.models.llm.parse_retries = 2
         fault.plan = plan[:2]
         r1 = regraphrag(ctx, questions[:1], StageClock())
-        fault.plan = plan[2:]
+        fault.plan = plan[2:5]
         r2 = regraphrag(ctx, questions[1:2], StageClock())
+        fault.plan = plan[5:]
+        r3 = regraphrag(ctx, questions[2:3], StageClock())
     assert (
         r1.extras[0]["perspectives"] == ["Origins", "People"]
         and not r1.extras[0]["expansion_fallback"]
@@ -134,5 +138,7 @@ def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> N
     assert r1.extras[0]["sub_queries"] == ["Origins of Port Calloway", "People of Port Calloway"]
     assert r2.extras[0]["expansion_fallback"] and r2.extras[0]["perspectives"] == ["Question"]
     assert r2.extras[0]["sub_queries"] == [questions[1].question]
+    assert r3.extras[0]["perspectives"] == ["Harbour"] and not r3.extras[0]["expansion_fallback"]
+    assert r3.extras[0]["sub_queries"] == ["Port Calloway harbour"]
     usage = ctx.llm.ledger.get("perspectives", backend.model_id)
-    assert usage.parse_failures == 1 and usage.calls == 5
+    assert usage.parse_failures == 1 and usage.calls == 6
