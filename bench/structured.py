@@ -34,10 +34,8 @@ sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` pack
 sys.path.append(str(REPO / "bench"))
 
 from structured_schemas import (  # noqa: E402  (the coming methods' schemas, bench-local)
-    DAG,
     LOGIC_FORM,
     SUPPORT,
-    dag_prompt,
     logic_form_prompt,
     support_prompt,
 )
@@ -57,6 +55,7 @@ from engine.models.openai_llm import DECODING_LADDER  # noqa: E402
 from engine.models.structured import Schema, generate_structured  # noqa: E402
 from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS  # noqa: E402
 from engine.retrieve.perspectives import perspectives, perspectives_prompt  # noqa: E402
+from engine.retrieve.plans import plan_prompt, plan_schema  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 TYPES = ["person", "organization", "location", "event", "work", "concept"]
@@ -182,7 +181,10 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
         lambda v, i: len({s for _, queries in v for s in queries}) == 6,
     )
     tasks["dag"] = Task(
-        [dag_prompt(q["question"]) for q in musique], DAG, 300, lambda v, i: len(v) == hops[i]
+        [plan_prompt(q["question"], 5) for q in musique],
+        plan_schema(5),
+        344,
+        lambda v, i: len(v.steps) == hops[i],
     )
     tasks["logic_form"] = Task(
         [logic_form_prompt(q["question"]) for q in musique],

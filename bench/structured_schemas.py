@@ -1,6 +1,6 @@
-"""Answer schemas the coming methods need, kept here until their methods exist: PankRAG's
-sub-question DAG, ROGRAG's logic-form plan and its argument check's support verdict
-(ReGraphRAG's perspectives now live in engine/retrieve/perspectives.py). Each is a `Schema` (JSON schema plus
+"""Answer schemas the coming methods need, kept here until their methods exist: ROGRAG's
+logic-form plan and its argument check's support verdict (ReGraphRAG's perspectives live in
+engine/retrieve/perspectives.py, PankRAG's plan in engine/retrieve/plans.py). Each is a `Schema` (JSON schema plus
 the method's own rules) exactly as a method file would declare it.
 """
 
@@ -9,58 +9,6 @@ from __future__ import annotations
 from engine.models.structured import ParseError, Schema, json_object
 
 _TEXT = {"type": "string", "minLength": 3, "maxLength": 120}
-
-
-def _acyclic_plan(value: dict) -> list[dict]:
-    """Steps whose dependencies all name earlier steps (so the plan is a DAG in order)."""
-    steps = value["steps"]
-    for i, step in enumerate(steps):
-        for d in step["depends_on"]:
-            if not 1 <= d <= i:
-                raise ParseError(f"step {i + 1} depends on step {d}, which is not an earlier step")
-    return steps
-
-
-DAG = Schema(
-    json_object(
-        {
-            "steps": {
-                "type": "array",
-                "items": json_object(
-                    {
-                        "question": _TEXT,
-                        "depends_on": {
-                            "type": "array",
-                            "items": {"type": "integer", "minimum": 1, "maximum": 5},
-                            "maxItems": 4,
-                        },
-                        "scope": {"enum": ["local", "global"]},
-                    }
-                ),
-                "minItems": 1,
-                "maxItems": 5,
-            }
-        }
-    ),
-    _acyclic_plan,
-)
-"""PankRAG's plan: 1-5 sub-questions, each naming the earlier steps (1-based) it needs and
-whether it asks for a specific fact (local) or a broad theme (global)."""
-
-DAG_PROMPT = """Break the question into the smallest sub-questions that must be answered to answer
-it, in order. A sub-question may use the answers of earlier ones: list their step numbers
-(starting at 1) in "depends_on". Mark a sub-question "local" when it asks for a specific fact
-and "global" when it asks about a broad theme. Reply with one JSON object of this form and
-nothing else:
-{format}
-
-Question: {question}
-JSON:"""
-
-
-def dag_prompt(question: str) -> str:
-    """The planning prompt of one question."""
-    return DAG_PROMPT.format(format=DAG.describe(), question=question)
 
 
 OPERATORS = ["retrieve", "filter", "sort", "compare", "math", "deduce", "output"]

@@ -85,6 +85,23 @@ def demo_index(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_reports_index(tmp_path_factory) -> Path:
+    """The demo corpus with hierarchical communities (clusters of at most 6) and SmolLM2-written
+    community reports, built once per session (global search and PankRAG's report search)."""
+    from engine.cli import main
+
+    tmp = tmp_path_factory.mktemp("demo-reports")
+    cfg = tmp / "index.yaml"
+    cfg.write_text(
+        "communities:\n  enabled: true\n  max_cluster_size: 6\n  reports: true\n"
+        "  report_max_tokens: 100\nmodels:\n  llm:\n    backend: transformers\n"
+        "    batch_size: 8\n    parse_retries: 1\n"
+    )
+    assert main(["index", "--demo", "--out", str(tmp / "index"), "--config", str(cfg)]) == 0
+    return tmp / "index"
+
+
+@pytest.fixture(scope="session")
 def musique_subset(shared_data, tmp_path_factory) -> dict:
     """Real data: the first 30 MuSiQue dev questions and the union of their 20-paragraph
     contexts (about 570 passages), indexed once per session with alpha = 0."""

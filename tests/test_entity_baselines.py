@@ -145,21 +145,13 @@ def test_global_search_needs_reports(run_cli, demo_index, tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_global_search_map_reduce_on_smollm_reports(tmp_path, smollm) -> None:
+def test_global_search_map_reduce_on_smollm_reports(demo_reports_index, tmp_path, smollm) -> None:
     """A demo index with SmolLM2-written community reports, then global search (fixed level and
     dynamic selection) with SmolLM2: one map prompt per report batch, points reduced by score,
     and every question either answered from key points or given the no-data answer."""
-    from engine.cli import main
     from engine.methods.graphrag_global import NO_DATA, graphrag_global
 
-    cfg = tmp_path / "index.yaml"
-    cfg.write_text(
-        "communities:\n  enabled: true\n  max_cluster_size: 6\n  reports: true\n"
-        "  report_max_tokens: 100\nmodels:\n  llm:\n    backend: transformers\n"
-        "    batch_size: 8\n    parse_retries: 1\n"
-    )
-    assert main(["index", "--demo", "--out", str(tmp_path / "idx"), "--config", str(cfg)]) == 0
-    index = open_index(tmp_path / "idx")
+    index = open_index(demo_reports_index)
     assert index.rows("reports") > 0
     questions = load_questions(demo_questions_path())[:2]
     for dynamic in (False, True):

@@ -204,10 +204,14 @@ def cached_answers(out: Path) -> int:
 
 @pytest.mark.slow
 def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> None:
+    from engine.demo import corpus_path
+
     cfg = tmp_path / "llm.yaml"
     cfg.write_text(LLM_CONFIG)
+    corpus = tmp_path / "c.jsonl"  # 16 demo documents: 4 unit prompts at alpha 0.25
+    corpus.write_text("\n".join(corpus_path().read_text().splitlines()[:16]) + "\n")
     out = tmp_path / "idx"
-    dry = run_cli("index", "--demo", "--out", str(out), "--config", str(cfg), "--dry-run")
+    dry = run_cli("index", str(corpus), "--out", str(out), "--config", str(cfg), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would send" in dry.stdout and not (out / "manifest.json").exists()
     prompts = int(dry.stdout.split("would send ")[1].split()[0])
@@ -219,7 +223,7 @@ def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> No
             "-m",
             "engine.cli",
             "index",
-            "--demo",
+            str(corpus),
             "--out",
             str(out),
             "--config",
@@ -236,7 +240,7 @@ def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> No
     proc.wait()
     paid = cached_answers(out)
     assert paid >= 2 and not (out / "manifest.json").exists()
-    done = run_cli("index", "--demo", "--out", str(out), "--config", str(cfg))
+    done = run_cli("index", str(corpus), "--out", str(out), "--config", str(cfg))
     assert done.returncode == 0, done.stderr
     idx = open_index(out)
     units = idx.manifest["stats"]["stages"]["units"]
@@ -244,7 +248,7 @@ def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> No
     # nothing already paid for is asked again (first attempts; re-asks of unparsable answers aside)
     assert units["cached_calls"] >= paid
     assert units["model_calls"] + units["cached_calls"] >= prompts
-    again = run_cli("index", "--demo", "--out", str(out), "--config", str(cfg))
+    again = run_cli("index", str(corpus), "--out", str(out), "--config", str(cfg))
     assert again.returncode == 0
     idx2 = open_index(out)
     assert idx2.manifest["stats"]["stages"]["units"]["model_calls"] == 0

@@ -4,6 +4,8 @@ level by level with earlier answers substituted, Eq. 5 with alpha = 1 keeps the 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -26,6 +28,7 @@ def subset(musique_subset, tmp_path_factory):
 def _ctx(index, tmp, **options) -> QueryContext:
     cfg = query_config("pankrag")
     cfg.generation.enabled = False
+    cfg.options.plan = "gold"
     cfg.options.sub_answers = "gold"
     for k, v in options.items():
         setattr(cfg.options, k, v)
@@ -75,3 +78,104 @@ def test_batched_equals_one_question_at_a_time(subset, rerank) -> None:
         assert one.contexts[0] == batch.contexts[i]
         assert one.ranking.row(0)[0] == batch.ranking.row(i)[0]
         assert one.extras[0] == batch.extras[i]
+
+
+def test_llm_plans_reask_cycles_and_dangling_steps_then_fall_back(subset) -> None:
+    """The planner's answers come from a fault-injection server (named as such: it says the
+    planted texts): a cycle is re-asked and the valid plan runs level by level with the first
+    answer substituted; dangling references three times leave the question as its own step."""
+    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from tests.fault_server import FaultInjector
+
+    index, questions, tmp = subset
+
+    def plan(*steps) -> str:
+        keys = ("question", "depends_on", "scope")
+        return "say:" + json.dumps({"steps": [dict(zip(keys, s, strict=True)) for s in steps]})
+
+    cycle = plan(("Who wrote #2?", [2], "specific"), ("What did #1 write?", [1], "specific"))
+    good = plan(("Who founded the club?", [], "abstract"), ("Where was #1 born?", [1], "specific"))
+    dangling = plan(("Who is it?", [], "specific"), ("When did #3 die?", [], "specific"))
+    with FaultInjector([]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        ctx = _ctx(index, tmp / "llm", plan="llm", sub_answers="llm")
+        ctx._llm_backend = backend
+        ctx.cfg.models.llm.backend = "openai"
+        ctx.cfg.models.llm.parse_retries = 2
+        fault.plan = [cycle, good, "say:Ada Lovelace"]
+        r1 = pankrag(ctx, questions[:1], StageClock())
+        fault.plan = [dangling] * 3
+        r2 = pankrag(ctx, questions[1:2], StageClock())
+    e1, e2 = r1.extras[0], r2.extras[0]
+    assert e1["plan_source"] == "llm" and not e1["plan_fallback"] and e1["levels"] == 2
+    assert [s["question"] for s in e1["plan"]] == [
+        "Who founded the club?",
+        "Where was Ada Lovelace born?",
+    ]
+    assert e1["edges"] == [[1, 2]] and e1["plan"][0]["answer"] == "Ada Lovelace"
+    # no community reports in this index: the abstract step was served by local search, counted
+    assert e1["plan"][0]["search"] == "local" and e1["abstract_as_local"] == 1
+    assert r1.contexts[0].sections[0].items == ["Who founded the club? -> Ada Lovelace"]
+    assert e2["plan_source"] == "fallback" and e2["plan_fallback"]
+    assert [s["question"] for s in e2["plan"]] == [questions[1].question]
+    usage = ctx.llm.ledger.get("pankrag_plan", backend.model_id)
+    assert usage.parse_failures == 1 and usage.calls == 5
+    assert r1.tokens[0]["pankrag_plan"] > 0 and r1.tokens[0]["pankrag_sub_prompt"] > 0
+
+
+@pytest.mark.slow
+def test_report_search_walks_down_to_the_best_fitting_reports(demo_reports_index, tmp_path) -> None:
+    """On SmolLM2-written reports: scores are the cosines, best first; no chosen report is
+    another's ancestor; none has a reported child at least as similar; every top community's
+    subtree keeps a report."""
+    from engine.eval.datasets import demo_questions_path
+    from engine.retrieve.communities import communities, report_search
+    from kernels.similarity import l2_normalize
+
+    index = open_index(demo_reports_index)
+    ctx = _ctx(index, tmp_path)
+    comms = communities(ctx)
+    texts = [q.question for q in load_questions(demo_questions_path())]
+    hits = report_search(ctx, comms, texts, top_k=10_000)
+    rows = sorted(comms.report)
+    reports = [f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in rows]
+    sims = l2_normalize(ctx.encode_queries(texts)) @ l2_normalize(ctx.encode_queries(reports)).T
+    sim = [{c: float(sims[q, i]) for i, c in enumerate(rows)} for q in range(len(texts))]
+
+    def ancestors(c: int) -> set[int]:
+        out = set()
+        while comms.parent[c] >= 0:
+            c = comms.parent[c]
+            out.add(c)
+        return out
+
+    tops = [c for c in rows if not ancestors(c) & set(rows)]
+    assert len(rows) > len(tops) > 0  # a real hierarchy
+    for q, hit in enumerate(hits):
+        chosen = [c for c, _ in hit]
+        assert [s for _, s in hit] == sorted((s for _, s in hit), reverse=True)
+        assert all(abs(s - sim[q][c]) < 1e-5 for c, s in hit)
+        assert not any(ancestors(c) & set(chosen) for c in chosen)
+        for c in chosen:
+            kids = [k for k in rows if c in ancestors(k)]
+            assert all(sim[q][k] < sim[q][c] for k in kids if comms.parent[k] == c)
+        for t in tops:
+            assert t in chosen or any(t in ancestors(c) for c in chosen)
+
+
+@pytest.mark.slow
+def test_abstract_steps_search_reports_batched_as_one_at_a_time(demo_reports_index, tmp_path):
+    from engine.eval.datasets import demo_questions_path
+
+    index = open_index(demo_reports_index)
+    questions = load_questions(demo_questions_path())[:6]
+    ctx = _ctx(index, tmp_path, plan="direct", sub_answers="llm", scope="abstract")
+    ctx.cfg.options.top_k_reports = 3
+    batch = pankrag(ctx, questions, StageClock())
+    for i, q in enumerate(questions):
+        e, c = batch.extras[i], batch.contexts[i]
+        assert e["plan"][0]["search"] == "reports" and e["abstract_as_local"] == 0
+        assert c.sections[0].title == "-----Reports-----" and 1 <= len(c.sections[0].items) <= 3
+        assert batch.ranking.row(i)[0]  # the chunks of the reported communities' entities
+        one = pankrag(ctx, [q], StageClock())
+        assert one.contexts[0] == c and one.ranking.row(0)[0] == batch.ranking.row(i)[0]

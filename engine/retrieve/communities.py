@@ -1,5 +1,6 @@
 """An index's communities and their reports as query operators read them (GraphRAG's local and
-global search, PankRAG): each entity's community at a level, reports by level."""
+global search, PankRAG): each entity's community at a level, reports by level, and the
+hierarchical report search of PankRAG's abstract sub-questions."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import cached_property
 
 from engine.errors import BadInputError
 from engine.retrieve.context import QueryContext
+from kernels.similarity import l2_normalize
 
 NEEDS_REPORTS = (
     "the index has no community reports; rebuild it with `graphrag-engine index` and a config "
@@ -87,3 +89,60 @@ def _build(ctx: QueryContext) -> Communities:
             if cid in row:
                 report[row[cid]] = (title, text, float(rating or 0.0))
     return Communities(rows["community_id"], rows["level"], parent, members, report)
+
+
+def report_search(
+    ctx: QueryContext, comms: Communities, texts: list[str], top_k: int
+) -> list[list[tuple[int, float]]]:
+    """Per text, up to `top_k` (community row, cosine) reports, best first, chosen walking down
+    the hierarchy: from the top reported communities, a report gives way to those of its
+    reported children at least as similar to the text (a narrower report, no less relevant),
+    and otherwise stays (the broader overview). One embedding call for the texts and one
+    similarity matrix; the reports' vectors are embedded once per run."""
+    rows = sorted(comms.report)
+    if not rows or not texts:
+        return [[] for _ in texts]
+    col = {c: i for i, c in enumerate(rows)}
+    vectors = ctx.memo(
+        "report_vectors",
+        lambda: l2_normalize(
+            ctx.encode_queries([f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in rows])
+        ),
+    )
+    sims = l2_normalize(ctx.encode_queries(texts)) @ vectors.T
+    top = [c for c in rows if _reported_ancestor(comms, c) < 0]
+    out = []
+    for q in range(len(texts)):
+        score = sims[q]
+        frontier, chosen = top, []
+        while frontier:
+            deeper = []
+            for c in frontier:
+                kids = [k for k in _reported_children(comms, c) if score[col[k]] >= score[col[c]]]
+                if kids:
+                    deeper.extend(kids)
+                else:
+                    chosen.append(c)
+            frontier = deeper
+        chosen.sort(key=lambda c: (-round(float(score[col[c]]), 6), c))
+        out.append([(c, float(score[col[c]])) for c in chosen[:top_k]])
+    return out
+
+
+def _reported_ancestor(comms: Communities, c: int) -> int:
+    p = comms.parent[c]
+    while p >= 0 and p not in comms.report:
+        p = comms.parent[p]
+    return p
+
+
+def _reported_children(comms: Communities, c: int) -> list[int]:
+    """The nearest reported descendants of community row `c`."""
+    out, stack = [], list(comms.children.get(c, []))
+    while stack:
+        k = stack.pop()
+        if k in comms.report:
+            out.append(k)
+        else:
+            stack.extend(comms.children.get(k, []))
+    return sorted(out)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from engine.models.structured import ParseError, Schema, json_object
+from engine.models.base import GenParams
+from engine.models.structured import ParseError, Schema, generate_structured, json_object
 
 REFERENCE = re.compile(r"#(\d+)")
 Scope = Literal["specific", "abstract"]
@@ -115,6 +116,61 @@ def plan_schema(max_steps: int) -> Schema[Plan]:
         return Plan(steps, "llm")
 
     return Schema(schema, check)
+
+
+PLAN_PROMPT = """Plan how to answer the question below as a short list of sub-questions (at most
+{max_steps}), read as a whole before writing any of them.
+- Split it into the facts it needs. Facts that do not depend on each other are separate
+  sub-questions with no dependencies; a sub-question that needs an earlier answer writes "#k"
+  where step k's answer goes and lists k in "depends_on".
+- Rewrite vague or ambiguous wording into explicit sub-questions.
+- Mark a sub-question "specific" when it asks for a concrete fact about named things, and
+  "abstract" when it asks about a broad theme, trend or overview.
+- The last sub-question answers the original question. A simple question is one step.
+Reply with one JSON object of this form and nothing else:
+{format}
+
+Question: {question}
+JSON:"""
+
+
+def plan_prompt(question: str, max_steps: int) -> str:
+    """The planning prompt of one question."""
+    fmt = plan_schema(max_steps).describe()
+    return PLAN_PROMPT.format(max_steps=max_steps, format=fmt, question=question)
+
+
+@dataclass
+class Planned:
+    """Per question: its plan (the question as one step where the answer never validated),
+    whether it fell back, and the planner's tokens (re-asks included)."""
+
+    plans: list[Plan]
+    fallback: list[bool]
+    tokens: list[int]
+
+
+def make_plans(
+    llm: Any, questions: list[str], max_steps: int, retries: int, scope: Scope = "specific"
+) -> Planned:
+    """Every question's plan from one batched, schema-constrained LLM call; an answer that
+    never validates (cycle, dangling reference, wrong shape) leaves the question as its only
+    step, with `scope`, and is counted."""
+    prompts = [[{"role": "user", "content": plan_prompt(q, max_steps)}] for q in questions]
+    run = generate_structured(
+        llm,
+        prompts,
+        plan_schema(max_steps),
+        GenParams(max_tokens=24 + 64 * max_steps),  # ~50 tokens a step, with room for the JSON
+        stage="pankrag_plan",
+        retries=retries,
+    )
+    plans, fallback = [], []
+    for q, res in zip(questions, run.results, strict=True):
+        ok = res.ok and res.value is not None
+        plans.append(res.value if ok else Plan((Step(q, (), scope),), "fallback"))
+        fallback.append(not ok)
+    return Planned(plans, fallback, [r.tokens for r in run.results])
 
 
 def direct(text: str, scope: Scope = "specific") -> Plan:
