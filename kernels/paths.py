@@ -29,7 +29,8 @@ class Path:
         return len(self.nodes) - 1
 
 
-def _matrix(graph: CSRGraph, weighted: bool):
+def csgraph_matrix(graph: CSRGraph, weighted: bool):
+    """The graph as the scipy matrix csgraph's searches take (zero weights kept as tiny ones)."""
     m = graph.to_scipy()
     if not weighted:
         return m
@@ -40,7 +41,8 @@ def _matrix(graph: CSRGraph, weighted: bool):
     return m
 
 
-def _walk_back(pred_row: np.ndarray, source: int, target: int) -> tuple[int, ...]:
+def walk_back(pred_row: np.ndarray, source: int, target: int) -> tuple[int, ...]:
+    """The path source -> target read back from a csgraph predecessor row."""
     nodes = [target]
     while nodes[-1] != source:
         nodes.append(int(pred_row[nodes[-1]]))
@@ -60,7 +62,7 @@ def shortest_paths(
         return []
     sources = np.unique(np.fromiter((s for s, _ in pairs), dtype=np.int64))
     dist, pred = csgraph.dijkstra(
-        _matrix(graph, weighted),
+        csgraph_matrix(graph, weighted),
         directed=True,
         indices=sources,
         unweighted=not weighted,
@@ -71,14 +73,14 @@ def shortest_paths(
     for s, t in pairs:
         row = row_of[int(s)]
         d = dist[row, t]
-        out.append(None if np.isinf(d) else Path(_walk_back(pred[row], int(s), int(t)), float(d)))
+        out.append(None if np.isinf(d) else Path(walk_back(pred[row], int(s), int(t)), float(d)))
     return out
 
 
 def distances(graph: CSRGraph, sources: Sequence[int], weighted: bool = True) -> np.ndarray:
     """(len(sources), n) matrix of shortest-path lengths (inf when unreachable)."""
     return csgraph.dijkstra(
-        _matrix(graph, weighted),
+        csgraph_matrix(graph, weighted),
         directed=True,
         indices=np.asarray(sources),
         unweighted=not weighted,
@@ -98,7 +100,7 @@ def closest_pair(
     if a.size == 0 or b.size == 0:
         return None
     dist, pred, nearest = csgraph.dijkstra(
-        _matrix(graph, weighted),
+        csgraph_matrix(graph, weighted),
         directed=True,
         indices=a,
         unweighted=not weighted,
@@ -110,7 +112,7 @@ def closest_pair(
     if np.isinf(db[best]):
         return None
     target = int(b[best])
-    return Path(_walk_back(pred, int(nearest[target]), target), float(db[best]))
+    return Path(walk_back(pred, int(nearest[target]), target), float(db[best]))
 
 
 def _hop_distances(graph: CSRGraph, start: int, limit: int) -> np.ndarray:
@@ -213,4 +215,4 @@ def nearest_source_paths(
         min_only=True,
     )
     reached = np.flatnonzero(np.isfinite(dist) & (dist > 0))
-    return reached, [_walk_back(pred, int(nearest[v]), int(v)) for v in reached]
+    return reached, [walk_back(pred, int(nearest[v]), int(v)) for v in reached]

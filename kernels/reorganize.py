@@ -18,7 +18,7 @@ import numpy as np
 from scipy.sparse import csgraph
 
 from kernels.graph import CSRGraph
-from kernels.paths import _matrix, _walk_back
+from kernels.paths import csgraph_matrix, walk_back
 
 
 @dataclass
@@ -61,7 +61,7 @@ def candidate_paths(
 ) -> list[tuple[float, int, int, tuple[int, ...]]]:
     """(length, i, j, path) for every pair i < j of groups the graph links, ascending by
     (length, i, j): the path is a shortest one from any node of group i to any node of group j."""
-    matrix = _matrix(graph, weighted)
+    matrix = csgraph_matrix(graph, weighted)
     found = []
     for i in range(len(groups) - 1):
         if groups[i].size == 0:
@@ -81,7 +81,7 @@ def candidate_paths(
             best = int(np.argmin(d))
             if np.isfinite(d[best]):
                 target = int(groups[j][best])
-                path = _walk_back(pred, int(nearest[target]), target)
+                path = walk_back(pred, int(nearest[target]), target)
                 found.append((float(d[best]), i, j, path))
     found.sort(key=lambda c: (c[0], c[1], c[2]))
     return found

@@ -90,7 +90,9 @@ class PankRAGConfig:
         """The planner and LLM sub-answers need the LLM even with --retrieval-only."""
         if self.plan == "llm":
             return "pankrag.plan 'llm'"
-        return "pankrag.sub_answers 'llm'" if self.sub_answers == "llm" else None
+        if self.plan == "gold" and self.sub_answers == "llm":
+            return "pankrag.sub_answers 'llm'"
+        return None  # direct plans are one step: nothing to answer before the final answer
 
 
 def combined_order(

@@ -1,0 +1,226 @@
+"""PankRAG on MuSiQue dev (200 questions) over the LLM-free (alpha = 0) index: retrieval recall
+of gold passages over all levels' contexts next to the baselines, an Eq. 5 alpha sweep with gold
+plans, and level-synchronous batching vs one question at a time.
+
+    .venv/bin/python bench/pankrag.py [--work DIR] [--questions 200]
+    .venv/bin/python bench/pankrag.py --llm [--llm-questions N] [--llm-threads 2]
+
+Without --llm everything is LLM-free: gold (oracle) plans with the gold intermediate answers,
+full / -Ank, and -Path (the question as its only step); the alpha sweep (0.4 .. 1.0) with gold
+plans; NaiveRAG, HippoRAG-style PPR and GraphRAG-style local search from the same run (the
+index is bench/retrieval.py's, shared under WORK/idx/musique). Prints Recall@2/5 with 95% CIs,
+the plan shape (steps, levels), and (c) questions/s batched vs one at a time (in process, same
+context, the ratio) with gold plans.
+
+With --llm it starts a llama.cpp server on the packaged SmolLM2 and runs, on the first
+`--llm-questions` questions, SmolLM2 plans with SmolLM2 intermediate answers (full and -Ank),
+the gold-plan rows on the same questions, and the plan statistics: valid-plan rate, steps and
+levels per question, agreement with the gold step count, LLM tokens per question by stage. The
+runs share one response cache (WORK/pankrag_cache.sqlite), so a re-run resumes. A 135M model's
+plans and answers make these rows a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+import retrieval  # noqa: E402  (bench/retrieval.py: index, method table, eval)
+
+YAML = "configs/methods/pankrag.yaml"
+GOLD = ("plan: gold", "sub_answers: gold")
+VARIANTS = {
+    "pk_gold": ("PankRAG gold plans (oracle)", YAML, *GOLD),
+    "pk_gold_noank": ("  -Ank", YAML, *GOLD, "rerank: false"),
+    "pk_direct": ("  -Path (question as its only step)", YAML, "plan: direct"),
+}
+SWEEP = {
+    f"pk_gold_a{a}": (f"  gold plans, alpha = {a}", YAML, *GOLD, f"alpha_specific: {a}")
+    for a in ("0.4", "0.5", "0.7", "0.8", "0.9", "1.0")
+}
+BASELINES = ["naive", "hipporag", "gr_local"]
+LLM_VARIANTS = {  # run name: (label, `key: value` lines for the pankrag section)
+    "pk_llm": ("PankRAG SmolLM2 plans + answers", ()),
+    "pk_llm_noank": ("  -Ank", ("rerank: false",)),
+}
+
+
+def extras_of(run: Path) -> list[dict]:
+    """Each question's extras (plan, levels, fallback) and token counts from a run."""
+    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    out = []
+    for r in rows:
+        e = json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"]
+        t = r.get("tokens") or "{}"
+        e["tokens"] = json.loads(t) if isinstance(t, str) else t
+        out.append(e)
+    return out
+
+
+def plan_stats(run: Path, gold_steps: list[int]) -> dict[str, float]:
+    """Valid-plan rate, mean steps and levels, share with the gold step count, tokens by stage."""
+    ex = extras_of(run)
+    n = len(ex)
+    stages: dict[str, int] = {}
+    for e in ex:
+        for k, v in e["tokens"].items():
+            stages[k] = stages.get(k, 0) + v
+    return {
+        "valid_plans": round(sum(not e.get("plan_fallback") for e in ex) / n, 3),
+        "steps": round(sum(len(e["plan"]) for e in ex) / n, 2),
+        "levels": round(sum(e["levels"] for e in ex) / n, 2),
+        "gold_step_count_agrees": round(
+            sum(len(e["plan"]) == g for e, g in zip(ex, gold_steps, strict=False)) / n, 3
+        ),
+        "tokens_per_question": {k: round(v / n, 1) for k, v in sorted(stages.items())},
+    }
+
+
+def speed(index: Path, questions: int) -> dict[str, float]:
+    """Gold plans, gold answers: the whole batch level by level vs one question at a time."""
+    from engine.eval.datasets import load_questions
+    from engine.methods import query_config
+    from engine.methods.pankrag import pankrag
+    from engine.retrieve.context import QueryContext
+    from engine.retrieve.types import StageClock
+    from engine.store import open_index
+
+    qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
+    cfg = query_config("pankrag")
+    cfg.generation.enabled = False
+    cfg.options.plan, cfg.options.sub_answers = "gold", "gold"
+    ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-pankrag-speed"))
+    pankrag(ctx, qs[:4], StageClock())  # warm: models, graph, vectors
+    t0 = time.perf_counter()
+    pankrag(ctx, qs, StageClock())
+    batched = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for q in qs:
+        pankrag(ctx, [q], StageClock())
+    single = time.perf_counter() - t0
+    return {
+        "questions": len(qs),
+        "batched_q_per_s": round(len(qs) / batched, 2),
+        "one_at_a_time_q_per_s": round(len(qs) / single, 2),
+        "ratio": round(single / batched, 2),
+    }
+
+
+def llm_config(work: Path, name: str, overrides: tuple[str, ...], llm_yaml: str) -> Path:
+    """The pankrag config with LLM plans and answers, the overrides in its method section and
+    its prompts sent to the bench's server, every variant sharing one response cache."""
+    lines = (REPO / YAML).read_text().split("\nmodels:")[0].splitlines()
+    for override in overrides:
+        key = override.split(":")[0]
+        lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
+    path = work / "configs" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cache = work / "pankrag_cache.sqlite"
+    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n")
+    return path
+
+
+def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
+    """SmolLM2-planned rows next to the gold-plan rows and baselines on the first `limit`
+    questions; the rows and each LLM variant's plan statistics."""
+    from engine.cli import main as cli
+    from engine.models.llama_server import LlamaServer
+
+    index = work / "idx" / "musique"
+    questions = retrieval.DATA / "musique_dev.jsonl"
+    runs_dir = work / "runs" / f"musique-pankrag-llm{limit}"
+    runs, labels = [], {}
+    with ExitStack() as stack:
+        server = stack.enter_context(LlamaServer(n_threads=threads, log=work / "llama-server.log"))
+        for name, (label, overrides) in LLM_VARIANTS.items():
+            spec = llm_config(work, name, overrides, server.llm_yaml())
+            out = runs_dir / name
+            args = ["query", str(index), str(questions), "--method", str(spec)]
+            assert cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(out)]) == 0
+            runs.append(out)
+            labels[name] = label
+    for name in [*VARIANTS, *BASELINES]:
+        out = runs_dir / name
+        args = ["query", str(index), str(questions), "--method"]
+        args += [retrieval.method_spec(name, work), "--limit", str(limit)]
+        assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
+        runs.append(out)
+        labels[name] = retrieval.METHODS[name][0]
+    rows = evaluate(work, f"musique-pankrag-llm{limit}", runs, labels)
+    gold = [len(json.loads(x)["question_decomposition"]) for x in questions.open()][:limit]
+    return rows, {name: plan_stats(runs_dir / name, gold) for name in LLM_VARIANTS}
+
+
+def evaluate(work: Path, name: str, runs: list[Path], labels: dict[str, str]) -> list[dict]:
+    """Recall@2/5 with 95% CIs of every run, from one `graphrag-engine eval`."""
+    from engine.cli import main as cli
+
+    report = work / "reports" / name
+    assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
+    summary = {
+        (r["run"], r["metric"]): r
+        for r in retrieval.csv.DictReader((report / "summary.csv").open())
+    }
+    rows = []
+    for run in runs:
+        row = {"method": labels[run.name]}
+        for k in (2, 5):
+            m = summary[(run.name, f"recall@{k}")]
+            row[f"R@{k}"] = round(float(m["mean"]), 3)
+            row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
+        rows.append(row)
+    return rows
+
+
+def print_rows(title: str, rows: list[dict]) -> None:
+    """One recall table."""
+    print(f"\n{title}\n{'method':<40}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}")
+    for r in rows:
+        cells = [
+            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
+        ]
+        print(f"{r['method']:<40}{cells[0]:<24}{cells[1]:<24}")
+
+
+def main() -> None:
+    """Index (shared), run, evaluate, time; print the tables and a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--llm", action="store_true", help="add SmolLM2 plans (llama.cpp server)")
+    ap.add_argument("--llm-questions", type=int, default=200)
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    retrieval.METHODS.update(VARIANTS | SWEEP)
+    if args.llm:
+        rows, stats = with_llm(work, args.llm_questions, args.llm_threads)
+        print_rows(f"(a) MuSiQue dev, first {args.llm_questions} questions, SmolLM2 plans", rows)
+        print("\n(c, d) plans:", json.dumps(stats))
+        print(json.dumps({"llm_rows": rows, "plan_stats": stats}))
+        return
+    rows = retrieval.run_set("musique", work, False, [*VARIANTS, *SWEEP, *BASELINES])
+    print_rows("(a) MuSiQue dev, LLM-free index, gold plans and answers", rows)
+    runs = work / "runs" / "musique"
+    shape = {}
+    for v in ("pk_gold", "pk_direct"):
+        stats = plan_stats(runs / v, [])
+        shape[v] = {"steps": stats["steps"], "levels": stats["levels"]}
+    print("\nplan shape (mean steps, levels per question):", json.dumps(shape))
+    fast = speed(work / "idx" / "musique", args.questions)
+    print("\n(d) speed, gold plans:", json.dumps(fast))
+    print(json.dumps({"rows": rows, "shape": shape, "speed": fast}))
+
+
+if __name__ == "__main__":
+    main()
