@@ -120,15 +120,22 @@ def llm_config(work: Path, name: str, overrides: tuple[str, ...], llm_yaml: str)
 
 
 def expansion_cost(run: Path) -> dict[str, float]:
-    """Share of questions whose expansion fell back, and mean expansion tokens per question."""
+    """Share of questions whose expansion fell back, mean expansion tokens per question, and
+    the mean tokens of the context the answer prompt would carry (the paper's Table 4 token
+    cost is expansion plus prompt)."""
+    from engine.models.tokenizer import load_tokenizer
+
     rows = [json.loads(x) for x in (run / "results.jsonl").open()]
-    llm = [json.loads(r["llm"]) if isinstance(r["llm"], str) else r["llm"] for r in rows]
+    llm = [json.loads(r["tokens"]) if isinstance(r["tokens"], str) else r["tokens"] for r in rows]
+    texts = ["\n".join(r["context_text"] or []) for r in rows]
+    context = [len(e.ids) for e in load_tokenizer().encode_batch(texts)]
     extras = [
         json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"] for r in rows
     ]
     return {
         "fallback": round(sum(bool(e.get("expansion_fallback")) for e in extras) / len(rows), 3),
         "tokens": round(sum((x or {}).get("perspectives", 0) for x in llm) / len(rows), 1),
+        "context_tokens": round(sum(context) / len(rows), 1),
     }
 
 
@@ -174,28 +181,32 @@ def with_llm(work: Path, limit: int, threads: int, sweep: bool) -> list[dict]:
             row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
         if run.name.startswith("rg_"):
             row["structure"] = structure(run)
-        if run.name in variants:
+        if run.name.startswith("rg_"):
             row["expansion"] = expansion_cost(run)
         rows.append(row)
     return rows
 
 
 def print_llm_rows(rows: list[dict]) -> None:
-    """The expansion table: recall with CIs, components at the end, expansion cost."""
+    """The expansion tables: recall with CIs and cost; then the structure per variant."""
     print(f"\n(d) with SmolLM2 perspective expansion, first {rows[0]['questions']} questions")
     print(
-        f"{'variant':<38}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'subgr':>7}{'comp':>6}"
-        f"{'fallbk':>8}{'tok/q':>8}"
+        f"{'variant':<38}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}"
+        f"{'fallback':>9}{'exp tok/q':>10}{'ctx tok/q':>10}"
     )
     for r in rows:
         cells = [
             f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
         ]
-        st, ex = r.get("structure", {}), r.get("expansion", {})
+        ex = r.get("expansion", {})
         print(
-            f"{r['method']:<38}{cells[0]:<24}{cells[1]:<24}{st.get('subgraphs', ''):>7}"
-            f"{st.get('node_components', ''):>6}{ex.get('fallback', ''):>8}{ex.get('tokens', ''):>8}"
+            f"{r['method']:<38}{cells[0]:<24}{cells[1]:<24}{ex.get('fallback', ''):>9}"
+            f"{ex.get('tokens', ''):>10}{ex.get('context_tokens', ''):>10}"
         )
+    print(f"\n{'structure, mean per question':<38}" + "".join(f"{k[:12]:>13}" for k in STRUCTURE))
+    for r in rows:
+        if "structure" in r:
+            print(f"{r['method']:<38}" + "".join(f"{r['structure'][k]:>13}" for k in STRUCTURE))
 
 
 def main() -> None:
