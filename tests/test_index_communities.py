@@ -66,7 +66,7 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path) -> None:
     extra = "  reports: true\n  report_max_tokens: 40\nmodels:\n  llm:\n    backend: transformers\n    batch_size: 8\n    parse_retries: 0\n"
     lines = corpus_path().read_text().splitlines()
     base = tmp_path / "base.jsonl"
-    base.write_text("\n".join(lines[:24]) + "\n")
+    base.write_text("\n".join(lines[:14]) + "\n")
     out = build(tmp_path, "r", extra, corpus=base)
     first = open_index(out)
     stage = first.manifest["stats"]["stages"]["communities"]
