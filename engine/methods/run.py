@@ -66,10 +66,28 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+TRANSPORT = frozenset(
+    ("base_url", "api_key_env", "concurrency", "connect_timeout_s", "read_timeout_s")
+    + ("max_retries", "flush_every", "cache")
+)
+"""Model settings that say how answers are fetched, not what they are: a run resumes across
+them (a restarted server on another port, a longer timeout, the cache moved)."""
+
+
+def _without_transport(config: dict[str, Any]) -> dict[str, Any]:
+    models = {
+        name: {k: v for k, v in section.items() if k not in TRANSPORT}
+        if isinstance(section, dict)
+        else section
+        for name, section in (config.get("models") or {}).items()
+    }
+    return {**config, "models": models}
+
+
 def _run_identity(index: Index, cfg: QueryConfig, questions_src: str, n: int) -> dict[str, Any]:
     return {
         "method": cfg.method,
-        "config": cfg.to_dict(),
+        "config": _without_transport(cfg.to_dict()),
         "index": {
             "path": "none" if index.root == Path("none") else str(Path(index.root).resolve()),
             "generation": index.generation,
@@ -86,6 +104,7 @@ def _check_run_dir(out: Path, identity: dict[str, Any]) -> None:
     marker = out / "run.json"
     if marker.exists():
         old = json.loads(marker.read_text())
+        old["config"] = _without_transport(old.get("config") or {})  # older runs kept them
         for key in ("method", "config", "index", "questions"):
             if old.get(key) != identity[key]:
                 raise BadInputError(
