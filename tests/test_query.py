@@ -206,6 +206,8 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     # a third run finds everything done and calls no model
     again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "12 resumed" in again.stdout
+    # ... and its summary still counts the calls that answered the earlier batches
+    assert json.loads((out / "summary.json").read_text())["llm"] == summary["llm"]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs" / "methods").glob("*.yaml")))

@@ -7,6 +7,8 @@ Run folder layout:
 * `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically);
 * `parts/NNNNN.parquet`: a finished batch (retrieval + answers);
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
+* `llm_usage.json`: LLM calls and tokens per stage and model, summed over the invocations
+  that finished (the summary's `llm`);
 * `results.parquet`, `results.jsonl`, `summary.json`: written when every batch is done.
 
 A run killed at any point and started again skips finished batches, reloads the retrieval
@@ -234,6 +236,22 @@ def run_query(
     return _finish(out, index, cfg, n_batches, time.perf_counter() - started, resumed, ctx)
 
 
+def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The run's LLM usage over every invocation that finished: what `path` holds plus this
+    invocation's `usage` (numbers summed per stage/model), written back; so a resumed run's
+    summary still counts the calls that produced its earlier batches."""
+    total = json.loads(path.read_text()) if path.exists() else {}
+    for key, fields in usage.items():
+        into = total.setdefault(key, {})
+        for name, value in fields.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                into[name] = round(into.get(name, 0) + value, 6)
+            else:
+                into[name] = value
+    _write_atomic(path, json.dumps(total, indent=2).encode())
+    return total
+
+
 def _finish(
     out: Path,
     index: Index,
@@ -275,7 +293,7 @@ def _finish(
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
-        "llm": ctx.ledger.summary(),
+        "llm": _add_usage(out / "llm_usage.json", ctx.ledger.summary()),
     }
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
     return summary
