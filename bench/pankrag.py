@@ -111,7 +111,7 @@ def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
         work, "pankrag-llm", limit, threads, YAML, LLM_VARIANTS, others, cache
     )
     questions = retrieval.DATA / "musique_dev.jsonl"
-    gold = [len(json.loads(x)["question_decomposition"]) for x in questions.open()][:limit]
+    gold = [len(json.loads(x)["meta"]["question_decomposition"]) for x in questions.open()][:limit]
     runs = {Path(r["run"]).name: Path(r["run"]) for r in rows}
     return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
