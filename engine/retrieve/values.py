@@ -96,21 +96,34 @@ class Quantity:
     unit: str = ""
 
 
-def parse_date(text: str) -> Date | None:
-    """The first date in `text`, most specific form first; None when there is none."""
+def parse_dates(text: str) -> list[Date]:
+    """Every date in `text` in reading order; where forms overlap, the longest match (so
+    "12 March 1990" is one day-precision date, not also the year 1990)."""
+    found: list[tuple[int, int, Date]] = []
     for pattern, order in _DATE_FORMS:
         for m in pattern.finditer(text):
             parts = dict(zip(order, m.groups(), strict=True))
-            year = int(parts["y"])
-            month = _month(parts.get("m"))
+            year, month = int(parts["y"]), _month(parts.get("m"))
             day = int(parts["d"]) if "d" in parts else 1
             try:
                 dt.date(year, month or 1, day)
             except ValueError:
                 continue
             precision: Precision = "day" if "d" in parts else "month" if month else "year"
-            return Date(year, month or 1, day, precision)
-    return None
+            found.append((m.start(), m.end(), Date(year, month or 1, day, precision)))
+    found.sort(key=lambda f: (f[0], -f[1]))
+    out, end = [], -1
+    for start, stop, date in found:
+        if start >= end:
+            out.append(date)
+            end = stop
+    return out
+
+
+def parse_date(text: str) -> Date | None:
+    """The first date in `text` (see `parse_dates`); None when there is none."""
+    dates = parse_dates(text)
+    return dates[0] if dates else None
 
 
 def _month(text: str | None) -> int | None:
