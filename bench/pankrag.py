@@ -26,8 +26,6 @@ import argparse
 import json
 import os
 import sys
-import time
-from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,9 +46,12 @@ SWEEP = {
     for a in ("0.4", "0.5", "0.7", "0.8", "0.9", "1.0")
 }
 BASELINES = ["naive", "hipporag", "gr_local"]
-LLM_VARIANTS = {  # run name: (label, `key: value` lines for the pankrag section)
-    "pk_llm": ("PankRAG SmolLM2 plans + answers", ()),
-    "pk_llm_noank": ("  -Ank", ("rerank: false",)),
+CPU_BUDGET = ("max_context_tokens: 1024",)
+"""Intermediate answers read at most 1,024 context tokens (2,048 in the shipped config): on two
+CPU cores a 2,048-token prompt costs SmolLM2 about 30 s."""
+LLM_VARIANTS = {  # run name: (label, `key: value` lines replacing the config's)
+    "pk_llm": ("PankRAG SmolLM2 plans + answers", CPU_BUDGET),
+    "pk_llm_noank": ("  -Ank", (*CPU_BUDGET, "rerank: false")),
 }
 
 
@@ -91,7 +92,6 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     from engine.methods import query_config
     from engine.methods.pankrag import pankrag
     from engine.retrieve.context import QueryContext
-    from engine.retrieve.types import StageClock
     from engine.store import open_index
 
     qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
@@ -99,86 +99,21 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     cfg.generation.enabled = False
     cfg.options.plan, cfg.options.sub_answers = "gold", "gold"
     ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-pankrag-speed"))
-    pankrag(ctx, qs[:4], StageClock())  # warm: models, graph, vectors
-    t0 = time.perf_counter()
-    pankrag(ctx, qs, StageClock())
-    batched = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for q in qs:
-        pankrag(ctx, [q], StageClock())
-    single = time.perf_counter() - t0
-    return {
-        "questions": len(qs),
-        "batched_q_per_s": round(len(qs) / batched, 2),
-        "one_at_a_time_q_per_s": round(len(qs) / single, 2),
-        "ratio": round(single / batched, 2),
-    }
-
-
-def llm_config(work: Path, name: str, overrides: tuple[str, ...], llm_yaml: str) -> Path:
-    """The pankrag config with LLM plans and answers, the overrides in its method section and
-    its prompts sent to the bench's server, every variant sharing one response cache."""
-    lines = (REPO / YAML).read_text().split("\nmodels:")[0].splitlines()
-    for override in overrides:
-        key = override.split(":")[0]
-        lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
-    path = work / "configs" / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cache = work / "pankrag_cache.sqlite"
-    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n")
-    return path
+    return retrieval.batched_vs_single(pankrag, ctx, qs)[0]
 
 
 def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
     """SmolLM2-planned rows next to the gold-plan rows and baselines on the first `limit`
     questions; the rows and each LLM variant's plan statistics."""
-    from engine.cli import main as cli
-    from engine.models.llama_server import LlamaServer
-
-    index = work / "idx" / "musique"
+    others = [*VARIANTS, *BASELINES]
+    cache = "pankrag_cache.sqlite"
+    rows = retrieval.run_with_llm(
+        work, "pankrag-llm", limit, threads, YAML, LLM_VARIANTS, others, cache
+    )
     questions = retrieval.DATA / "musique_dev.jsonl"
-    runs_dir = work / "runs" / f"musique-pankrag-llm{limit}"
-    runs, labels = [], {}
-    with ExitStack() as stack:
-        server = stack.enter_context(LlamaServer(n_threads=threads, log=work / "llama-server.log"))
-        for name, (label, overrides) in LLM_VARIANTS.items():
-            spec = llm_config(work, name, overrides, server.llm_yaml())
-            out = runs_dir / name
-            args = ["query", str(index), str(questions), "--method", str(spec)]
-            assert cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(out)]) == 0
-            runs.append(out)
-            labels[name] = label
-    for name in [*VARIANTS, *BASELINES]:
-        out = runs_dir / name
-        args = ["query", str(index), str(questions), "--method"]
-        args += [retrieval.method_spec(name, work), "--limit", str(limit)]
-        assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
-        runs.append(out)
-        labels[name] = retrieval.METHODS[name][0]
-    rows = evaluate(work, f"musique-pankrag-llm{limit}", runs, labels)
-    gold = [len(json.loads(x)["question_decomposition"]) for x in questions.open()][:limit]
-    return rows, {name: plan_stats(runs_dir / name, gold) for name in LLM_VARIANTS}
-
-
-def evaluate(work: Path, name: str, runs: list[Path], labels: dict[str, str]) -> list[dict]:
-    """Recall@2/5 with 95% CIs of every run, from one `graphrag-engine eval`."""
-    from engine.cli import main as cli
-
-    report = work / "reports" / name
-    assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
-    summary = {
-        (r["run"], r["metric"]): r
-        for r in retrieval.csv.DictReader((report / "summary.csv").open())
-    }
-    rows = []
-    for run in runs:
-        row = {"method": labels[run.name]}
-        for k in (2, 5):
-            m = summary[(run.name, f"recall@{k}")]
-            row[f"R@{k}"] = round(float(m["mean"]), 3)
-            row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
-        rows.append(row)
-    return rows
+    gold = [len(json.loads(x)["meta"]["question_decomposition"]) for x in questions.open()][:limit]
+    runs = {Path(r["run"]).name: Path(r["run"]) for r in rows}
+    return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
 
 def print_rows(title: str, rows: list[dict]) -> None:

@@ -30,8 +30,6 @@ import argparse
 import json
 import os
 import sys
-import time
-from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +66,6 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     from engine.methods import query_config
     from engine.methods.regraphrag import regraphrag
     from engine.retrieve.context import QueryContext
-    from engine.retrieve.types import StageClock
     from engine.store import open_index
 
     qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
@@ -76,20 +73,8 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     cfg.generation.enabled = False
     cfg.options.expansion = False
     ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-regraphrag-speed"))
-    regraphrag(ctx, qs[:4], StageClock())  # warm: models, graph, vectors
-    t0 = time.perf_counter()
-    clock = StageClock()
-    regraphrag(ctx, qs, clock)
-    batched = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for q in qs:
-        regraphrag(ctx, [q], StageClock())
-    single = time.perf_counter() - t0
-    return {
-        "questions": len(qs),
-        "batched_q_per_s": round(len(qs) / batched, 2),
-        "one_at_a_time_q_per_s": round(len(qs) / single, 2),
-        "ratio": round(single / batched, 2),
+    figures, clock = retrieval.batched_vs_single(regraphrag, ctx, qs)
+    return figures | {
         "reorganize_ms_per_question": round(1000 * clock.seconds["reorganize"] / len(qs), 2),
         "rerank_ms_per_question": round(1000 * clock.seconds["rerank"] / len(qs), 2),
     }
@@ -102,21 +87,6 @@ LLM_VARIANTS = {  # run name: (label, `key: value` lines for the regraphrag sect
 }
 SWEEP = {f"rg_m{m}_n3": (f"  m = {m}, n = 3", (f"perspectives: {m}",)) for m in (1, 2, 3, 5, 6)}
 SWEEP |= {f"rg_m4_n{n}": (f"  m = 4, n = {n}", (f"sub_queries: {n}",)) for n in (1, 2, 4)}
-
-
-def llm_config(work: Path, name: str, overrides: tuple[str, ...], llm_yaml: str) -> Path:
-    """A regraphrag config with the overrides in its method section and its prompts sent to the
-    bench's server, every variant sharing one response cache."""
-    text = (REPO / "configs/methods/regraphrag.yaml").read_text().split("\nmodels:")[0]
-    lines = text.splitlines()
-    for override in overrides:
-        key = override.split(":")[0]
-        lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
-    cache = work / "expansion_cache.sqlite"
-    path = work / "configs" / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n")
-    return path
 
 
 def expansion_cost(run: Path) -> dict[str, float]:
@@ -142,48 +112,16 @@ def expansion_cost(run: Path) -> dict[str, float]:
 def with_llm(work: Path, limit: int, threads: int, sweep: bool) -> list[dict]:
     """The expansion variants next to the LLM-free ones and the baselines, on the first
     `limit` questions; rows with R@2/R@5 and CIs, structure and expansion cost."""
-    from engine.cli import main as cli
-    from engine.models.llama_server import LlamaServer
-
-    index = work / "idx" / "musique"
-    questions = retrieval.DATA / "musique_dev.jsonl"
-    runs_dir = work / "runs" / f"musique-llm{limit}"
     variants = LLM_VARIANTS | (SWEEP if sweep else {})
-    runs, labels = [], {}
-    with ExitStack() as stack:
-        server = stack.enter_context(LlamaServer(n_threads=threads, log=work / "llama-server.log"))
-        for name, (label, overrides) in variants.items():
-            spec = llm_config(work, name, overrides, server.llm_yaml())
-            out = runs_dir / name
-            args = ["query", str(index), str(questions), "--method", str(spec)]
-            assert cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(out)]) == 0
-            runs.append(out)
-            labels[name] = label
-    for name in [*VARIANTS, *BASELINES]:
-        out = runs_dir / name
-        args = ["query", str(index), str(questions), "--method"]
-        args += [retrieval.method_spec(name, work), "--limit", str(limit)]
-        assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
-        runs.append(out)
-        labels[name] = retrieval.METHODS[name][0]
-    report = work / "reports" / f"musique-llm{limit}"
-    assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
-    summary = {
-        (r["run"], r["metric"]): r
-        for r in retrieval.csv.DictReader((report / "summary.csv").open())
-    }
-    rows = []
-    for run in runs:
-        row = {"method": labels[run.name], "questions": limit}
-        for k in (2, 5):
-            m = summary[(run.name, f"recall@{k}")]
-            row[f"R@{k}"] = round(float(m["mean"]), 3)
-            row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
+    base = "configs/methods/regraphrag.yaml"
+    others = [*VARIANTS, *BASELINES]
+    cache = "expansion_cache.sqlite"
+    rows = retrieval.run_with_llm(work, "llm", limit, threads, base, variants, others, cache)
+    for row in rows:
+        run = Path(row["run"])
         if run.name.startswith("rg_"):
             row["structure"] = structure(run)
-        if run.name.startswith("rg_"):
             row["expansion"] = expansion_cost(run)
-        rows.append(row)
     return rows
 
 

@@ -86,6 +86,94 @@ def method_spec(method: str, work: Path) -> str:
     return str(path)
 
 
+def llm_variant_config(
+    work: Path, base: str, name: str, overrides: tuple[str, ...], llm_yaml: str, cache: Path
+) -> Path:
+    """`base` (a method YAML in the repo) with each `key: value` override replacing that key's
+    line, its `models:` section replaced by `llm_yaml` with the shared response `cache`."""
+    lines = (REPO / base).read_text().split("\nmodels:")[0].splitlines()
+    for override in overrides:
+        key = override.split(":")[0]
+        lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
+    path = work / "configs" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n")
+    return path
+
+
+def run_with_llm(
+    work: Path,
+    tag: str,
+    limit: int,
+    threads: int,
+    base: str,
+    variants: dict[str, tuple[str, tuple[str, ...]]],
+    others: list[str],
+    cache_name: str,
+) -> list[dict]:
+    """On MuSiQue dev's first `limit` questions: every LLM variant of `base` (label,
+    overrides) with its prompts sent to a llama.cpp server on the packaged SmolLM2 (`threads`),
+    all sharing the response cache WORK/`cache_name` so a re-run resumes; then the LLM-free `others` (names
+    of METHODS); one eval. Rows of recall@2/5 with 95% CIs, each with its run folder."""
+    from engine.models.llama_server import LlamaServer
+
+    index = work / "idx" / "musique"
+    questions = DATA / "musique_dev.jsonl"
+    runs_dir = work / "runs" / f"musique-{tag}{limit}"
+    cache = work / cache_name
+    runs, labels = [], {}
+    with LlamaServer(n_threads=threads, log=work / "llama-server.log") as server:
+        for name, (label, overrides) in variants.items():
+            spec = llm_variant_config(work, base, name, overrides, server.llm_yaml(), cache)
+            runs.append(runs_dir / name)
+            labels[name] = label
+            args = ["query", str(index), str(questions), "--method", str(spec)]
+            assert (
+                cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(runs[-1])]) == 0
+            )
+    for name in others:
+        runs.append(runs_dir / name)
+        labels[name] = METHODS[name][0]
+        args = ["query", str(index), str(questions), "--method", method_spec(name, work)]
+        assert cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(runs[-1])]) == 0
+    report = work / "reports" / f"musique-{tag}{limit}"
+    assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
+    summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
+    rows = []
+    for run in runs:
+        row = {"method": labels[run.name], "run": str(run), "questions": limit}
+        for k in (2, 5):
+            m = summary[(run.name, f"recall@{k}")]
+            row[f"R@{k}"] = round(float(m["mean"]), 3)
+            row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
+        rows.append(row)
+    return rows
+
+
+def batched_vs_single(method, ctx, questions: list) -> tuple[dict, object]:
+    """A registered method's questions/s over the whole batch vs one question at a time, in
+    process on the same context after a warm-up call; the figures and the batched run's clock."""
+    from engine.retrieve.types import StageClock
+
+    method(ctx, questions[:4], StageClock())  # warm: models, graph, vectors
+    clock = StageClock()
+    t0 = time.perf_counter()
+    method(ctx, questions, clock)
+    batched = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for q in questions:
+        method(ctx, [q], StageClock())
+    single = time.perf_counter() - t0
+    n = len(questions)
+    figures = {
+        "questions": n,
+        "batched_q_per_s": round(n / batched, 2),
+        "one_at_a_time_q_per_s": round(n / single, 2),
+        "ratio": round(single / batched, 2),
+    }
+    return figures, clock
+
+
 # measured outside the project on the same files (issue #6): R@2, R@5
 CROSS_CHECK = {
     ("musique", "bm25"): (0.378, 0.479),

@@ -125,6 +125,29 @@ def test_rerun_into_a_folder_of_another_run_is_refused(
     assert code == 2 and "different method" in capsys.readouterr().err
 
 
+def test_a_run_resumes_across_transport_settings_not_across_options(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """Another server port, timeout or cache path is the same run; another top_k is not."""
+
+    def config(port: int, timeout: int, top_k: int) -> str:
+        path = tmp_path / f"bm25-{port}-{timeout}-{top_k}.yaml"
+        path.write_text(
+            f"method: bm25\nretrieval:\n  top_k: {top_k}\nmodels:\n  llm:\n    backend: openai\n"
+            f"    base_url: http://127.0.0.1:{port}/v1\n    read_timeout_s: {timeout}\n"
+            f"    cache: {tmp_path / str(port)}.sqlite\n"
+        )
+        return str(path)
+
+    out = tmp_path / "r"
+    _run(demo_index, Path("demo"), config(8001, 60, 5), out, "--limit", "3")
+    _run(demo_index, Path("demo"), config(8002, 600, 5), out, "--limit", "3")
+    assert "3 resumed" in capsys.readouterr().out
+    args = ["query", str(demo_index), "demo", "--method", config(8002, 600, 7)]
+    assert main([*args, "--retrieval-only", "--limit", "3", "--out", str(out)]) == 2
+    assert "different config" in capsys.readouterr().err
+
+
 def test_generation_needs_an_llm(demo_index: Path, tmp_path: Path, capsys) -> None:
     assert (
         main(["query", str(demo_index), "demo", "--method", "bm25", "--out", str(tmp_path / "r")])
@@ -183,6 +206,8 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     # a third run finds everything done and calls no model
     again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "12 resumed" in again.stdout
+    # ... and its summary still counts the calls that answered the earlier batches
+    assert json.loads((out / "summary.json").read_text())["llm"] == summary["llm"]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs" / "methods").glob("*.yaml")))

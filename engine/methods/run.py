@@ -7,6 +7,8 @@ Run folder layout:
 * `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically);
 * `parts/NNNNN.parquet`: a finished batch (retrieval + answers);
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
+* `llm_usage.json`: LLM calls and tokens per stage and model, summed over the invocations
+  that finished (the summary's `llm`);
 * `results.parquet`, `results.jsonl`, `summary.json`: written when every batch is done.
 
 A run killed at any point and started again skips finished batches, reloads the retrieval
@@ -66,10 +68,28 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+TRANSPORT = frozenset(
+    ("base_url", "api_key_env", "concurrency", "connect_timeout_s", "read_timeout_s")
+    + ("max_retries", "flush_every", "cache")
+)
+"""Model settings that say how answers are fetched, not what they are: a run resumes across
+them (a restarted server on another port, a longer timeout, the cache moved)."""
+
+
+def _without_transport(config: dict[str, Any]) -> dict[str, Any]:
+    models = {
+        name: {k: v for k, v in section.items() if k not in TRANSPORT}
+        if isinstance(section, dict)
+        else section
+        for name, section in (config.get("models") or {}).items()
+    }
+    return {**config, "models": models}
+
+
 def _run_identity(index: Index, cfg: QueryConfig, questions_src: str, n: int) -> dict[str, Any]:
     return {
         "method": cfg.method,
-        "config": cfg.to_dict(),
+        "config": _without_transport(cfg.to_dict()),
         "index": {
             "path": "none" if index.root == Path("none") else str(Path(index.root).resolve()),
             "generation": index.generation,
@@ -86,6 +106,7 @@ def _check_run_dir(out: Path, identity: dict[str, Any]) -> None:
     marker = out / "run.json"
     if marker.exists():
         old = json.loads(marker.read_text())
+        old["config"] = _without_transport(old.get("config") or {})  # older runs kept them
         for key in ("method", "config", "index", "questions"):
             if old.get(key) != identity[key]:
                 raise BadInputError(
@@ -215,6 +236,22 @@ def run_query(
     return _finish(out, index, cfg, n_batches, time.perf_counter() - started, resumed, ctx)
 
 
+def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The run's LLM usage over every invocation that finished: what `path` holds plus this
+    invocation's `usage` (numbers summed per stage/model), written back; so a resumed run's
+    summary still counts the calls that produced its earlier batches."""
+    total = json.loads(path.read_text()) if path.exists() else {}
+    for key, fields in usage.items():
+        into = total.setdefault(key, {})
+        for name, value in fields.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                into[name] = round(into.get(name, 0) + value, 6)
+            else:
+                into[name] = value
+    _write_atomic(path, json.dumps(total, indent=2).encode())
+    return total
+
+
 def _finish(
     out: Path,
     index: Index,
@@ -256,7 +293,7 @@ def _finish(
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
-        "llm": ctx.ledger.summary(),
+        "llm": _add_usage(out / "llm_usage.json", ctx.ledger.summary()),
     }
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
     return summary

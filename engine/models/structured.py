@@ -152,6 +152,11 @@ def _skeleton(s: dict[str, Any]) -> str:
     if kind == "object":
         props = s.get("properties", {})
         return "{" + ", ".join(f"{json.dumps(k)}: {_skeleton(v)}" for k, v in props.items()) + "}"
+    if kind == "array" and s.get("maxItems") == 0:
+        return "[]"
+    if kind == "array" and "prefixItems" in s:  # positions of their own: show the first two
+        first = ", ".join(_skeleton(x) for x in s["prefixItems"][:2])
+        return f"[{first}, ... (at most {s.get('maxItems', len(s['prefixItems']))})]"
     if kind == "array":
         most = f" (at most {s['maxItems']})" if "maxItems" in s else ""
         if "maxItems" in s and s.get("minItems") == s["maxItems"]:

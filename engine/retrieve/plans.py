@@ -18,6 +18,7 @@ from engine.models.base import GenParams
 from engine.models.structured import ParseError, Schema, generate_structured, json_object
 
 REFERENCE = re.compile(r"#(\d+)")
+WORD = re.compile(r"[^\W\d_]{2,}")  # two letters in a row: "..." or "#1?" is not a question
 Scope = Literal["specific", "abstract"]
 
 
@@ -89,25 +90,41 @@ def ordered(texts: list[str], listed: list[list[int]], scopes: list[Scope]) -> t
 
 @lru_cache(maxsize=8)
 def plan_schema(max_steps: int) -> Schema[Plan]:
-    """PankRAG's plan answer: 1..max_steps sub-questions, each with the step numbers it needs
-    and its scope; the rule: references resolve and form no cycle."""
-    step = json_object(
-        {
-            "question": {"type": "string", "minLength": 3, "maxLength": 160},
-            "depends_on": {
-                "type": "array",
-                "items": {"type": "integer", "minimum": 1, "maximum": max_steps},
-                "maxItems": max_steps - 1 if max_steps > 1 else 0,
-            },
-            "scope": {"enum": ["specific", "abstract"]},
-        }
-    )
+    """PankRAG's plan answer: 1..max_steps sub-questions, each with its scope and the earlier
+    step numbers it needs. Step k's dependencies are an enum of 1..k-1 (none for step 1), so a
+    grammar-constrained answer cannot hold a self, forward or out-of-range reference; the rule
+    still checks "#k" references in the texts and cycles (for backends without a grammar)."""
+
+    def step(k: int) -> dict:
+        needs: dict = {"type": "array", "maxItems": 0}
+        if k > 1:
+            needs = {"type": "array", "items": {"enum": list(range(1, k))}, "maxItems": k - 1}
+        return json_object(
+            {
+                "question": {"type": "string", "minLength": 3, "maxLength": 160},
+                "depends_on": needs,
+                "scope": {"enum": ["specific", "abstract"]},
+            }
+        )
+
+    steps = [step(k) for k in range(1, max_steps + 1)]
     schema = json_object(
-        {"steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps}}
+        {
+            "steps": {
+                "type": "array",
+                "prefixItems": steps,
+                "items": False,
+                "minItems": 1,
+                "maxItems": max_steps,
+            }
+        }
     )
 
     def check(value: dict) -> Plan:
         raw = value["steps"]
+        for k, s in enumerate(raw, 1):
+            if not WORD.search(s["question"]):
+                raise ParseError(f"step {k} has no words ({s['question']!r})")
         steps = ordered(
             [s["question"].strip() for s in raw],
             [list(s["depends_on"]) for s in raw],
