@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.index.resolve import normalize_name
+from engine.names import normalize_name
 from engine.retrieve.context import QueryContext
 from engine.retrieve.entity_graph import EntityGraph, chunks_by_entities, entity_graph, search
 
