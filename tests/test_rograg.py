@@ -62,3 +62,25 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
             "-----Relations-----",
             "-----Sources-----",
         ]
+
+
+def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) -> None:
+    """`index --add` of a new document, then dual-level matching of its entity's name finds the
+    new entity and the new document's chunk (exact by name, fuzzy by embedding)."""
+    from engine.cli import main
+    from engine.retrieve.dual_level import match_keys
+    from engine.retrieve.entity_graph import entity_graph
+
+    out = tmp_path / "idx"
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    new = tmp_path / "new.jsonl"
+    text = "Orrin Vale is a shepherd on Mount Kesh. Orrin Vale breeds goats with Talia Brenn."
+    new.write_text(json.dumps({"id": "new-1", "title": "Orrin Vale", "text": text}) + "\n")
+    assert main(["index", str(new), "--out", str(out), "--add"]) == 0
+    cfg = query_config("rograg")
+    ctx = QueryContext(open_index(out), cfg, tmp_path / "run")
+    g = entity_graph(ctx)
+    for exact in (True, False):
+        (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], 5, 0.4, exact=exact)
+        assert "Orrin Vale" in {g.names[e] for e in m.entities}
+        assert any(ctx.chunks["passage"][c] == "new-1" for c in m.chunks)
