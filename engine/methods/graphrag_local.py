@@ -144,7 +144,7 @@ def local_context(
             if e in community_of and community_of[e] in comms.report:
                 counts[community_of[e]] = counts.get(community_of[e], 0) + 1
         order = sorted(counts, key=lambda c: (-counts[c], -comms.report[c][2]))
-        reports = [f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in order]
+        reports = [comms.report_text(c) for c in order]
         sections.append(("Reports", reports, report_share * cfg.max_tokens))
     rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
     local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * cfg.max_tokens

@@ -202,7 +202,7 @@ def search_level(
     comms = communities(ctx)
     reported = comms is not None and bool(comms.report)
     wide = [i for i, sc in enumerate(scopes) if sc == "abstract" and reported]
-    narrow = [i for i in range(len(texts)) if i not in set(wide)]
+    narrow = [i for i, sc in enumerate(scopes) if not (sc == "abstract" and reported)]
     out: list[Found | None] = [None] * len(texts)
     picked = pick_entities(ctx, cfg.local, [texts[i] for i in narrow])
     for i, ents in zip(narrow, picked, strict=True):
@@ -215,7 +215,16 @@ def search_level(
     return out
 
 
-def rerank_level(ctx, cfg, jobs, plans, scopes, asked, answers, hits) -> None:
+def rerank_level(
+    ctx: QueryContext,
+    cfg: PankRAGConfig,
+    jobs: list[tuple[int, int]],
+    plans: list[Plan],
+    scopes: list[list[Scope]],
+    asked: list[dict[int, str]],
+    answers: list[dict[int, str]],
+    hits: list[Found],
+) -> None:
     """Eq. 4-5 on every step of the level with resolved dependencies (one embedding call)."""
     needs = [i for i, (q, s) in enumerate(jobs) if plans[q].steps[s].depends_on]
     if not needs:
@@ -231,7 +240,16 @@ def rerank_level(ctx, cfg, jobs, plans, scopes, asked, answers, hits) -> None:
         hits[i].chunks, _ = combined_order(hits[i].chunks, chunk_vecs, vec, alpha)
 
 
-def answer_level(ctx, cfg, questions, inner, asked, answers, found, tokens) -> None:
+def answer_level(
+    ctx: QueryContext,
+    cfg: PankRAGConfig,
+    questions: list[Question],
+    inner: list[tuple[int, int]],
+    asked: list[dict[int, str]],
+    answers: list[dict[int, str]],
+    found: list[dict[int, Found]],
+    tokens: list[dict[str, int]],
+) -> None:
     """Answers of the level's intermediate steps: gold ones, or one batched LLM call."""
     if cfg.sub_answers == "gold":
         for q, s in inner:
@@ -260,12 +278,19 @@ def step_context(ctx: QueryContext, cfg: PankRAGConfig, hit: Found) -> Context:
     if hit.search == "local":
         return local_context(ctx, cfg.local, hit.rows, hit.chunks)[0]
     comms = communities(ctx)
-    reports = [f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in hit.rows]
+    reports = [comms.report_text(c) for c in hit.rows]
     kept = within_budget(ctx, reports, cfg.report_tokens)
     return Context([Section(kept, "-----Reports-----")])
 
 
-def plan_extras(plan: Plan, scopes, levels, asked, answers, found) -> dict:
+def plan_extras(
+    plan: Plan,
+    scopes: list[Scope],
+    levels: list[list[int]],
+    asked: dict[int, str],
+    answers: dict[int, str],
+    found: dict[int, Found],
+) -> dict:
     """What a run's extras show of one question's plan: steps, edges, levels, searches."""
     return {
         "plan_source": plan.source,

@@ -30,6 +30,11 @@ class Communities:
     report: dict[int, tuple[str, str, float]]
     """community row -> (title, full text, rating), for the communities that have a report."""
 
+    def report_text(self, c: int) -> str:
+        """Community row `c`'s report as context text: title, then the full report."""
+        title, text, _ = self.report[c]
+        return f"{title}\n{text}"
+
     def reported_at(self, level: int) -> list[int]:
         """Rows of the communities with a report at `level` (the deepest level the index has
         when it has fewer)."""
@@ -105,12 +110,11 @@ def report_search(
     col = {c: i for i, c in enumerate(rows)}
     vectors = ctx.memo(
         "report_vectors",
-        lambda: l2_normalize(
-            ctx.encode_queries([f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in rows])
-        ),
+        lambda: l2_normalize(ctx.encode_queries([comms.report_text(c) for c in rows])),
     )
     sims = l2_normalize(ctx.encode_queries(texts)) @ vectors.T
     top = [c for c in rows if _reported_ancestor(comms, c) < 0]
+    kids_of = {c: _reported_children(comms, c) for c in rows}  # once, not per question
     out = []
     for q in range(len(texts)):
         score = sims[q]
@@ -118,7 +122,7 @@ def report_search(
         while frontier:
             deeper = []
             for c in frontier:
-                kids = [k for k in _reported_children(comms, c) if score[col[k]] >= score[col[c]]]
+                kids = [k for k in kids_of[c] if score[col[k]] >= score[col[c]]]
                 if kids:
                     deeper.extend(kids)
                 else:
