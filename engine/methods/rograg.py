@@ -107,6 +107,13 @@ short "label" naming what its value is about). The last step answers the questio
 one JSON object of this form and nothing else:
 {format}
 
+Example. Question: Which bridge opened first, the Arlen Bridge or the Coldwater Viaduct?
+JSON: {{"steps": [{{"operator": "retrieve", "query": "When did the Arlen Bridge open?",
+"inputs": [], "relation": "none", "bound": "", "label": "Arlen Bridge"}}, {{"operator":
+"retrieve", "query": "When did the Coldwater Viaduct open?", "inputs": [], "relation": "none",
+"bound": "", "label": "Coldwater Viaduct"}}, {{"operator": "compare", "query": "Which opened
+first?", "inputs": [1, 2], "relation": "earlier", "bound": "", "label": "opened first"}}]}}
+
 Question: {question}
 JSON:"""
 
