@@ -4,21 +4,10 @@ provenance (chunk ids) kept for every entity and relation."""
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
 from collections import Counter, defaultdict
 from itertools import combinations
 
-_PUNCT = re.compile(r"[^\w\s-]")
-
-
-def normalize_name(name: str) -> str:
-    """Key under which surface forms merge: NFKC, case-folded, no leading article, no possessive."""
-    s = unicodedata.normalize("NFKC", name).casefold().strip()
-    s = re.sub(r"['\u2019]s\b", "", s)
-    s = _PUNCT.sub(" ", s)
-    s = re.sub(r"^(the|a|an)\s+", "", s.strip())
-    return re.sub(r"\s+", " ", s).strip()
+from engine.names import normalize_name
 
 
 def entity_id(key: str) -> str:

@@ -17,6 +17,7 @@ from engine.methods import (  # noqa: F401  (register them)
     lightrag,
     pankrag,
     regraphrag,
+    rograg,
 )
 from engine.methods.base import METHODS, MethodSpec
 

@@ -1,0 +1,92 @@
+"""ROGRAG's logic forms on the comparison questions of 2WikiMultiHopQA and HotpotQA dev (their
+`type` field): share of plans that parse, share with a compare step over two earlier steps,
+operators used. Plans come from a llama.cpp server on the packaged SmolLM2 (a floor), all in
+one batched call per set with a response cache (WORK/logic_forms_cache.sqlite), so a re-run
+resumes.
+
+    .venv/bin/python bench/rograg_logic_forms.py [--work DIR] [--llm-threads 2] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+
+DATA = REPO.parent / "shared" / "data"
+SETS = {"2wiki": "2wikimultihopqa_dev.jsonl", "hotpotqa": "hotpotqa_dev.jsonl"}
+
+
+def comparison_questions(name: str, limit: int | None) -> list[dict]:
+    """The set's dev questions whose `type` is a comparison."""
+    qs = [json.loads(x) for x in (DATA / SETS[name]).open()]
+    picked = [q for q in qs if q.get("type") in ("comparison", "bridge_comparison")]
+    return picked[:limit] if limit else picked
+
+
+def main() -> None:
+    """Plan every comparison question, print the shares and a JSON line."""
+    from engine.config import LLMConfig
+    from engine.methods.rograg import PLAN_PROMPT
+    from engine.models import make_llm
+    from engine.models.base import GenParams
+    from engine.models.llama_server import LlamaServer
+    from engine.models.structured import generate_structured
+    from engine.retrieve.logic_forms import logic_form_schema
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default="/tmp/graphrag-rograg-bench")
+    ap.add_argument("--llm-threads", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=None)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    schema = logic_form_schema(5)
+    rows = {}
+    with LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log") as server:
+        cfg = LLMConfig(backend="openai", model=server.alias, base_url=server.url)
+        cfg.read_timeout_s, cfg.flush_every = 600.0, 16
+        llm = make_llm(cfg, default_cache=work / "logic_forms_cache.sqlite")
+        for name in SETS:
+            qs = comparison_questions(name, args.limit)
+            prompts = [
+                [
+                    {
+                        "role": "user",
+                        "content": PLAN_PROMPT.format(
+                            format=schema.describe(), question=q["question"]
+                        ),
+                    }
+                ]
+                for q in qs
+            ]
+            run = generate_structured(
+                llm, prompts, schema, GenParams(max_tokens=448), stage="logic_form", retries=2
+            )
+            forms = [r.value for r in run.results if r.ok]
+            compare = [
+                f
+                for f in forms
+                if any(s.operator == "compare" and len(s.inputs) == 2 for s in f.steps)
+            ]
+            ops = Counter(s.operator for f in forms for s in f.steps)
+            rows[name] = {
+                "questions": len(qs),
+                "parse": round(len(forms) / len(qs), 3),
+                "compare_over_two_steps": round(len(compare) / len(qs), 3),
+                "operators": dict(ops.most_common()),
+                "tokens_per_question": round(sum(r.tokens for r in run.results) / len(qs), 1),
+            }
+            print(name, json.dumps(rows[name]))
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

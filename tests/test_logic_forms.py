@@ -1,0 +1,147 @@
+"""ROGRAG's logic forms: the schema's rules, level-by-level execution batched across questions
+(one lookup call per level), and 2Wiki comparison questions run with their gold evidence as the
+lookup (an oracle answerer read from the data, so the operators are measured apart from any
+model)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+import pytest
+
+from engine.models.structured import ParseError
+from engine.retrieve.logic_forms import LogicForm, LogicStep, execute, logic_form_schema
+
+
+def _form(*steps: dict) -> str:
+    base = {"inputs": [], "relation": "none", "bound": "", "label": ""}
+    return json.dumps({"steps": [base | s for s in steps]})
+
+
+def test_the_schema_rejects_bad_references_operators_and_fields() -> None:
+    schema = logic_form_schema(4)
+    ok = schema.parse(
+        _form(
+            {"operator": "retrieve", "query": "When was Pál Gábor born?"},
+            {"operator": "retrieve", "query": "When was Shawn Levy born?"},
+            {
+                "operator": "compare",
+                "query": "Who is younger?",
+                "inputs": [1, 2],
+                "relation": "later",
+            },
+        )
+    )
+    assert [s.operator for s in ok.steps] == ["retrieve", "retrieve", "compare"]
+    assert ok.levels() == [[0, 1], [2]]
+    bad = [
+        _form(
+            {"operator": "retrieve", "query": "Who directed #2?"},
+            {"operator": "retrieve", "query": "What film?"},
+        ),
+        _form({"operator": "eval", "query": "__import__('os')"}),
+        _form(
+            {"operator": "retrieve", "query": "a b c"},
+            {"operator": "compare", "query": "which?", "inputs": [1]},
+        ),
+        _form(
+            {"operator": "retrieve", "query": "Which films?"},
+            {
+                "operator": "filter",
+                "query": "When?",
+                "inputs": [1],
+                "relation": "later",
+                "bound": "1990",
+            },
+        ),
+        _form(
+            {"operator": "retrieve", "query": "a b c"},
+            {"operator": "count", "query": "how many", "inputs": [2]},
+        ),
+    ]
+    for text in bad:
+        with pytest.raises(ParseError):
+            schema.parse(text)
+
+
+@pytest.fixture(scope="module")
+def comparisons(shared_data) -> list[dict]:
+    qs = [json.loads(x) for x in (shared_data / "2wikimultihopqa_dev.jsonl").open()]
+    return [
+        q
+        for q in qs
+        if q["type"] == "bridge_comparison"
+        and re.search(r"\b(younger|older)\b", q["question"])
+        and [r for _, r, _ in q["meta"]["evidences"]].count("director") == 2
+    ]
+
+
+def _key(name: str) -> str:
+    """A person's name as the evidence lists it and as it is asked: no disambiguation in
+    parentheses, no accents ("Léonide Moguy" and "Leonide Moguy" are one)."""
+    bare = re.sub(r"\s*\(.*\)$", "", name)
+    return unicodedata.normalize("NFKD", bare).encode("ascii", "ignore").decode().lower()
+
+
+def _oracle(questions: list[dict], calls: list[int]):
+    """Answers "What is the date of birth of X?" from the questions' gold evidence."""
+    facts = {
+        s.lower(): v
+        for q in questions
+        for s, r, v in q["meta"]["evidences"]
+        if r == "date of birth"
+    }
+
+    def answer(texts: list[str]) -> list[str]:
+        calls.append(len(texts))
+        return [
+            facts.get(
+                t.removeprefix("What is the date of birth of ").rstrip("?").lower(), "unknown"
+            )
+            for t in texts
+        ]
+
+    return answer
+
+
+def _younger_form(q: dict) -> LogicForm:
+    films = [s for s, r, _ in q["meta"]["evidences"] if r == "director"][:2]
+    people = {s: o for s, r, o in q["meta"]["evidences"] if r == "director"}
+    steps = [
+        LogicStep("retrieve", f"What is the date of birth of {people[f]}?", label=f) for f in films
+    ]
+    relation = "later" if "younger" in q["question"] else "earlier"  # born later = younger
+    steps.append(LogicStep("compare", "Whose director is younger or older?", (0, 1), relation))
+    return LogicForm(tuple(steps))
+
+
+def test_gold_values_answer_2wiki_comparisons_batched_as_one_at_a_time(comparisons) -> None:
+    forms = [_younger_form(q) for q in comparisons]
+    calls: list[int] = []
+    batch = execute(forms, _oracle(comparisons, calls))
+    assert calls == [2 * len(forms)]  # one lookup call for the whole first level
+    right = sum(
+        h.results[2].text.lower() == q["answer"].lower()
+        for h, q in zip(batch, comparisons, strict=True)
+    )
+    assert len(forms) >= 10 and right / len(forms) >= 0.9
+    for form, hist in zip(forms, batch, strict=True):
+        alone = execute([form], _oracle(comparisons, []))[0]
+        assert alone.lines() == hist.lines()
+
+
+def test_planted_code_in_an_answer_stays_text() -> None:
+    form = LogicForm(
+        (
+            LogicStep("retrieve", "When was A born?", label="A"),
+            LogicStep("retrieve", "When was B born?", label="B"),
+            LogicStep("compare", "Who is older?", (0, 1), "earlier"),
+            LogicStep("retrieve", "What did #1 say?"),
+        )
+    )
+    planted = "__import__('os').system('touch /tmp/pwned')"
+    hist = execute([form], lambda texts: [planted if "A" in t else "1970" for t in texts])[0]
+    assert not hist.results[2].ok and "cannot compute" in hist.results[2].text
+    assert hist.asked[3] == f"What did {planted} say?"  # substituted as text, nothing run

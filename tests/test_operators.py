@@ -1,0 +1,49 @@
+"""ROGRAG's operators on real values: 2Wiki gold dates, numbers with units, lists; values
+that do not parse, and code-like model text, give a failed outcome, never a guess."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from engine.retrieve.operators import compare, count, difference, keep, split_items, total, union
+
+
+def test_compare_picks_the_label_on_dates_numbers_and_text() -> None:
+    films = ("Forbidden Ground", "Free Guy")  # 2Wiki: their directors' dates of birth
+    born = ("2 November 1932", "July 23, 1968")
+    assert compare(films, born, "later").text == "Free Guy"  # "whose director is younger"
+    assert compare(films, born, "earlier").text == "Forbidden Ground"
+    assert compare(("a", "b"), ("6 ft", "1.9 m"), "greater").text == "b"
+    assert compare(("a", "b"), ("$1.2 million", "$900,000"), "less").text == "b"
+    assert compare(("a", "b"), ("American", "american "), "equal").text == "yes"
+    assert compare(("a", "b"), ("French", "Italian"), "equal").text == "no"
+    assert compare(("a", "b"), ("1990", "12 March 1990"), "earlier").ok is False  # undecided
+    assert compare(("a", "b"), ("6 ft", "80 kg"), "greater").ok is False  # units differ
+
+
+def test_arithmetic_count_union_and_filter() -> None:
+    days = (date(2001, 5, 1) - date(1990, 3, 12)).days
+    assert difference("12 March 1990", "1 May 2001").text == f"{days} days"
+    assert difference("1988", "1974").text == "14 years"
+    assert difference("3.5 km", "800 m").text == "2,700 m"
+    assert difference("3.5 km", "80 kg").ok is False
+    assert total(["1,200 people", "350 people", "50"]).text == "1,600"
+    assert total(["12 m", "3 ft"]).text == "12.9144 m"
+    assert count("Sweden, Norway and Denmark").text == "3"
+    assert union(["Sweden, Norway", "Norway and Finland"]).items == ("Sweden", "Norway", "Finland")
+    films = ["Truck Turner", "Boundaries of the Heart", "Krudt og klunker", "Untitled"]
+    years = ["1974", "1988", "1958", "unknown"]
+    out = keep(films, years, "later", "1970")
+    assert out.items == ("Truck Turner", "Boundaries of the Heart")
+    assert "no comparable value for Untitled" in out.text
+    assert split_items("A; B\nC or A") == ["A", "B", "C"]
+
+
+def test_code_like_model_text_is_only_text() -> None:
+    planted = "__import__('os').system('touch /tmp/pwned')"
+    out = compare(("a", "b"), (planted, "1990"), "earlier")
+    assert not out.ok and "cannot compute" in out.text
+    assert difference(planted, "x").ok is False
+    assert count(planted).text == "1"  # one item: the text itself
+    assert json.dumps(union([planted]).items) == json.dumps([planted.strip(" .")])

@@ -1,0 +1,86 @@
+"""ROGRAG on the demo index with a fault-injection server (named as such: it says planted
+answers) standing in for the LLM: the stage chain moves on when the verifier says no, and a
+question no stage supports gets the preset refusal without a generation call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.eval.datasets import demo_questions_path, load_questions
+from engine.methods import query_config
+from engine.methods.rograg import rograg
+from engine.retrieve.context import QueryContext
+from engine.retrieve.types import StageClock
+from engine.store import open_index
+from tests.fault_server import FaultInjector
+
+KEYS = {"low_level_keywords": ["Port Calloway"], "high_level_keywords": ["founded"]}
+FORM = {
+    "steps": [
+        {
+            "operator": "retrieve",
+            "query": "Who founded Port Calloway?",
+            "inputs": [],
+            "relation": "none",
+            "bound": "",
+            "label": "",
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "stage"),
+    [((True,), "logic_form"), ((False, True), "dual_level"), ((False, False), "refused")],
+)
+def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts, stage) -> None:
+    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+
+    question = load_questions(demo_questions_path())[:1]
+    with FaultInjector([]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        cfg = query_config("rograg")
+        cfg.generation.enabled = False
+        cfg.models.llm.backend = "openai"
+        cfg.models.llm.parse_retries = 0
+        ctx = QueryContext(open_index(demo_index), cfg, tmp_path, llm_backend=backend)
+        fault.plan = ["say:" + json.dumps(KEYS), "say:" + json.dumps(FORM), "say:Ada Vell"]
+        fault.plan += ["say:" + json.dumps({"supported": v}) for v in verdicts]
+        r = rograg(ctx, question, StageClock())
+        assert not fault.plan  # every planted answer was asked for, no more
+    e, c = r.extras[0], r.contexts[0]
+    assert e["stage"] == stage and e["logic_form"] == ["retrieve"]
+    if stage == "refused":
+        assert c.preset_answer == cfg.options.refusal and not c.sections
+    elif stage == "logic_form":
+        assert c.sections[0].items == ["Who founded Port Calloway? -> Ada Vell"]
+    else:
+        assert [s.title for s in c.sections] == [
+            "-----Entities-----",
+            "-----Relations-----",
+            "-----Sources-----",
+        ]
+
+
+def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) -> None:
+    """`index --add` of a new document, then dual-level matching of its entity's name finds the
+    new entity and the new document's chunk (exact by name, fuzzy by embedding)."""
+    from engine.cli import main
+    from engine.retrieve.dual_level import match_keys
+    from engine.retrieve.entity_graph import entity_graph
+
+    out = tmp_path / "idx"
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    new = tmp_path / "new.jsonl"
+    text = "Orrin Vale is a shepherd on Mount Kesh. Orrin Vale breeds goats with Talia Brenn."
+    new.write_text(json.dumps({"id": "new-1", "title": "Orrin Vale", "text": text}) + "\n")
+    assert main(["index", str(new), "--out", str(out), "--add"]) == 0
+    cfg = query_config("rograg")
+    ctx = QueryContext(open_index(out), cfg, tmp_path / "run")
+    g = entity_graph(ctx)
+    for exact in (True, False):
+        (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], 5, 0.4, exact=exact)
+        assert "Orrin Vale" in {g.names[e] for e in m.entities}
+        assert any(ctx.chunks["passage"][c] == "new-1" for c in m.chunks)
