@@ -1,7 +1,8 @@
 """Retrieval quality on the dev splits of ../shared/data with LLM-free (alpha = 0) indexes:
 Recall@2 and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM, HippoRAG-style PPR,
 Clue-RAG's Q-Iter with its three ablations, and the LLM-free entity-graph baselines
-(LightRAG-style local / global / hybrid / mix with NER keywords, GraphRAG-style local search);
+(LightRAG-style local / global / hybrid / mix with NER keywords, GraphRAG-style local search,
+ROGRAG's dual-level retrieval with fuzzy and exact matching of NER keys);
 the baselines next to the cross-check figures
 measured outside the project on the same files and to the same recipe re-measured here on
 whole passages (the engine ranks chunks of at most 200 tokens, a passage by its best chunk).
@@ -64,6 +65,13 @@ METHODS = {  # run name: (label, --method)
     ),
     "lr_mix": ("LightRAG-style mix (NER)", "configs/methods/lightrag_ner.yaml", "mode: mix"),
     "gr_local": ("GraphRAG-style local search", "configs/methods/graphrag_local.yaml"),
+    # ROGRAG's dual-level retrieval alone, LLM-free (NER keys): fuzzy vs exact (Table 5)
+    "rog_fuzzy": ("ROGRAG dual-level fuzzy (NER)", "configs/methods/rograg_ner.yaml"),
+    "rog_exact": (
+        "ROGRAG dual-level exact (NER)",
+        "configs/methods/rograg_ner.yaml",
+        "match: exact",
+    ),
 }
 """run name: (label, --method, and optionally `key: value` lines, each replacing the one in
 that method section of the config)."""

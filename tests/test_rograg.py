@@ -12,6 +12,7 @@ from engine.eval.datasets import demo_questions_path, load_questions
 from engine.methods import query_config
 from engine.methods.rograg import rograg
 from engine.retrieve.context import QueryContext
+from engine.retrieve.dual_level import match_keys
 from engine.retrieve.types import StageClock
 from engine.store import open_index
 from tests.fault_server import FaultInjector
@@ -52,10 +53,16 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
         assert not fault.plan  # every planted answer was asked for, no more
     e, c = r.extras[0], r.contexts[0]
     assert e["stage"] == stage and e["logic_form"] == ["retrieve"]
+    assert r.tokens[0]["logic_step"] > 0 and r.tokens[0]["verify"] > 0
+    ranked = [int(i) for i in r.ranking.ids[0] if i >= 0]
     if stage == "refused":
         assert c.preset_answer == cfg.options.refusal and not c.sections
+        assert ranked == []  # nothing retrieved reaches a refused question
     elif stage == "logic_form":
         assert c.sections[0].items == ["Who founded Port Calloway? -> Ada Vell"]
+        lookup = [[FORM["steps"][0]["query"]]]
+        (m,) = match_keys(ctx, lookup, lookup, cfg.options.top_k, cfg.options.floor)
+        assert ranked == m.chunks[: len(ranked)] and ranked  # the lookup's chunks, in order
     else:
         assert [s.title for s in c.sections] == [
             "-----Entities-----",
@@ -68,7 +75,6 @@ def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) ->
     """`index --add` of a new document, then dual-level matching of its entity's name finds the
     new entity and the new document's chunk (exact by name, fuzzy by embedding)."""
     from engine.cli import main
-    from engine.retrieve.dual_level import match_keys
     from engine.retrieve.entity_graph import entity_graph
 
     out = tmp_path / "idx"
@@ -84,3 +90,34 @@ def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) ->
         (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], 5, 0.4, exact=exact)
         assert "Orrin Vale" in {g.names[e] for e in m.entities}
         assert any(ctx.chunks["passage"][c] == "new-1" for c in m.chunks)
+
+
+def test_ner_keys_dual_level_alone_needs_no_llm(demo_index, tmp_path) -> None:
+    """`configs/methods/rograg_ner.yaml` (NER keys, dual-level only, no check) runs with
+    --retrieval-only with no LLM reachable (its backend points at a closed port), every
+    question taking the dual-level stage."""
+    from engine.cli import main
+
+    for match in ("fuzzy", "exact"):
+        spec = tmp_path / f"{match}.yaml"
+        text = open("configs/methods/rograg_ner.yaml").read()
+        text = text.replace("match: fuzzy", f"match: {match}")
+        text = text.replace(
+            "backend: transformers",
+            "backend: openai\n    base_url: http://127.0.0.1:9/v1\n    model: none",
+        )
+        spec.write_text(text)
+        out = tmp_path / match
+        args = ["query", str(demo_index), str(demo_questions_path()), "--method", str(spec)]
+        assert main([*args, "--retrieval-only", "--out", str(out)]) == 0
+        rows = [json.loads(x) for x in (out / "results.jsonl").open()]
+        extras = [
+            json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"] for r in rows
+        ]
+        assert {e["stage"] for e in extras} <= {"dual_level", "refused"}
+        assert sum(e["stage"] == "dual_level" for e in extras) >= len(rows) // 2
+        assert all(
+            r["retrieved_ids"]
+            for r, e in zip(rows, extras, strict=True)
+            if e["stage"] == "dual_level"
+        )

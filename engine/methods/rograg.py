@@ -35,9 +35,9 @@ from engine.models.structured import Schema, generate_structured, json_object
 from engine.retrieve.context import QueryContext
 from engine.retrieve.dual_level import Matched, match_keys
 from engine.retrieve.entity_graph import budgeted_sections, entity_graph
-from engine.retrieve.keywords import llm_keywords
+from engine.retrieve.keywords import llm_keywords, ner_keywords
 from engine.retrieve.linking import query_mentions
-from engine.retrieve.logic_forms import LogicForm, execute, logic_form_schema
+from engine.retrieve.logic_forms import LogicForm, execute, logic_form_schema, lookups
 from engine.retrieve.ranking import from_orders
 from engine.retrieve.types import Context, Retrieved, Section, StageClock
 
@@ -51,6 +51,9 @@ class ROGRAGConfig:
     stages: list[Stage] = field(default_factory=lambda: ["logic_form", "dual_level"])
     """The fallback chain, tried in order."""
     check: Literal["argument", "result", "none"] = "argument"
+    keys: Literal["llm", "ner"] = "llm"
+    """Where the dual-level keys come from: one batched LLM call (the paper), or the
+    question's named entities (low) and the question itself (high), LLM-free."""
     refusal: str = "I cannot answer this from the knowledge base."
     match: Literal["fuzzy", "exact"] = "fuzzy"
     top_k: int = 10
@@ -74,8 +77,10 @@ class ROGRAGConfig:
         if not -1 <= self.floor <= 1:
             raise ConfigError(f"{where}: rograg.floor must lie in [-1, 1]")
 
-    def llm_use(self) -> str:
-        """Keys, logic forms and verdicts need the LLM even with --retrieval-only."""
+    def llm_use(self) -> str | None:
+        """LLM keys, logic forms and verdicts need the LLM even with --retrieval-only."""
+        if self.keys == "ner" and self.stages == ["dual_level"] and self.check == "none":
+            return None
         return "method 'rograg'"
 
 
@@ -130,7 +135,7 @@ def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
     texts = [q.question for q in questions]
     tokens: list[dict[str, int]] = [{} for _ in texts]
     with clock.stage("keys"):
-        kw = llm_keywords(ctx, texts)
+        kw = llm_keywords(ctx, texts) if cfg.keys == "llm" else ner_keywords(ctx, texts)
         low, high = kw.low, kw.high
         if cfg.expand_low_keys:
             low = [
@@ -145,11 +150,13 @@ def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
     stage_contexts: dict[str, list[Context]] = {
         "dual_level": [dual_context(ctx, cfg, m) for m in matched]
     }
+    stage_chunks: dict[str, list[list[int]]] = {"dual_level": [m.chunks for m in matched]}
     forms: list[LogicForm | None] = [None] * len(texts)
     if "logic_form" in cfg.stages:
         with clock.stage("logic_form"):
-            forms, lf_contexts = logic_form_stage(ctx, cfg, texts, tokens)
-        stage_contexts["logic_form"] = lf_contexts
+            forms, stage_contexts["logic_form"], stage_chunks["logic_form"] = logic_form_stage(
+                ctx, cfg, texts, tokens
+            )
     with clock.stage("verify"):
         chosen, answers = verify(ctx, cfg, texts, stage_contexts, tokens)
     contexts, orders, extras = [], [], []
@@ -160,7 +167,7 @@ def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
             contexts.append(Context(stage_contexts[stage][q].sections, preset_answer=answers[q]))
         else:
             contexts.append(stage_contexts[stage][q])
-        orders.append(matched[q].chunks)
+        orders.append(stage_chunks[stage][q] if stage else [])
         extras.append(
             {
                 "stage": stage or "refused",
@@ -187,9 +194,12 @@ def dual_context(ctx: QueryContext, cfg: ROGRAGConfig, m: Matched) -> Context:
     return Context(budgeted_sections(ctx, parts))
 
 
-def logic_form_stage(ctx, cfg, texts, tokens) -> tuple[list[LogicForm | None], list[Context]]:
-    """Plans (one batched call) and their execution; a question without a valid plan gets an
-    empty context here, so the verifier moves it on."""
+def logic_form_stage(
+    ctx: QueryContext, cfg: ROGRAGConfig, texts: list[str], tokens: list[dict[str, int]]
+) -> tuple[list[LogicForm | None], list[Context], list[list[int]]]:
+    """Plans (one batched call) and their execution: per question its plan, the history as
+    context and the chunks its lookups matched, in step order. A question without a valid plan
+    gets an empty context and no chunks, so the verifier moves it on."""
     schema = logic_form_schema(cfg.max_steps)
     prompts = [
         [{"role": "user", "content": PLAN_PROMPT.format(format=schema.describe(), question=t)}]
@@ -203,22 +213,30 @@ def logic_form_stage(ctx, cfg, texts, tokens) -> tuple[list[LogicForm | None], l
     forms = [r.value if r.ok else None for r in run.results]
     planned = [f for f in forms if f is not None]
 
+    looked_up: dict[str, tuple[list[int], int]] = {}  # lookup text -> (chunks, LLM tokens)
+
     def answer(subs: list[str]) -> list[str]:
         found = match_keys(ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_k, cfg.floor)
         done = answer_batch(
             ctx.llm, ctx.tokenizer, subs, [dual_context(ctx, cfg, m) for m in found],
             ctx.cfg.generation.max_context_tokens, cfg.step_answer_tokens, stage="logic_step",
         )  # fmt: skip
+        for sub, m, t in zip(subs, found, done.tokens, strict=True):
+            looked_up[sub] = (m.chunks, sum(t.values()))
         return done.answers
 
     histories = iter(execute(planned, answer))
-    contexts = []
-    for f in forms:
-        lines = next(histories).lines() if f is not None else []
+    contexts, chunks = [], []
+    for q, f in enumerate(forms):
+        hist = next(histories) if f is not None else None
+        lines = hist.lines() if hist else []
         contexts.append(
             Context([Section(lines, "-----Reasoning steps-----", True)] if lines else [])
         )
-    return forms, contexts
+        asked = lookups(f, hist) if hist else []
+        chunks.append(list(dict.fromkeys(c for a in asked for c in looked_up[a][0])))
+        tokens[q]["logic_step"] = sum(looked_up[a][1] for a in asked)
+    return forms, contexts, chunks
 
 
 def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], list[str | None]]:
@@ -234,7 +252,8 @@ def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], l
         if cfg.check == "none":
             for q in ask:
                 chosen[q] = stage
-            return chosen, answers
+            pending = [q for q in pending if chosen[q] is None]
+            continue
         given: dict[int, str] = {}
         if cfg.check == "result" and ask:
             done = answer_batch(
@@ -242,6 +261,7 @@ def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], l
                 ctx.cfg.generation.max_context_tokens, ctx.cfg.generation.max_tokens,
             )  # fmt: skip
             given = dict(zip(ask, done.answers, strict=True))
+            _add(tokens, "result_answer", [sum(done.tokens[i].values()) for i in range(len(ask))])
         prompts = [
             [{"role": "user", "content": _verdict_prompt(cfg, texts[q], contexts[q], given.get(q))}]
             for q in ask

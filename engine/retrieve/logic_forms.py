@@ -147,15 +147,10 @@ def execute(forms: list[LogicForm], answer: Answerer) -> list[History]:
         texts: list[str] = []
         where: list[tuple[int, int, str | None]] = []  # (question, step, filter item)
         for q, s in jobs:
-            step, hist = forms[q].steps[s], out[q]
-            hist.asked[s] = _substitute(step.query, hist)
-            if step.operator == "retrieve":
-                texts.append(hist.asked[s])
-                where.append((q, s, None))
-            elif step.operator == "filter":
-                for item in hist.results[step.inputs[0]].items:
-                    texts.append(step.query.replace("{item}", item))
-                    where.append((q, s, item))
+            out[q].asked[s] = _substitute(forms[q].steps[s].query, out[q])
+            for item, text in _step_lookups(forms[q], s, out[q]):
+                texts.append(text)
+                where.append((q, s, item))
         answers = answer(texts) if texts else []
         found: dict[tuple[int, int], list[tuple[str | None, str]]] = {}
         for (q, s, item), a in zip(where, answers, strict=True):
@@ -163,6 +158,22 @@ def execute(forms: list[LogicForm], answer: Answerer) -> list[History]:
         for q, s in jobs:
             out[q].results[s] = _run(forms[q], s, out[q], found.get((q, s), []))
     return out
+
+
+def lookups(form: LogicForm, hist: History) -> list[str]:
+    """The texts an executed form looked up (retrieve steps, filters' per-item queries), in
+    step order."""
+    return [text for s in sorted(hist.asked) for _, text in _step_lookups(form, s, hist)]
+
+
+def _step_lookups(form: LogicForm, s: int, hist: History) -> list[tuple[str | None, str]]:
+    """(filter item or None, lookup text) of step s, once its inputs have results."""
+    step = form.steps[s]
+    if step.operator == "retrieve":
+        return [(None, hist.asked[s])]
+    if step.operator == "filter":
+        return [(i, step.query.replace("{item}", i)) for i in hist.results[step.inputs[0]].items]
+    return []
 
 
 def _substitute(text: str, hist: History) -> str:
