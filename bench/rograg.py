@@ -1,0 +1,148 @@
+"""ROGRAG on MuSiQue dev over the LLM-free (alpha = 0) index: retrieval recall of its stages
+next to the baselines, context length per stage (the paper's Table 6), LLM cost per stage, and
+batched vs one-at-a-time speed.
+
+    .venv/bin/python bench/rograg.py [--work DIR] [--questions 200]
+    .venv/bin/python bench/rograg.py --llm [--llm-questions 30] [--llm-threads 1]
+
+Without `--llm` (bench/retrieval.py's machinery, the index shared with it under
+WORK/idx/musique): dual-level with NER keys (LLM-free), fuzzy and exact matching, beside BM25,
+dense, HippoRAG-style PPR, LightRAG-style hybrid and GraphRAG-style local search; then
+questions/s batched vs one question at a time for the fuzzy variant.
+
+With `--llm` a llama.cpp server on the packaged SmolLM2 (a floor) writes keys, logic forms,
+step answers and verdicts for the first `--llm-questions` questions, all variants sharing one
+response cache (WORK/rograg_cache.sqlite: a re-run resumes): dual-level with LLM keys (fuzzy,
+exact, and with both levers: expanded low-level keys and the question as a high-level key),
+the logic form alone, and the whole chain (logic form -> dual-level) under argument checking
+and result checking. Each row: Recall@2/5 of the chunks the chosen stage retrieved, context
+tokens per question, LLM tokens per question per stage, and which stage answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+import retrieval  # noqa: E402  (bench/retrieval.py: index, method table, eval)
+
+FREE = ["rog_fuzzy", "rog_exact"]
+BASELINES = ["bm25", "naive", "hipporag", "lr_hybrid", "gr_local"]
+DUAL_ONLY = ("stages: [dual_level]", "check: none")
+LLM_VARIANTS = {  # run name: (label, `key: value` lines for the rograg section)
+    "rog_llm_fuzzy": ("dual-level fuzzy, LLM keys", DUAL_ONLY),
+    "rog_llm_exact": ("dual-level exact, LLM keys", (*DUAL_ONLY, "match: exact")),
+    "rog_llm_levers": (
+        "dual-level fuzzy, both levers",
+        (*DUAL_ONLY, "expand_low_keys: true", "long_query: true"),
+    ),
+    "rog_llm_lf": ("logic form alone", ("stages: [logic_form]", "check: none")),
+    "rog_llm_argument": ("chain, argument checking", ("check: argument",)),
+    "rog_llm_result": ("chain, result checking", ("check: result",)),
+}
+
+
+def run_rows(run: Path) -> list[dict]:
+    """The run's result rows with tokens and extras decoded."""
+    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    for r in rows:
+        for key in ("tokens", "extras"):
+            if isinstance(r[key], str):
+                r[key] = json.loads(r[key])
+    return rows
+
+
+def shape(run: Path) -> dict:
+    """Context tokens, LLM tokens per stage (means per question) and the answering stages."""
+    from engine.models.tokenizer import load_tokenizer
+
+    rows = run_rows(run)
+    texts = ["\n".join(r["context_text"] or []) for r in rows]
+    context = [len(e.ids) for e in load_tokenizer().encode_batch(texts)]
+    stages = Counter(r["extras"].get("stage", "?") for r in rows)
+    per_stage = Counter()
+    for r in rows:
+        per_stage.update(r["tokens"] or {})
+    planned = [r["extras"].get("logic_form") for r in rows]
+    return {
+        "context_tokens": round(sum(context) / len(rows), 1),
+        "llm_tokens": {k: round(v / len(rows), 1) for k, v in per_stage.items()},
+        "stage": dict(stages),
+        "logic_form_parsed": sum(p is not None for p in planned),
+    }
+
+
+def speed(index: Path, questions: int) -> dict[str, float]:
+    """Batched vs one at a time, in process, for dual-level fuzzy with NER keys."""
+    from engine.eval.datasets import load_questions
+    from engine.methods import query_config
+    from engine.methods.rograg import rograg
+    from engine.retrieve.context import QueryContext
+    from engine.store import open_index
+
+    qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
+    cfg = query_config("rograg")
+    cfg.generation.enabled = False
+    cfg.options.keys, cfg.options.stages, cfg.options.check = "ner", ["dual_level"], "none"
+    ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-rograg-speed"))
+    figures, _ = retrieval.batched_vs_single(rograg, ctx, qs)
+    return figures
+
+
+def print_rows(rows: list[dict]) -> None:
+    """Recall with CIs, context tokens, LLM tokens per stage and answering stages."""
+    print(f"{'variant':<34}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'ctx tok/q':>10}  stages")
+    for r in rows:
+        cells = [
+            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
+        ]
+        s = r.get("shape", {})
+        print(
+            f"{r['method']:<34}{cells[0]:<24}{cells[1]:<24}{s.get('context_tokens', ''):>10}"
+            f"  {s.get('stage', '')} {s.get('llm_tokens', '')}"
+        )
+
+
+def main() -> None:
+    """Run, evaluate, time; print the table and a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--llm", action="store_true", help="add the SmolLM2 variants")
+    ap.add_argument("--llm-questions", type=int, default=30)
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    if args.llm:
+        base, cache = "configs/methods/rograg.yaml", "rograg_cache.sqlite"
+        rows = retrieval.run_with_llm(
+            work, "rograg", args.llm_questions, args.llm_threads, base, LLM_VARIANTS,
+            [*FREE, *BASELINES], cache,
+        )  # fmt: skip
+        for row in rows:
+            if Path(row["run"]).name.startswith("rog_"):
+                row["shape"] = shape(Path(row["run"]))
+        print_rows(rows)
+        print(json.dumps({"llm_rows": rows}))
+        return
+    rows = retrieval.run_set("musique", work, False, [*FREE, *BASELINES])
+    for row, name in zip(rows, [*FREE, *BASELINES], strict=True):
+        row["run"] = str(work / "runs" / "musique" / name)
+        row["shape"] = shape(Path(row["run"]))
+    print_rows(rows)
+    fast = speed(work / "idx" / "musique", args.questions)
+    print("speed:", json.dumps(fast))
+    print(json.dumps({"rows": rows, "speed": fast}))
+
+
+if __name__ == "__main__":
+    main()
