@@ -15,7 +15,7 @@ step answers and verdicts for the first `--llm-questions` questions, all variant
 response cache (WORK/rograg_cache.sqlite: a re-run resumes): dual-level with LLM keys (fuzzy,
 exact, and with both levers: expanded low-level keys and the question as a high-level key),
 the logic form alone, and the whole chain (logic form -> dual-level) under argument checking
-and result checking. Each row: Recall@2/5 of the chunks the chosen stage retrieved, context
+(result checking and refusal: bench/rograg_refusal.py). Each row: Recall@2/5 of the chunks the chosen stage retrieved, context
 tokens per question, LLM tokens per question per stage, and which stage answered.
 """
 
@@ -46,7 +46,6 @@ LLM_VARIANTS = {  # run name: (label, `key: value` lines for the rograg section)
     ),
     "rog_llm_lf": ("logic form alone", ("stages: [logic_form]", "check: none")),
     "rog_llm_argument": ("chain, argument checking", ("check: argument",)),
-    "rog_llm_result": ("chain, result checking", ("check: result",)),
 }
 
 
