@@ -148,6 +148,62 @@ def test_a_run_resumes_across_transport_settings_not_across_options(
     assert "different config" in capsys.readouterr().err
 
 
+def test_a_run_is_identified_by_content_not_by_paths(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """A moved question file or index resumes; an edited question file (same count) or an
+    index rebuilt from another corpus at the same path is refused with exit 2."""
+    import shutil
+
+    from engine.eval.datasets import demo_questions_path
+
+    lines = demo_questions_path().read_text().splitlines()[:3]
+    q1 = tmp_path / "q1.jsonl"
+    q1.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r"
+    _run(demo_index, q1, "bm25", out)
+    q2, idx2 = tmp_path / "moved" / "q.jsonl", tmp_path / "moved" / "idx"
+    q2.parent.mkdir()
+    shutil.copy(q1, q2)
+    shutil.copytree(demo_index, idx2)
+    _run(idx2, q2, "bm25", out)
+    assert "3 resumed" in capsys.readouterr().out
+
+    def again(index: Path, questions: Path) -> int:
+        args = ["query", str(index), str(questions), "--method", "bm25", "--retrieval-only"]
+        return main([*args, "--out", str(out)])
+
+    edited = json.loads(lines[1]) | {"question": "Who keeps the lighthouse on Vell?"}
+    q2.write_text("\n".join([lines[0], json.dumps(edited), lines[2]]) + "\n")
+    assert again(idx2, q2) == 2
+    assert "different questions" in capsys.readouterr().err
+    shutil.rmtree(idx2)
+    corpus = tmp_path / "other.jsonl"
+    corpus.write_text(json.dumps({"id": "o1", "title": "Other", "text": "Tam Ries sails."}) + "\n")
+    assert main(["index", str(corpus), "--out", str(idx2)]) == 0
+    assert again(idx2, q1) == 2
+    assert "different index content" in capsys.readouterr().err
+
+
+def test_a_second_query_into_a_busy_run_folder_is_refused(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """While one process holds a run folder, another `query` into it exits 2 and writes
+    nothing there."""
+    from engine.methods.run import _lock_run_dir
+
+    out = tmp_path / "r"
+    held = _lock_run_dir(out)
+    try:
+        args = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
+        assert main([*args, "--out", str(out)]) == 2
+        assert "another query process" in capsys.readouterr().err
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    finally:
+        os.close(held)
+    _run(demo_index, Path("demo"), "bm25", out, "--limit", "2")  # free again
+
+
 def test_generation_needs_an_llm(demo_index: Path, tmp_path: Path, capsys) -> None:
     assert (
         main(["query", str(demo_index), "demo", "--method", "bm25", "--out", str(tmp_path / "r")])

@@ -2,8 +2,11 @@
 
 Run folder layout:
 
-* `run.json`: method, config, index (path, generation, config hash) and question file; a
-  re-run into the same folder must match it;
+* `run.json`: method, config, the index's content identity (its documents' content ids, build
+  config and files) and the questions' (a hash of the records); a re-run into the same folder
+  must match it, whatever the paths: an edited question file or an index rebuilt from another
+  corpus at the same path is refused (exit 2, naming what changed);
+* `.lock`: held while a `query` writes the folder; a second process is refused;
 * `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically);
 * `parts/NNNNN.parquet`: a finished batch (retrieval + answers);
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
@@ -17,6 +20,9 @@ checkpoint of an unfinished one, and sends only the LLM prompts that are not in 
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
+import hashlib
 import json
 import os
 import time
@@ -86,35 +92,106 @@ def _without_transport(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "models": models}
 
 
-def _run_identity(index: Index, cfg: QueryConfig, questions_src: str, n: int) -> dict[str, Any]:
+def index_content_id(index: Index) -> str:
+    """What an index holds, whatever its path or generation number: its documents' content
+    ids, its build config and every file's size and shape ("none" for per-question graphs)."""
+    if index.root == Path("none"):
+        return "none"
+    h = hashlib.sha256(str(index.manifest.get("config_hash")).encode())
+    for name, entry in sorted(index.manifest.get("files", {}).items()):
+        h.update(
+            json.dumps([name, entry.get("bytes"), entry.get("rows"), entry.get("shape")]).encode()
+        )
+    for doc_id in sorted(index.table("documents", columns=["doc_id"]).column("doc_id").to_pylist()):
+        h.update(doc_id.encode())
+    return h.hexdigest()[:24]
+
+
+def questions_content_id(questions: list[Question]) -> str:
+    """A hash of the question records (text, gold, graphs), in order."""
+    h = hashlib.sha256()
+    for q in questions:
+        h.update(json.dumps(dataclasses.asdict(q), sort_keys=True, default=str).encode() + b"\n")
+    return h.hexdigest()[:24]
+
+
+def _run_identity(
+    index: Index, cfg: QueryConfig, questions_src: str, questions: list[Question]
+) -> dict[str, Any]:
     return {
         "method": cfg.method,
         "config": _without_transport(cfg.to_dict()),
-        "index": {
-            "path": "none" if index.root == Path("none") else str(Path(index.root).resolve()),
-            "generation": index.generation,
-            "config_hash": index.manifest.get("config_hash"),
+        "index": {"content": index_content_id(index), "path": str(index.root)},
+        "questions": {
+            "content": questions_content_id(questions),
+            "count": len(questions),
+            "source": questions_src,
         },
-        "questions": {"source": questions_src, "count": n},
     }
 
 
-def _check_run_dir(out: Path, identity: dict[str, Any]) -> None:
-    """Create the run folder, or check that an existing one holds the same run."""
+IDENTITY = {  # run.json key -> (the fields that identify it, what to call a mismatch)
+    "method": (None, "method"),
+    "config": (None, "config"),
+    "index": ("content", "index content (rebuilt, added to, or another index)"),
+    "questions": ("content", "questions (the file's records changed, or another file)"),
+}
+
+
+def _legacy_match(old: dict[str, Any], identity: dict[str, Any], index: Index) -> bool:
+    """A run.json written before content identities: the same index path, generation and
+    build config, and the same question file and count (all it recorded)."""
+    was_index, was_questions = old.get("index") or {}, old.get("questions") or {}
+    path = "none" if index.root == Path("none") else str(Path(index.root).resolve())
+    return (
+        was_index.get("path") == path
+        and was_index.get("generation") == index.generation
+        and was_index.get("config_hash") == index.manifest.get("config_hash")
+        and was_questions.get("source") == identity["questions"]["source"]
+        and was_questions.get("count") == identity["questions"]["count"]
+    )
+
+
+def _check_run_dir(out: Path, identity: dict[str, Any], index: Index) -> None:
+    """Create the run folder, or check that an existing one holds the same run; the paths
+    an input was read from may change, its content may not."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "parts").mkdir(exist_ok=True)
     marker = out / "run.json"
     if marker.exists():
         old = json.loads(marker.read_text())
         old["config"] = _without_transport(old.get("config") or {})  # older runs kept them
-        for key in ("method", "config", "index", "questions"):
-            if old.get(key) != identity[key]:
+        legacy = "content" not in (old.get("index") or {})
+        if legacy and _legacy_match(old, identity, index):
+            old["index"], old["questions"] = identity["index"], identity["questions"]
+        for key, (field_name, what) in IDENTITY.items():
+            was, now = old.get(key), identity[key]
+            if field_name is not None:
+                was = (was or {}).get(field_name)
+                now = now[field_name]
+            if was != now:
                 raise BadInputError(
-                    f"{out}: holds a run with a different {key}; resume it with the same "
-                    "arguments, or give a new --out"
+                    f"{out}/run.json: this run folder was made with different {what}; "
+                    "resume it with the same inputs, or give a new --out"
                 )
-        return
+        if not legacy:
+            return
     _write_atomic(marker, json.dumps(identity, indent=2).encode())
+
+
+def _lock_run_dir(out: Path) -> int:
+    """Hold the run folder's lock for this process; a second `query` into it is refused."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise BadInputError(
+            f"{out}: another query process is writing this run folder; wait for it to finish "
+            "or give a new --out"
+        ) from None
+    return fd
 
 
 def _chunk_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[list[int]]:
@@ -196,8 +273,21 @@ def run_query(
 
     `llm_backend` replaces the backend the config names (e.g. a model already in memory)."""
     out = Path(out)
-    if not dry_run:  # a dry run counts prompts and tokens and writes nothing
-        _check_run_dir(out, _run_identity(index, cfg, questions_src, len(questions)))
+    lock = None if dry_run else _lock_run_dir(out)  # a dry run writes nothing
+    try:
+        if not dry_run:
+            _check_run_dir(out, _run_identity(index, cfg, questions_src, questions), index)
+        return _run_batches(index, questions, cfg, out, dry_run, llm_backend)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _run_batches(
+    index: Index, questions: list[Question], cfg: QueryConfig, out: Path, dry_run: bool,
+    llm_backend,
+) -> dict[str, Any]:  # fmt: skip
+    """Every batch not finished yet: retrieve (or reload its checkpoint), answer, write."""
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
     method = method_spec(cfg.method).retrieve
     started = time.perf_counter()
