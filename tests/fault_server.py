@@ -1,5 +1,6 @@
 """FAULT INJECTOR, not a model: a local OpenAI-shaped HTTP server that answers with planned
-faults (hangs, 500s, 429s with Retry-After, malformed bodies, dropped connections) so the
+faults (hangs, 500s, 429s with Retry-After, malformed bodies, dropped connections, raw answers
+of any status and body) so the
 client's retry logic can be tested. Real answers come from the llama.cpp server tests."""
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ class FaultInjector:
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload.encode())
+                    return
+                if mode.startswith("raw:"):  # raw:STATUS:BODY, "{auth}" -> the request's key
+                    _, status, text = mode.split(":", 2)
+                    auth = self.headers.get("Authorization", "")
+                    payload = text.replace("{auth}", auth).encode()
+                    self.send_response(int(status))
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
                     return
                 if mode.startswith("hang"):
                     time.sleep(float(mode.split(":")[1]))

@@ -183,3 +183,52 @@ def test_a_500_that_names_response_format_is_a_refusal_not_an_outage() -> None:
         (c,) = backend.generate(["x"], GenParams(json_schema=SCHEMA))
         assert c.error is None and c.decoding == "schema" and len(srv.requests) == 2
         assert backend.decoding == "json_object_schema" and backend.http.retries == 0
+
+
+def test_a_retry_after_that_is_neither_seconds_nor_a_date_backs_off_and_retries() -> None:
+    with FaultInjector(["429:soon", "429:"]) as srv:
+        llm = client(srv.url, concurrency=1)
+        (c,) = llm.generate(["x"], GenParams())
+        assert c.error is None and c.text == "echo: x" and llm.http.retries == 2
+
+
+def test_answers_without_text_are_retried_then_recorded_as_failures(tmp_path) -> None:
+    """`choices: []` and `content: null` are not answers: retried, and after the last attempt
+    the prompt fails (nothing cached) instead of becoming an empty answer."""
+    empty = 'raw:200:{"choices": []}'
+    null = 'raw:200:{"choices": [{"message": {"role": "assistant", "content": null}}]}'
+    with FaultInjector([empty, null]) as srv:
+        llm = LLM(client(srv.url, concurrency=1), cache=ResponseCache(tmp_path / "c.sqlite"))
+        (c,) = llm.generate(["x"], GenParams(), stage="s")
+        assert c.text == "echo: x" and len(srv.requests) == 3
+        assert llm.ledger.get("s", "openai:test-model").http_retries == 2
+    with FaultInjector([null] * 3) as srv:
+        llm = LLM(client(srv.url, concurrency=1, max_retries=2))
+        with pytest.raises(LLMError, match="answer without content"):
+            llm.generate(["y"], GenParams(), stage="s")
+
+
+def test_usage_that_is_not_a_whole_number_is_counted_locally() -> None:
+    body = '{"choices": [{"message": {"content": "two words"}}], "usage": '
+    plan = [
+        f'raw:200:{body}{{"prompt_tokens": "many", "completion_tokens": 2.5}}}}',
+        f'raw:200:{body}{{"prompt_tokens": 11.0, "completion_tokens": true}}}}',
+    ]
+    with FaultInjector(plan) as srv:
+        llm = client(srv.url, concurrency=1)
+        a, b = llm.generate(["hello there", "hello there"], GenParams())
+        local = llm.count_tokens(["hello there", "two words"])
+        assert (a.text, a.prompt_tokens, a.completion_tokens) == ("two words", *local)
+        assert (b.prompt_tokens, b.completion_tokens) == (11, local[1])
+
+
+def test_an_error_body_that_echoes_the_key_is_redacted(monkeypatch) -> None:
+    monkeypatch.setenv("TEST_LLM_KEY", SECRET)
+    with FaultInjector(
+        ['raw:401:{"error": "invalid key {auth}"}', "raw:502:{auth}"] + ["raw:200:{auth}"] * 3
+    ) as srv:
+        llm = client(srv.url, concurrency=1, max_retries=2, api_key_env="TEST_LLM_KEY")
+        (c,) = llm.generate(["x"], GenParams())
+        assert "HTTP 401" in c.error and "[redacted]" in c.error and SECRET not in c.error
+        (c,) = llm.generate(["y"], GenParams())
+        assert c.error and "malformed body" in c.error and SECRET not in c.error

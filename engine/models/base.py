@@ -92,6 +92,8 @@ class Usage:
     """Fresh calls with a schema that the server only honoured as plain JSON mode."""
     free_decoded: int = 0
     """Fresh calls with a schema that were decoded without any constraint."""
+    http_retries: int = 0
+    """HTTP requests a server backend sent again (429, 5xx, timeouts, answers without text)."""
 
     def add(self, c: Completion) -> None:
         """Count one completion."""

@@ -95,8 +95,12 @@ class LLM:
                 fresh = []
                 todo_keys = list(todo.keys())
                 bar = progress(f"llm {stage}", total=len(batch), unit="prompt")
+                http = getattr(self.backend, "http", None)  # a server backend's retry counter
                 for lo in range(0, len(batch), self.flush_every):
+                    before = http.retries if http is not None else 0
                     part = self.backend.generate(batch[lo : lo + self.flush_every], params)
+                    if http is not None:
+                        usage.http_retries += http.retries - before
                     if self.cache is not None:
                         ok = [
                             (k, c)

@@ -1,10 +1,12 @@
 """OpenAI-compatible servers (vllm serve, llama.cpp's server, hosted APIs): chat completions
 and embeddings with bounded concurrency, timeouts, and retries.
 
-Retries: 429, 5xx, dropped connections, timeouts and malformed bodies are retried with
-exponential backoff and full jitter, honouring Retry-After. The API key is read from the
-environment variable named in the config and sent only in the Authorization header: it never
-appears in logs, error messages or the response cache.
+Retries: 429, 5xx, dropped connections, timeouts, malformed bodies and chat answers without
+content (`choices: []`, `content: null`) are retried with exponential backoff and full jitter,
+honouring a Retry-After in seconds or as a date (any other value falls back to the backoff).
+The API key is read from the environment variable named in the config and sent only in the
+Authorization header: it is redacted from every message built from a server's answer, and never
+reaches logs or the response cache.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +65,7 @@ class RetryingClient:
     def __init__(self, settings: HTTPSettings) -> None:
         self.settings = settings
         headers = {"Content-Type": "application/json"}
+        self._secret: str | None = None
         if settings.api_key_env:
             key = os.environ.get(settings.api_key_env)
             if not key:
@@ -69,6 +73,7 @@ class RetryingClient:
                     f"llm.api_key_env: environment variable {settings.api_key_env} is not set; export the API key in it"
                 )
             headers["Authorization"] = f"Bearer {key}"
+            self._secret = key
         timeout = httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s)
         limits = httpx.Limits(
             max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
@@ -86,17 +91,29 @@ class RetryingClient:
             try:
                 wait = float(value)
             except ValueError:
-                parsed = email.utils.parsedate_to_datetime(value)
-                wait = parsed.timestamp() - time.time() if parsed else s.backoff_base_s
-            return min(max(wait, 0.0), s.backoff_max_s)
+                try:
+                    wait = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+                except (TypeError, ValueError, OverflowError):  # neither seconds nor a date
+                    wait = random.uniform(0, min(s.backoff_max_s, s.backoff_base_s * 2**attempt))
+            if wait == wait:  # not NaN
+                return min(max(wait, 0.0), s.backoff_max_s)
         return random.uniform(0, min(s.backoff_max_s, s.backoff_base_s * 2**attempt))
 
+    def redact(self, text: str) -> str:
+        """`text` without the API key (a server may echo the Authorization header)."""
+        return text.replace(self._secret, "[redacted]") if self._secret else text
+
     def post(
-        self, path: str, body: dict[str, Any], required: str, refusal: str | None = None
+        self,
+        path: str,
+        body: dict[str, Any],
+        required: str,
+        refusal: str | None = None,
+        accept: Callable[[dict[str, Any]], bool] | None = None,
     ) -> dict[str, Any]:
-        """POST and return the JSON body, which must contain key `required`; retry what is
-        transient. An error answer whose text names `refusal` (a request field the server
-        rejects, even as a 5xx) is raised at once as HTTPStatusError."""
+        """POST and return the JSON body, which must contain key `required` (and pass `accept`);
+        retry what is transient. An error answer whose text names `refusal` (a request field
+        the server rejects, even as a 5xx) is raised at once as HTTPStatusError."""
         last = "no attempt made"
         for attempt in range(self.settings.max_retries + 1):
             response = None
@@ -109,7 +126,8 @@ class RetryingClient:
                     last = f"HTTP {response.status_code}"
                 elif response.status_code >= 400:
                     raise HTTPStatusError(
-                        f"{self.settings.base_url}{path}: HTTP {response.status_code}: {response.text[:300]}",
+                        f"{self.settings.base_url}{path}: HTTP {response.status_code}: "
+                        + self.redact(response.text)[:300],
                         response.status_code,
                     )
                 else:
@@ -118,8 +136,11 @@ class RetryingClient:
                     except ValueError:
                         data = None
                     if isinstance(data, dict) and required in data:
-                        return data
-                    last = f"malformed body: {response.text[:120]!r}"
+                        if accept is None or accept(data):
+                            return data
+                        last = f"answer without content: {self.redact(response.text)[:120]!r}"
+                    else:
+                        last = f"malformed body: {self.redact(response.text)[:120]!r}"
             except (
                 httpx.TransportError,
                 httpx.TimeoutException,
@@ -197,7 +218,7 @@ class OpenAICompatLLM:
                     body["response_format"] = {"type": "json_object"}
             try:
                 refusal = "response_format" if "response_format" in body else None
-                data = self.http.post("/chat/completions", body, "choices", refusal)
+                data = self.http.post("/chat/completions", body, "choices", refusal, _has_content)
                 break
             except HTTPStatusError as exc:
                 named = "response_format" in str(exc)
@@ -205,16 +226,11 @@ class OpenAICompatLLM:
                     raise
                 self._step_down(decoding, str(exc))
         latency = time.perf_counter() - t0
-        try:
-            choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
-            raise LLMError(
-                f"{self.http.settings.base_url}: chat answer without choices[0].message.content"
-            ) from None
-        usage = data.get("usage") or {}
-        pt = usage.get("prompt_tokens")
-        ct = usage.get("completion_tokens")
+        choice = data["choices"][0]
+        text = choice["message"]["content"]
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        pt = _count(usage.get("prompt_tokens"))
+        ct = _count(usage.get("completion_tokens"))
         if pt is None:
             pt = self.count_tokens([prompt])[0]
         if ct is None:
@@ -254,6 +270,26 @@ class OpenAICompatLLM:
                 return Completion("", 0, 0, finish_reason="error", error=str(exc))
 
         return self.http.map(one, prompts)
+
+
+def _has_content(data: dict[str, Any]) -> bool:
+    """A chat answer with text in choices[0].message.content (else it is retried)."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    message = choices[0].get("message")
+    return isinstance(message, dict) and isinstance(message.get("content"), str)
+
+
+def _count(value: Any) -> int | None:
+    """A usage count the server reported, or None when it is missing or not a whole number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
 
 
 class OpenAIEmbedder:
