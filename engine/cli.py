@@ -25,6 +25,31 @@ def _human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def writable_folder(path: str, flag: str = "--out") -> Path:
+    """`path` as an output folder that exists or can be made, and can be written to."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"{flag} {path}: is a file; give a folder path")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"{flag} {path}: cannot create the folder ({exc.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise BadInputError(f"{flag} {path}: cannot write there (permission denied)")
+    return out
+
+
+def cutoffs(text: str) -> list[int]:
+    """--k: comma-separated positive integers."""
+    try:
+        ks = [int(k) for k in text.split(",")]
+    except ValueError:
+        ks = []
+    if not ks or min(ks) < 1:
+        raise BadInputError(f"--k {text}: give comma-separated positive integers such as 1,2,5,10")
+    return ks
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     """Build an index from corpus files (or the built-in demo corpus)."""
     from engine.demo import corpus_path
@@ -46,6 +71,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         corpus.append(str(corpus_path()))
     if not corpus:
         raise BadInputError("index: give CORPUS files or folders, or --demo")
+    if not args.dry_run:
+        writable_folder(args.out)
     if args.add and not (Path(args.out) / "manifest.json").exists():
         raise BadInputError(
             f"index --add: {args.out} holds no index yet; build one first without --add"
@@ -163,6 +190,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.base_url:
         cfg.models.llm.base_url = args.base_url
     cfg.validate(args.method)
+    if not args.dry_run:
+        writable_folder(args.out)
     index = NoIndex() if args.index == "none" else open_index(args.index)
     source = str(demo_questions_path()) if args.questions == "demo" else args.questions
     questions = load_questions(source, limit=args.limit)
@@ -215,7 +244,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Score query runs (or compare two) and write a report folder."""
     from engine.eval.report import compare_runs, evaluate_runs
 
-    ks = [int(k) for k in args.k.split(",")]
+    ks = cutoffs(args.k)
+    writable_folder(args.out)
     if args.compare:
         if len(args.runs) != 2:
             raise BadInputError("eval --compare: give exactly two run folders (RUN_A RUN_B)")

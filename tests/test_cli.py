@@ -130,3 +130,35 @@ def test_index_real_corpora(tmp_path: Path, shared_data: Path, run_cli) -> None:
     ]
     assert set(gold) <= ext
     assert idx.rows("chunks") >= idx.rows("documents")
+
+
+def test_unusable_paths_and_arguments_are_one_line_exit_2(
+    tmp_path: Path, demo_index: Path, capsys
+) -> None:
+    """--out that is a file, --config that is a folder, --k that is not numbers, and a run
+    folder whose results or summary are damaged: one line on stderr, exit 2."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    query = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
+    run = tmp_path / "run"
+    cases = [
+        ([*query, "--out", str(afile)], "is a file; give a folder path"),
+        (
+            ["index", "--demo", "--out", str(tmp_path / "i"), "--config", str(tmp_path)],
+            "is a folder",
+        ),
+        (["eval", str(run), "--k", "abc", "--out", str(tmp_path / "e")], "--k abc: give comma"),
+    ]
+    assert main([*query, "--limit", "2", "--out", str(run)]) == 0
+    for args, message in cases:
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+    (run / "summary.json").write_text('{"questions": 2')  # cut short
+    assert main(["eval", str(run), "--out", str(tmp_path / "e")]) == 2
+    assert "summary.json: not a readable summary" in capsys.readouterr().err
+    (run / "summary.json").unlink()
+    data = (run / "results.parquet").read_bytes()
+    (run / "results.parquet").write_bytes(data[: len(data) // 2])
+    assert main(["eval", str(run), "--out", str(tmp_path / "e")]) == 2
+    assert "results.parquet: not a readable results file" in capsys.readouterr().err

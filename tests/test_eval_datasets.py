@@ -82,11 +82,15 @@ def test_demo_and_user_questions(tmp_path: Path) -> None:
         ('["question"]\n', ":1: a question record must be a JSON object"),
         ('{"question": "a", "graph": [["x", "y"]]}\n', ":1: `graph` must be a list"),
         ("\n", "no questions in the file"),
+        ('{"question": "ok"}\n{"question": "a\\ud800"}\n', ":2: holds a lone surrogate escape"),
+        ('{"question": "ok"}\n{"question": "caf\xe9"}\n'.encode("latin-1"), ":2: not valid UTF-8"),
     ],
 )
-def test_bad_question_files_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
+def test_bad_question_files_name_file_and_line(
+    tmp_path: Path, content: str | bytes, message: str
+) -> None:
     f = tmp_path / "bad.jsonl"
-    f.write_text(content)
+    f.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(QuestionFileError) as err:
         load_questions(f)
     assert str(err.value).startswith(str(f)) and message in str(err.value)
@@ -110,3 +114,11 @@ def test_cli_bad_questions_exit_2(tmp_path: Path, demo_index: Path, capsys) -> N
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"{f}:2: not valid JSON" in err[0]
     assert not (tmp_path / "r" / "results.parquet").exists()
+
+
+def test_a_byte_order_mark_before_the_first_question_is_tolerated(tmp_path: Path) -> None:
+    f = tmp_path / "bom.jsonl"
+    f.write_bytes(
+        b'\xef\xbb\xbf{"id": "a", "question": "Who?"}\n{"id": "b", "question": "Where?"}\n'
+    )
+    assert [q.qid for q in load_questions(f)] == ["a", "b"]

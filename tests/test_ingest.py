@@ -79,7 +79,13 @@ BAD_CASES = [
         "malformed.jsonl",
         b'{"title": "ok", "text": "fine"}\n{"title": "x", "text": \n',
         2,
-        "malformed JSON",
+        "not valid JSON",
+    ),
+    (
+        "surrogate.jsonl",
+        b'{"title": "ok", "text": "fine"}\n{"title": "x", "text": "a\\ud800b"}\n',
+        2,
+        "holds a lone surrogate escape",
     ),
     (
         "notext.jsonl",
@@ -139,7 +145,7 @@ def test_gzip_bad_line_numbers(tmp_path: Path) -> None:
     p = tmp_path / "c.jsonl.gz"
     with gzip.open(p, "wb") as fh:
         fh.write(b'{"text": "a"}\n{"text": "b"}\n{oops}\n')
-    with pytest.raises(IngestError, match=rf"^{p}:3: malformed JSON"):
+    with pytest.raises(IngestError, match=rf"^{p}:3: not valid JSON"):
         read_all([p])
 
 
@@ -202,3 +208,15 @@ def test_seen_hashes_matches_a_python_set() -> None:
         assert seen.add(key) == (key not in ref)
         ref.add(key)
     assert len(seen) == len(ref)
+
+
+def test_a_byte_order_mark_is_tolerated_in_jsonl_and_stripped_in_text(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    jl, txt = tmp_path / "a.jsonl", tmp_path / "b.txt"
+    jl.write_bytes(
+        bom + b'{"title": "A", "text": "Alpha text."}\n{"title": "B", "text": "Beta."}\n'
+    )
+    txt.write_bytes(bom + b"# Gamma\nGamma text.\n")
+    docs, _ = read_all([jl, txt])
+    assert [d.title for d in docs] == ["A", "B", "Gamma"]
+    assert all("\ufeff" not in d.text and "\ufeff" not in d.title for d in docs)

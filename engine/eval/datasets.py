@@ -16,13 +16,13 @@ A malformed record stops the load with `file:line: what is wrong`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from engine.errors import BadInputError
+from engine.jsonl import BOM, decode_line, parse_line
 
 
 class QuestionFileError(BadInputError):
@@ -73,18 +73,16 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
         raise QuestionFileError(f"{path}: no such question file; give a JSONL file of questions")
     out: list[Question] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
             where = f"{path}:{lineno}"
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise QuestionFileError(
-                    f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "each line must be one JSON object"
-                ) from None
+                line = decode_line(raw)
+                if not line.strip(BOM + " \t\r\n"):
+                    continue
+                record = parse_line(line, first=lineno == 1)
+            except ValueError as exc:
+                raise QuestionFileError(f"{where}: {exc}") from None
             q = parse_question(record, where, default_id=f"q{lineno}")
             if q.qid in seen:
                 raise QuestionFileError(

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import BadInputError
@@ -40,10 +41,27 @@ def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]
         raise BadInputError(
             f"{run}: no results.parquet; finish the run with `graphrag-engine query ... --out {run}`"
         )
-    summary = (
-        json.loads((run / "summary.json").read_text()) if (run / "summary.json").exists() else {}
-    )
-    return run.name, summary, pq.read_table(path).to_pylist()
+    summary: dict[str, Any] = {}
+    if (run / "summary.json").exists():
+        try:
+            summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadInputError(
+                f"{run}/summary.json: not a readable summary ({exc}); resume the run with the "
+                "same `graphrag-engine query` command to write it again"
+            ) from None
+        if not isinstance(summary, dict):
+            raise BadInputError(
+                f"{run}/summary.json: not a JSON object; resume the run to rewrite it"
+            )
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInputError(
+            f"{path}: not a readable results file ({str(exc)[:160]}); resume the run with the "
+            "same `graphrag-engine query` command to write it again"
+        ) from None
+    return run.name, summary, rows
 
 
 def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[float]]:

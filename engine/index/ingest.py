@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from engine.config import IngestConfig
 from engine.errors import IngestError
+from engine.jsonl import BOM, decode_line, parse_line
 
 TEXT_SUFFIXES = {".txt", ".md"}
 SUFFIXES = {".jsonl", ".parquet", *TEXT_SUFFIXES}
@@ -206,20 +207,17 @@ class DocumentReader:
                 self.stats.bytes_read += len(raw)
                 where = f"{path}:{lineno}"
                 try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    self._bad(
-                        where,
-                        f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-                    )
+                    line = decode_line(raw)
+                except ValueError as exc:
+                    self._bad(where, str(exc))
                     continue
-                if not line.strip():
+                if not line.strip(BOM + " \t\r\n"):
                     continue
                 self.stats.records += 1
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    self._bad(where, f"malformed JSON ({exc.msg} at column {exc.colno})")
+                    record = parse_line(line, first=lineno == 1)
+                except ValueError as exc:
+                    self._bad(where, str(exc))
                     continue
                 if not isinstance(record, dict):
                     self._bad(where, f"expected a JSON object, got {type(record).__name__}")
@@ -257,7 +255,7 @@ class DocumentReader:
         self.stats.bytes_read += len(raw)
         self.stats.records += 1
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8").removeprefix(BOM)
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             self._bad(f"{path}:{line}", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})")

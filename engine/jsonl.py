@@ -1,0 +1,54 @@
+"""One JSONL line to one record, the same way for corpora and question files: UTF-8 checked
+per line, a byte-order mark before the first record dropped, JSON escapes of lone surrogates
+(text no file can hold) refused. Each failure is a ValueError whose message says what is wrong
+at that line; the caller adds the file and line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+BOM = "\ufeff"
+
+
+def decode_line(raw: bytes) -> str:
+    """A line's text; ValueError naming the first byte that is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "save the file as UTF-8"
+        ) from None
+
+
+def parse_line(line: str, first: bool) -> Any:
+    """The JSON value of one line (a leading BOM dropped on the first line)."""
+    if first:
+        line = line.removeprefix(BOM)
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
+        ) from None
+    if "\\ud" in line.lower() and _has_lone_surrogate(value):
+        raise ValueError(
+            "holds a lone surrogate escape such as \\ud800, which is not text; "
+            "fix the encoding where the file was written"
+        )
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
