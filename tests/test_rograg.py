@@ -121,3 +121,31 @@ def test_ner_keys_dual_level_alone_needs_no_llm(demo_index, tmp_path) -> None:
             for r, e in zip(rows, extras, strict=True)
             if e["stage"] == "dual_level"
         )
+
+
+def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
+    demo_index, tmp_path
+) -> None:
+    """check: result, two questions: the first one's logic-form answer is verified and kept
+    (no second generation), the second moves to dual-level, is answered and verified there;
+    each question's answer tokens are counted under result_answer."""
+    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+
+    questions = load_questions(demo_questions_path())[:2]
+    with FaultInjector([]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        cfg = query_config("rograg")
+        cfg.generation.enabled = False
+        cfg.options.check = "result"
+        cfg.models.llm.backend = "openai"
+        cfg.models.llm.parse_retries = 0
+        ctx = QueryContext(open_index(demo_index), cfg, tmp_path, llm_backend=backend)
+        said = ["say:" + json.dumps(x) for x in (KEYS, KEYS, FORM, FORM)]
+        fault.plan = [*said, "say:Ada Vell", "say:first answer", "say:second answer"]
+        fault.plan += ["say:" + json.dumps({"supported": v}) for v in (True, False)]
+        fault.plan += ["say:third answer", "say:" + json.dumps({"supported": True})]
+        r = rograg(ctx, questions, StageClock())
+        assert not fault.plan
+    assert [e["stage"] for e in r.extras] == ["logic_form", "dual_level"]
+    assert [c.preset_answer for c in r.contexts] == ["first answer", "third answer"]
+    assert all(t["result_answer"] > 0 and t["verify"] > 0 for t in r.tokens)

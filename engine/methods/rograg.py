@@ -261,7 +261,8 @@ def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], l
                 ctx.cfg.generation.max_context_tokens, ctx.cfg.generation.max_tokens,
             )  # fmt: skip
             given = dict(zip(ask, done.answers, strict=True))
-            _add(tokens, "result_answer", [sum(done.tokens[i].values()) for i in range(len(ask))])
+            for q, spent in zip(ask, done.tokens, strict=True):
+                tokens[q]["result_answer"] = tokens[q].get("result_answer", 0) + sum(spent.values())
         prompts = [
             [{"role": "user", "content": _verdict_prompt(cfg, texts[q], contexts[q], given.get(q))}]
             for q in ask
