@@ -77,7 +77,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise BadInputError(
             f"index --add: {args.out} holds no index yet; build one first without --add"
         )
-    manifest = build_index(corpus, args.out, config, add=args.add, dry_run=args.dry_run)
+    if args.force and args.add:
+        raise BadInputError(
+            "index: --force rebuilds from CORPUS alone; it cannot be used with --add"
+        )
+    manifest = build_index(
+        corpus, args.out, config, add=args.add, dry_run=args.dry_run, force=args.force
+    )
     if args.dry_run:
         est = manifest["estimate"] or {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
         print(
@@ -308,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--add",
         action="store_true",
         help="add CORPUS to the index in --out (only new text is extracted and embedded)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild --out even when its manifest is damaged or unreadable (it is replaced)",
     )
     p.add_argument(
         "--dry-run",

@@ -162,3 +162,17 @@ def test_unusable_paths_and_arguments_are_one_line_exit_2(
     (run / "results.parquet").write_bytes(data[: len(data) // 2])
     assert main(["eval", str(run), "--out", str(tmp_path / "e")]) == 2
     assert "results.parquet: not a readable results file" in capsys.readouterr().err
+
+
+def test_index_into_a_damaged_target_stops_first_and_force_rebuilds(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "idx"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"format": "graphrag-engine-index", "schema_ver')
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "1", "title": "Tam", "text": "Tam Ries sails."}) + "\n")
+    assert main(["index", str(corpus), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "move the folder aside" in err[0] and "--force" in err[0]
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "manifest.json"]  # no work done
+    assert main(["index", str(corpus), "--out", str(out), "--force"]) == 0
+    assert main(["info", str(out)]) == 0

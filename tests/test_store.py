@@ -202,3 +202,32 @@ def test_killed_writer_leaves_a_consistent_index(tmp_path: Path) -> None:
         seen_generations.add(idx.generation)
         start = g + 1000
     assert len(seen_generations) == 6
+
+
+def test_an_unreadable_target_is_refused_before_any_work_unless_forced(tmp_path: Path) -> None:
+    """A damaged or newer-schema manifest in the target stops the writer as it opens (no
+    staging folder, nothing written), says how to recover, and --force rebuilds in place."""
+    commit_simple(tmp_path, "old")
+    path = tmp_path / "manifest.json"
+    good = path.read_text()
+    newer = json.loads(good) | {"schema_version": SCHEMA_VERSION + 1}
+    for text, what in (("{damaged", "--force"), (json.dumps(newer), "upgrade graphrag-engine")):
+        path.write_text(text)
+        with pytest.raises(IndexFormatError, match=what):
+            IndexWriter(tmp_path)
+        assert not list(tmp_path.glob(".staging-*")) and path.read_text() == text
+    w = IndexWriter(tmp_path, force=True)
+    w.write_table("documents", doc_rows(2, "new"))
+    m = w.commit(config={"k": 1}, config_hash="abc", models={})
+    assert m["generation"] == 2 and open_index(tmp_path).rows("documents") == 2
+
+
+def test_a_failed_commit_removes_its_staging(tmp_path: Path) -> None:
+    commit_simple(tmp_path, "old")
+    w = IndexWriter(tmp_path)
+    w.write_table("documents", doc_rows(3, "new"))
+    (tmp_path / "manifest.json").write_text("{damaged meanwhile")
+    with pytest.raises(IndexFormatError):
+        w.commit(config={"k": 1}, config_hash="abc", models={})
+    assert not list(tmp_path.glob(".staging-*"))
+    IndexWriter(tmp_path, force=True).abort()  # the lock was released

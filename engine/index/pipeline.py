@@ -54,11 +54,13 @@ def build_index(
     config: IndexConfig,
     add: bool = False,
     dry_run: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Index the corpus into `out` and return the committed manifest (or, dry, the estimate).
 
     With add=True the documents already in `out` are indexed together with the new ones; the
-    caches make that cost only what the new documents add.
+    caches make that cost only what the new documents add. force=True rebuilds over a manifest
+    that cannot be read (without it such a target is refused before any work).
     """
     out = Path(out)
     before = indexed_documents(out) if add else ()
@@ -66,7 +68,7 @@ def build_index(
     stats: dict[str, Any] = {"stages": {}}
     keep = config.graph.enabled
     chunks = ChunkList()
-    with IndexWriter(out) as writer:
+    with IndexWriter(out, force=force) as writer:
         started = time.perf_counter()
         n_chunks = n_tokens = 0
         docs_table, chunks_table = writer.table("documents"), writer.table("chunks")

@@ -89,6 +89,8 @@ class IndexWriter:
 
     root: Path
     base: Index | None = None
+    force: bool = False
+    """Rebuild over a damaged or unreadable manifest instead of refusing."""
     _staging: Path = field(init=False)
     _tables: dict[str, TableWriter] = field(default_factory=dict, init=False)
     _entries: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
@@ -105,6 +107,12 @@ class IndexWriter:
             raise IndexFormatError(
                 f"{self.root}: another process is writing this index; wait for it to finish"
             ) from None
+        if not self.force:  # refuse a target we could not commit to before any work is done
+            try:
+                _read_manifest_or_none(self.root)
+            except IndexFormatError:
+                self._release()
+                raise
         for stale in self.root.glob(".staging-*"):
             shutil.rmtree(stale, ignore_errors=True)
         self._staging = self.root / f".staging-{uuid.uuid4().hex[:12]}"
@@ -164,8 +172,12 @@ class IndexWriter:
             for writer in self._tables.values():
                 writer.close()
                 self._entries[writer.name] = {"kind": "table", "rows": writer.rows}
-            previous = _read_manifest_or_none(self.root)
-            generation = (previous["generation"] + 1) if previous else 1
+            if self.force:  # past a manifest that cannot be read: a generation not used yet
+                used = [int(p.name[4:]) for p in self.root.glob("gen-*") if p.name[4:].isdigit()]
+                generation = 1 + max(used, default=0)
+            else:
+                previous = _read_manifest_or_none(self.root)
+                generation = (previous["generation"] + 1) if previous else 1
             gen_name = f"gen-{generation:06d}"
             files: dict[str, dict[str, Any]] = {}
             for name, entry in self._entries.items():
@@ -203,6 +215,9 @@ class IndexWriter:
             _fsync_dir(self.root)
             self._collect_garbage(generation)
             return manifest
+        except BaseException:
+            shutil.rmtree(self._staging, ignore_errors=True)  # nothing half-written stays
+            raise
         finally:
             self._release()
 
@@ -246,13 +261,20 @@ def _parse_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise IndexFormatError(
-            f"{path}: manifest is not valid JSON ({exc}); re-run the index"
+            f"{path}: manifest is not valid JSON ({exc}); move the folder aside and index "
+            "again, or rebuild it in place with `graphrag-engine index ... --force`"
         ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise IndexFormatError(f"{path}: not a graphrag-engine index manifest")
+        raise IndexFormatError(
+            f"{path}: not a graphrag-engine index manifest; move the folder aside, or rebuild "
+            "it in place with `graphrag-engine index ... --force`"
+        )
     version = manifest.get("schema_version")
     if not isinstance(version, int):
-        raise IndexFormatError(f"{path}: manifest has no integer schema_version")
+        raise IndexFormatError(
+            f"{path}: manifest has no integer schema_version; move the folder aside, or "
+            "rebuild it in place with `graphrag-engine index ... --force`"
+        )
     if version > SCHEMA_VERSION:
         raise IndexFormatError(
             f"{path}: index has schema version {version}, but this graphrag-engine reads up to "
