@@ -62,6 +62,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             setattr(config.ingest, name, value)
     if args.skip_bad:
         config.ingest.skip_bad = True
+    if args.strict_ids:
+        config.ingest.strict_ids = True
     if args.executor:
         config.executor = args.executor
     if args.address:
@@ -71,6 +73,14 @@ def cmd_index(args: argparse.Namespace) -> int:
         corpus.append(str(corpus_path()))
     if not corpus:
         raise BadInputError("index: give CORPUS files or folders, or --demo")
+    target = Path(args.out).resolve()
+    for source in corpus:
+        folder = Path(source).resolve()
+        if folder.is_dir() and target.is_relative_to(folder):
+            raise BadInputError(
+                f"index --out {args.out}: lies inside the corpus folder {source}, so the index "
+                "would be read as corpus next time; put the index outside it"
+            )
     if not args.dry_run:
         writable_folder(args.out)
     if args.add and not (Path(args.out) / "manifest.json").exists():
@@ -99,6 +109,12 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{ingest['duplicates']} duplicates dropped, {ingest['skipped_bad']} bad records skipped, "
         f"{stage['seconds']:.1f} s"
     )
+    if ingest.get("id_conflicts"):
+        print(
+            f"warning: {ingest['id_conflicts']} records reuse a corpus id that an earlier record "
+            "with another text had (both kept); --strict-ids makes this an error",
+            file=sys.stderr,
+        )
     _print_tables(manifest, Path(args.out))
     _print_stages(manifest)
     return 0
@@ -303,7 +319,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config", help="YAML config (see configs/index.yaml)")
     p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
-    p.add_argument("--skip-bad", action="store_true", help="skip and count malformed records")
+    p.add_argument(
+        "--skip-bad", action="store_true", help="skip and count malformed records and files"
+    )
+    p.add_argument(
+        "--strict-ids",
+        action="store_true",
+        help="refuse a corpus id given to two different texts (default: count and warn)",
+    )
     p.add_argument(
         "--executor", choices=["local", "ray"], help="where the model stages run (default: config)"
     )

@@ -28,7 +28,9 @@ class IngestConfig:
     title_field: str = "title"
     text_field: str = "text"
     skip_bad: bool = False
-    """Skip and count malformed records instead of stopping at the first one."""
+    """Skip and count malformed records (and unreadable files) instead of stopping."""
+    strict_ids: bool = False
+    """A corpus id given to two different texts is an error (otherwise a counted warning)."""
 
 
 @dataclass

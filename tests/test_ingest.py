@@ -220,3 +220,55 @@ def test_a_byte_order_mark_is_tolerated_in_jsonl_and_stripped_in_text(tmp_path: 
     docs, _ = read_all([jl, txt])
     assert [d.title for d in docs] == ["A", "B", "Gamma"]
     assert all("\ufeff" not in d.text and "\ufeff" not in d.title for d in docs)
+
+
+def test_symlinked_folders_are_followed_once_and_loops_end(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "corpus", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    (root / "sub" / "a.txt").write_text("Alpha text.")
+    (elsewhere / "b.txt").write_text("Beta text.")
+    (root / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (root / "sub" / "loop").symlink_to(root, target_is_directory=True)  # a cycle
+    (root / "again").symlink_to(elsewhere, target_is_directory=True)  # the same folder twice
+    docs, _ = read_all([root])
+    assert sorted(d.text for d in docs) == ["Alpha text.", "Beta text."]
+
+
+def test_skip_bad_skips_a_damaged_file_in_a_folder(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text(json.dumps({"title": "ok", "text": "fine"}) + "\n")
+    (folder / "broken.parquet").write_bytes(b"PAR1 not really")
+    gz = folder / "cut.jsonl.gz"
+    with gzip.open(gz, "wb") as fh:
+        fh.write(b"".join(json.dumps({"text": f"doc {i}"}).encode() + b"\n" for i in range(3000)))
+    gz.write_bytes(gz.read_bytes()[:-200])
+    with pytest.raises(IngestError, match="--skip-bad"):
+        read_all([folder])
+    docs, reader = read_all([folder], skip_bad=True)
+    assert reader.stats.skipped_bad == 2 and "fine" in {d.text for d in docs}
+    assert any("broken.parquet" in b for b in reader.stats.bad_examples)
+
+
+def test_one_id_on_two_texts_is_counted_or_refused(tmp_path: Path, capsys) -> None:
+    p = tmp_path / "c.jsonl"
+    rows = [
+        {"id": "7", "title": "A", "text": "First text."},
+        {"id": "7", "title": "A", "text": "First text."},  # an exact duplicate, not a conflict
+        {"id": "7", "title": "A", "text": "Another text."},
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    docs, reader = read_all([p])
+    assert len(docs) == 2 and reader.stats.id_conflicts == 1 and reader.stats.duplicates == 1
+    assert main(["index", str(p), "--out", str(tmp_path / "i"), "--strict-ids"]) == 2
+    assert "id '7' was given to another text" in capsys.readouterr().err
+    assert main(["index", str(p), "--out", str(tmp_path / "i")]) == 0
+    assert "1 records reuse a corpus id" in capsys.readouterr().err
+
+
+def test_an_index_inside_its_corpus_folder_is_refused(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a.txt").write_text("Alpha text.")
+    assert main(["index", str(tmp_path), "--out", str(tmp_path / "idx")]) == 2
+    assert "lies inside the corpus folder" in capsys.readouterr().err
+    assert not (tmp_path / "idx").exists()

@@ -1,8 +1,10 @@
 """Ingest: stream documents out of JSONL, Parquet, .txt/.md files (gzip too) and folders of them.
 
 Every bad record is reported as `file:line: what is wrong` (IngestError, exit code 2), or,
-with `skip_bad`, skipped and counted. Exact duplicates (same title and text) are dropped and
-counted. Documents come out one at a time, so a corpus larger than memory streams through.
+with `skip_bad`, skipped and counted (an unreadable file too). Exact duplicates (same title and
+text) are dropped and counted; one corpus id on two different texts is counted and reported
+(an error with `strict_ids`). Folders are walked following symbolic links, each real folder
+once. Documents come out one at a time, so a corpus larger than memory streams through.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +64,8 @@ class IngestStats:
     documents: int = 0
     duplicates: int = 0
     skipped_bad: int = 0
+    id_conflicts: int = 0
+    """Records whose corpus id an earlier record with another text already had."""
     bytes_read: int = 0
     bad_examples: list[str] = field(default_factory=list)
 
@@ -72,8 +77,13 @@ class IngestStats:
             "documents": self.documents,
             "duplicates": self.duplicates,
             "skipped_bad": self.skipped_bad,
+            "id_conflicts": self.id_conflicts,
             "bad_examples": self.bad_examples[:5],
         }
+
+
+class _UnreadableFile(Exception):
+    """A corpus file that cannot be read at all (skipped and counted under skip_bad)."""
 
 
 def content_id(title: str, text: str) -> str:
@@ -87,7 +97,7 @@ def list_corpus_files(paths: Iterable[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and _format_of(p) is not None)
+            files = sorted(p for p in _walk(path) if _format_of(p) is not None)
             if not files:
                 raise IngestError(
                     f"{path}: folder holds no .jsonl, .parquet, .txt or .md files (gzip allowed)"
@@ -102,6 +112,22 @@ def list_corpus_files(paths: Iterable[str | Path]) -> list[Path]:
         else:
             raise IngestError(f"{path}: no such file or folder")
     return found
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Every file under `root`, following symbolic links to folders; a folder reached twice
+    (a link loop, or two links to one folder) is walked once."""
+    seen: set[tuple[int, int]] = set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        st = os.stat(folder)
+        if (st.st_dev, st.st_ino) in seen:
+            dirs.clear()
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        for name in files:
+            path = Path(folder) / name
+            if path.is_file():
+                yield path
 
 
 def _format_of(path: Path) -> str | None:
@@ -165,6 +191,8 @@ class DocumentReader:
         self.stats = IngestStats(files=len(self.files))
         self.total_bytes = sum(p.stat().st_size for p in self.files)
         self._seen = SeenHashes()
+        self._ids = SeenHashes()  # corpus ids seen, and (id, content) pairs seen
+        self._id_texts = SeenHashes()
 
     def __iter__(self) -> Iterator[Document]:
         for doc in self.before:
@@ -173,11 +201,25 @@ class DocumentReader:
                 yield doc
         for path in self.files:
             for doc in self._read_file(path):
+                if doc.external_id is not None and self._id_conflict(doc):
+                    self.stats.id_conflicts += 1
+                    if self.config.strict_ids:
+                        raise IngestError(
+                            f"{doc.source}: id {doc.external_id!r} was given to another text "
+                            "earlier; give every document its own id (or drop --strict-ids)"
+                        )
                 if not self._seen.add(int(doc.doc_id, 16)):
                     self.stats.duplicates += 1
                     continue
                 self.stats.documents += 1
                 yield doc
+
+    def _id_conflict(self, doc: Document) -> bool:
+        """True when this corpus id came earlier with another text."""
+        key = int(hashlib.sha1(doc.external_id.encode()).hexdigest()[:16], 16)
+        pair = int(hashlib.sha1(f"{doc.external_id}\n{doc.doc_id}".encode()).hexdigest()[:16], 16)
+        new_id, new_pair = self._ids.add(key), self._id_texts.add(pair)
+        return not new_id and new_pair
 
     # -- per format -----------------------------------------------------------------------
     def _read_file(self, path: Path) -> Iterator[Document]:
@@ -192,7 +234,14 @@ class DocumentReader:
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise IngestError(f"{path}: file disappeared while reading") from None
-            raise IngestError(f"{path}: cannot read ({exc}); check the file is complete") from None
+            if not self.config.skip_bad:
+                raise IngestError(
+                    f"{path}: cannot read ({exc}); check the file is complete, or pass "
+                    "--skip-bad to skip it"
+                ) from None
+            self._bad(f"{path}", f"cannot read the rest of the file ({exc})")
+        except _UnreadableFile as exc:
+            self._bad(f"{path}", str(exc))
 
     def _bad(self, where: str, message: str) -> None:
         if not self.config.skip_bad:
@@ -233,7 +282,11 @@ class DocumentReader:
         try:
             pfile = pq.ParquetFile(source)
         except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise IngestError(f"{path}: not a readable Parquet file ({exc})") from None
+            if self.config.skip_bad:
+                raise _UnreadableFile(f"not a readable Parquet file ({exc})") from None
+            raise IngestError(
+                f"{path}: not a readable Parquet file ({exc}); pass --skip-bad to skip it"
+            ) from None
         if self.config.text_field not in pfile.schema_arrow.names:
             raise IngestError(
                 f"{path}: no column '{self.config.text_field}' (columns: "
