@@ -97,3 +97,38 @@ def test_split_windows_reference_cases() -> None:
 def test_sentence_starts() -> None:
     text = 'He left. "Why?" she asked! Then\nnew line'
     assert [text[i : i + 3] for i in sentence_starts(text)] == ["He ", '"Wh', "she", "The", "new"]
+
+
+def test_a_long_document_chunked_by_segments_equals_the_whole_text_pass(
+    shared_data: Path, monkeypatch
+) -> None:
+    """The longest real book of UltraDomain CS chunked SEGMENT_CHARS at a time gives the
+    same chunks as one pass over the whole text, with segments cut small to cross many."""
+    import engine.index.chunking as chunking
+
+    books = list(DocumentReader([shared_data / "ultradomain_cs_corpus.jsonl"]))
+    book = max(books, key=lambda d: len(d.text))
+    cfg = ChunkingConfig(chunk_tokens=200, overlap_tokens=32)
+    monkeypatch.setattr(chunking, "SEGMENT_CHARS", 10**9)
+    ((_, whole),) = list(chunk_documents([book], cfg))
+    monkeypatch.setattr(chunking, "SEGMENT_CHARS", 20_000)
+    ((_, parts),) = list(chunk_documents([book], cfg))
+    assert len(book.text) > 15 * 20_000 and len(whole) > 300
+    assert [(c.start_char, c.end_char, c.n_tokens, c.chunk_id) for c in parts] == [
+        (c.start_char, c.end_char, c.n_tokens, c.chunk_id) for c in whole
+    ]
+
+
+def test_text_without_boundaries_is_cut_at_the_token_limit() -> None:
+    """300 kB without whitespace is one [UNK] to WordPiece; it still becomes chunks of at most
+    chunk_tokens (8 characters per token) that cover it, in a single pass and by segments."""
+    from engine.index.chunking import MAX_TOKEN_CHARS
+    from engine.index.ingest import Document, content_id
+
+    text = "x7" * 150_000 + " tail words here."
+    doc = Document(content_id("t", text), "t", text, "test:1")
+    cfg = ChunkingConfig(chunk_tokens=64, overlap_tokens=8)
+    ((_, chunks),) = list(chunk_documents([doc], cfg))
+    assert all(0 < c.n_tokens <= 64 and len(c.text) <= 64 * MAX_TOKEN_CHARS for c in chunks)
+    assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
+    assert all(b.start_char < a.end_char for a, b in zip(chunks, chunks[1:], strict=False))

@@ -2,7 +2,12 @@
 
 Tokens come from a local tokenizer (by default the packaged all-MiniLM-L6-v2 tokenizer, the
 default embedder's own), never from the network. Documents are tokenized in batches of
-`batch_docs`, so memory stays bounded however large the corpus is.
+`batch_docs`, so memory stays bounded however large the corpus is; a document longer than
+SEGMENT_CHARS is tokenized a segment at a time (each segment resumes where the previous one's
+last, possibly cut-short window began), so one huge document does not hold all its token
+offsets at once. A word the tokenizer maps to one unknown token because it is too long (WordPiece does so
+over 100 characters) counts one token per MAX_TOKEN_CHARS characters, so no chunk exceeds
+`chunk_tokens` whatever the text looks like.
 """
 
 from __future__ import annotations
@@ -21,6 +26,12 @@ from engine.models.tokenizer import load_tokenizer
 # A sentence ends at . ! ? (optionally followed by closing quotes or brackets) before
 # whitespace, or at a blank line / line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+SEGMENT_CHARS = 1 << 18
+"""A document longer than this (characters) is tokenized segment by segment."""
+LONG_WORD_CHARS = 100
+"""An unknown token spanning more characters is a word WordPiece would not split ..."""
+MAX_TOKEN_CHARS = 8
+"""... and counts as one token per this many characters."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +113,29 @@ def chunk_id(doc_id: str, idx: int, text: str) -> str:
     return hashlib.sha1(f"{doc_id}\x00{idx}\x00{text}".encode()).hexdigest()[:16]
 
 
-def _chunks_of(doc: Document, offsets: list[tuple[int, int]], cfg: ChunkingConfig) -> list[Chunk]:
-    text = doc.text
-    offsets = [o for o in offsets if o[1] > o[0]]
+def _split_unknown(enc, unk: int | None) -> list[tuple[int, int]]:
+    """The encoding's non-empty token spans, an unknown-token span over LONG_WORD_CHARS
+    characters cut into pieces of MAX_TOKEN_CHARS (continuations of one word)."""
+    long = unk is not None and any(
+        i == unk and b - a > LONG_WORD_CHARS for i, (a, b) in zip(enc.ids, enc.offsets, strict=True)
+    )
+    if not long:
+        return [o for o in enc.offsets if o[1] > o[0]]
+    out: list[tuple[int, int]] = []
+    for i, (a, b) in zip(enc.ids, enc.offsets, strict=True):
+        if i == unk and b - a > LONG_WORD_CHARS:
+            out.extend((c, min(c + MAX_TOKEN_CHARS, b)) for c in range(a, b, MAX_TOKEN_CHARS))
+        elif b > a:
+            out.append((a, b))
+    return out
+
+
+def _windows_of(
+    text: str, offsets: list[tuple[int, int]], cfg: ChunkingConfig
+) -> list[tuple[int, int, int]]:
+    """(start char, end char, tokens) of each window over one text's token spans."""
     if not offsets:
-        return [Chunk(chunk_id(doc.doc_id, 0, text), doc.doc_id, 0, text, 0, 0, len(text))]
+        return []
     token_starts = [s for s, _ in offsets]
     boundaries: list[int] = []
     if cfg.sentence_aware:
@@ -119,14 +148,44 @@ def _chunks_of(doc: Document, offsets: list[tuple[int, int]], cfg: ChunkingConfi
     windows = split_windows(
         token_starts, boundaries, cfg.chunk_tokens, cfg.overlap_tokens, word_starts
     )
+    return [(offsets[a][0], offsets[b - 1][1], b - a) for a, b in windows]
+
+
+def _chunks_of(doc: Document, spans: list[tuple[int, int, int]]) -> list[Chunk]:
+    """The document's chunks from its (start char, end char, tokens) windows."""
+    text = doc.text
+    if not spans:
+        return [Chunk(chunk_id(doc.doc_id, 0, text), doc.doc_id, 0, text, 0, 0, len(text))]
     chunks = []
-    for idx, (a, b) in enumerate(windows):
-        cs, ce = offsets[a][0], offsets[b - 1][1]
+    for idx, (cs, ce, n) in enumerate(spans):
         piece = text[cs:ce]
-        chunks.append(
-            Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, b - a, cs, ce)
-        )
+        chunks.append(Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, n, cs, ce))
     return chunks
+
+
+def _segmented_windows(tok, text: str, cfg: ChunkingConfig) -> list[tuple[int, int, int]]:
+    """Windows of a long text, SEGMENT_CHARS at a time: each segment ends at a whitespace
+    before its limit (or at the limit), and its last window, which the segment end may have
+    cut short, is redone as the start of the next segment."""
+    spans: list[tuple[int, int, int]] = []
+    start = 0
+    while start < len(text):
+        end = min(start + SEGMENT_CHARS, len(text))
+        if end < len(text):
+            space = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+            end = space + 1 if space > start + SEGMENT_CHARS // 2 else end
+        piece = text[start:end]
+        enc = tok.encode(piece, add_special_tokens=False)
+        local = _windows_of(piece, _split_unknown(enc, tok.token_to_id("[UNK]")), cfg)
+        if end < len(text) and len(local) > 1:
+            # the last window may be cut short by the segment end: the next segment starts
+            # with it, where the whole-text pass would have started it
+            spans.extend((a + start, b + start, n) for a, b, n in local[:-1])
+            start += local[-1][0]
+        else:
+            spans.extend((a + start, b + start, n) for a, b, n in local)
+            start = end
+    return spans
 
 
 def chunk_documents(
@@ -140,10 +199,15 @@ def chunk_documents(
     def flush() -> Iterator[tuple[Document, list[Chunk]]]:
         encodings = tok.encode_batch([d.text for d in batch], add_special_tokens=False)
         for doc, enc in zip(batch, encodings, strict=True):
-            yield doc, _chunks_of(doc, enc.offsets, cfg)
+            spans = _split_unknown(enc, tok.token_to_id("[UNK]"))
+            yield doc, _chunks_of(doc, _windows_of(doc.text, spans, cfg))
         batch.clear()
 
     for doc in docs:
+        if len(doc.text) > SEGMENT_CHARS:
+            yield from flush()
+            yield doc, _chunks_of(doc, _segmented_windows(tok, doc.text, cfg))
+            continue
         batch.append(doc)
         if len(batch) >= cfg.batch_docs:
             yield from flush()
