@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine import __version__
 from engine.config import load_config
-from engine.errors import BadInputError, GraphRAGError, NotYetAvailableError
+from engine.errors import BadInputError, GraphRAGError, IndexFormatError, NotYetAvailableError
 
 
 def _human_bytes(n: float) -> str:
@@ -138,6 +138,15 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     index = open_index(args.index)
     m = index.manifest
+    if args.verify:
+        problems = index.verify()
+        if problems:
+            raise IndexFormatError(
+                f"{len(problems)} of {len(m['files'])} files fail the check: "
+                + "; ".join(problems)
+                + "; rebuild the index with `graphrag-engine index`"
+            )
+        print(f"verified: all {len(m['files'])} files match their sha256 in the manifest")
     if args.json:
         print(json.dumps(m, indent=2, sort_keys=True))
         return 0
@@ -356,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe an index")
     p.add_argument("index")
     p.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
+    p.add_argument(
+        "--verify", action="store_true", help="check every file against its sha256 (reads all)"
+    )
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("generate", help="answer a JSONL file of prompts with the configured LLM")

@@ -231,3 +231,53 @@ def test_a_failed_commit_removes_its_staging(tmp_path: Path) -> None:
         w.commit(config={"k": 1}, config_hash="abc", models={})
     assert not list(tmp_path.glob(".staging-*"))
     IndexWriter(tmp_path, force=True).abort()  # the lock was released
+
+
+def test_checksums_are_recorded_while_writing_and_verified(
+    tmp_path: Path, demo_index: Path, capsys
+) -> None:
+    """Every file's sha256 is in the manifest as written; same-size damage to a Parquet file
+    passes the size check but `info --verify` names it, and a query that reads it exits 2
+    naming it instead of failing inside pyarrow."""
+    import shutil
+
+    from engine.cli import main
+    from engine.store.index_store import file_sha256
+
+    idx = tmp_path / "idx"
+    shutil.copytree(demo_index, idx)
+    index = open_index(idx)
+    for entry in index.manifest["files"].values():
+        assert entry["sha256"] == file_sha256(idx / entry["path"])
+    assert index.verify() == []
+    assert main(["info", str(idx), "--verify"]) == 0
+    chunks = idx / index.manifest["files"]["chunks"]["path"]
+    data = bytearray(chunks.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 64] = bytes(64)  # same size, damaged inside
+    chunks.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["info", str(idx)]) == 0  # sizes still match
+    assert main(["info", str(idx), "--verify"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{chunks}: content differs" in err[0]
+    args = ["query", str(idx), "demo", "--method", "bm25", "--retrieval-only"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    assert str(chunks) in capsys.readouterr().err
+
+
+def test_non_finite_vectors_and_paths_outside_the_index_are_refused(tmp_path: Path) -> None:
+    commit_simple(tmp_path, "a")
+    index = open_index(tmp_path)
+    path = tmp_path / index.manifest["files"]["chunk_vectors"]["path"]
+    arr = np.load(path)
+    arr[3, 1] = np.nan
+    np.save(path, arr)  # same size and shape
+    with pytest.raises(IndexFormatError, match="NaN or infinite"):
+        open_index(tmp_path).vectors("chunk_vectors")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        IndexWriter(tmp_path / "other").write_vectors("v", arr, model="m")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["files"]["documents"]["path"] = "../outside/documents.parquet"
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="outside the index folder"):
+        open_index(tmp_path)

@@ -16,6 +16,7 @@ never a mix; a process killed at any point leaves the previous commit readable.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -52,6 +53,45 @@ def _fsync_file(path: Path) -> None:
 
 
 @dataclass
+class HashingFile:
+    """A binary file being written that hashes every byte passing through, so the commit
+    records each file's sha256 without reading it again."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb")
+        self.sha256 = hashlib.sha256()
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        """Hash and write `data`."""
+        self.sha256.update(data)
+        return self._fh.write(data)
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        """Flush the underlying file."""
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file (once)."""
+        if not self.closed:
+            self._fh.close()
+            self.closed = True
+
+
+def file_sha256(path: Path, block: int = 1 << 22) -> str:
+    """sha256 of a file, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
 class TableWriter:
     """Streams record batches of one table into a Parquet file of the staging folder."""
 
@@ -60,6 +100,7 @@ class TableWriter:
     schema: pa.Schema
     rows: int = 0
     _writer: pq.ParquetWriter | None = None
+    _sink: HashingFile | None = None
 
     def write(self, rows: list[dict[str, Any]] | pa.RecordBatch | pa.Table) -> None:
         """Append rows (dicts in schema order, a RecordBatch or a Table)."""
@@ -72,15 +113,21 @@ class TableWriter:
         if not rows.schema.equals(self.schema):
             rows = rows.select(self.schema.names).cast(self.schema)
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+            self._open()
         self._writer.write_table(rows, row_group_size=64 * 1024)
         self.rows += rows.num_rows
 
-    def close(self) -> None:
-        """Finish the file (an empty table still gets a valid Parquet file)."""
+    def _open(self) -> None:
+        self._sink = HashingFile(self.path)
+        self._writer = pq.ParquetWriter(self._sink, self.schema, compression="zstd")
+
+    def close(self) -> str:
+        """Finish the file (an empty table still gets a valid Parquet file); its sha256."""
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+            self._open()
         self._writer.close()
+        self._sink.close()
+        return self._sink.sha256.hexdigest()
 
 
 @dataclass
@@ -150,13 +197,19 @@ class IndexWriter:
         arr = np.ascontiguousarray(vectors, dtype=np.float32)
         if arr.ndim != 2:
             raise ValueError(f"vectors '{name}' must be 2-D, got shape {arr.shape}")
-        path = self._staging / f"{name}.npy"
-        np.save(path, arr)
+        if arr.size and not np.isfinite(arr).all():
+            raise ValueError(f"vectors '{name}' hold NaN or infinite values; not stored")
+        sink = HashingFile(self._staging / f"{name}.npy")
+        try:
+            np.save(sink, arr)
+        finally:
+            sink.close()
         self._entries[name] = {
             "kind": "vectors",
             "shape": list(arr.shape),
             "dtype": "float32",
             "model": model,
+            "sha256": sink.sha256.hexdigest(),
         }
 
     # -- commit ---------------------------------------------------------------------------
@@ -170,8 +223,8 @@ class IndexWriter:
         """Make the staged files the current index atomically; return the new manifest."""
         try:
             for writer in self._tables.values():
-                writer.close()
-                self._entries[writer.name] = {"kind": "table", "rows": writer.rows}
+                sha = writer.close()
+                self._entries[writer.name] = {"kind": "table", "rows": writer.rows, "sha256": sha}
             if self.force:  # past a manifest that cannot be read: a generation not used yet
                 used = [int(p.name[4:]) for p in self.root.glob("gen-*") if p.name[4:].isdigit()]
                 generation = 1 + max(used, default=0)
@@ -226,6 +279,7 @@ class IndexWriter:
         for writer in self._tables.values():
             if writer._writer is not None:
                 writer._writer.close()
+                writer._sink.close()
         shutil.rmtree(self._staging, ignore_errors=True)
         self._release()
 
@@ -288,6 +342,13 @@ def _parse_manifest(path: Path) -> dict[str, Any]:
     for key in ("generation", "files", "config", "models", "config_hash"):
         if key not in manifest:
             raise IndexFormatError(f"{path}: manifest lacks '{key}'; rebuild the index")
+    for name, entry in manifest["files"].items():
+        where = Path(str(entry.get("path", "")))
+        if where.is_absolute() or ".." in where.parts or not where.parts:
+            raise IndexFormatError(
+                f"{path}: file '{name}' is listed at {str(where)!r}, outside the index folder; "
+                "the manifest is not one graphrag-engine wrote: rebuild the index"
+            )
     return manifest
 
 
@@ -302,6 +363,7 @@ class Index:
                 f"{self.root}: no index here (no {MANIFEST}); build one with `graphrag-engine index`"
             )
         self.manifest = _parse_manifest(path)
+        self._finite: set[str] = set()
         self._validate()
 
     def _validate(self) -> None:
@@ -357,19 +419,53 @@ class Index:
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """Read a whole table (or some columns)."""
-        return pq.read_table(self._path(name), columns=columns)
+        path = self._path(name)
+        try:
+            return pq.read_table(path, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise self._damaged(path, exc) from None
 
     def iter_batches(
         self, name: str, batch_size: int = 65536, columns: list[str] | None = None
     ) -> Iterator[pa.RecordBatch]:
         """Stream a table in record batches with bounded memory."""
-        yield from pq.ParquetFile(self._path(name)).iter_batches(
-            batch_size=batch_size, columns=columns
-        )
+        path = self._path(name)
+        try:
+            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise self._damaged(path, exc) from None
 
     def vectors(self, name: str) -> np.ndarray:
-        """Memory-mapped (n, d) float32 matrix."""
-        return np.load(self._path(name), mmap_mode="r")
+        """Memory-mapped (n, d) float32 matrix; NaN or infinite values are refused."""
+        path = self._path(name)
+        arr = np.load(path, mmap_mode="r")
+        if name not in self._finite:
+            for lo in range(0, arr.shape[0], 65536):  # bounded memory
+                if not np.isfinite(arr[lo : lo + 65536]).all():
+                    raise IndexFormatError(
+                        f"{path}: vectors hold NaN or infinite values; the index is damaged, "
+                        "rebuild it with `graphrag-engine index`"
+                    )
+            self._finite.add(name)
+        return arr
+
+    def _damaged(self, path: Path, exc: Exception) -> IndexFormatError:
+        return IndexFormatError(
+            f"{path}: cannot be read ({str(exc)[:160]}); the index is damaged: "
+            f"`graphrag-engine info {self.root} --verify` checks every file; rebuild the index"
+        )
+
+    def verify(self) -> list[str]:
+        """Every file's sha256 against the manifest: one line per file that differs (or has
+        no checksum recorded, from an index built before checksums)."""
+        problems = []
+        for _, entry in sorted(self.manifest["files"].items()):
+            path = self.root / entry["path"]
+            if "sha256" not in entry:
+                problems.append(f"{path}: no checksum recorded (built before checksums)")
+            elif file_sha256(path) != entry["sha256"]:
+                problems.append(f"{path}: content differs from the manifest's sha256")
+        return problems
 
     def file_sizes(self) -> Iterable[tuple[str, int]]:
         """(name, bytes) of every file in the commit."""
