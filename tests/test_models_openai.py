@@ -232,3 +232,25 @@ def test_an_error_body_that_echoes_the_key_is_redacted(monkeypatch) -> None:
         assert "HTTP 401" in c.error and "[redacted]" in c.error and SECRET not in c.error
         (c,) = llm.generate(["y"], GenParams())
         assert c.error and "malformed body" in c.error and SECRET not in c.error
+
+
+def test_the_cache_keeps_answers_of_different_servers_apart(tmp_path, monkeypatch) -> None:
+    """Two servers that serve different models under one name: with their URLs in the cache
+    identity the second is asked too; on loopback (ports change with every start) the model
+    name alone identifies the answers, so a restarted local server reuses them."""
+    import engine.models.openai_llm as openai_llm
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+
+    def ask(url: str) -> str:
+        (c,) = LLM(client(url, concurrency=1), cache=cache).generate(["hi"], GenParams(), "s")
+        return c.text
+
+    with FaultInjector(["say:from A"]) as a, FaultInjector(["say:from B"]) as b:
+        assert ask(a.url) == "from A" and ask(b.url) == "from A"  # loopback: one model
+        assert len(b.requests) == 0
+        monkeypatch.setattr(openai_llm, "LOOPBACK", ())  # as if both were remote hosts
+        assert ask(b.url) == "from B" and ask(a.url) == "echo: hi"  # each its own entries
+    assert openai_llm.server_cache_id("openai:m", "https://api.example.com/v1/") == (
+        "openai:m@api.example.com/v1"
+    )

@@ -76,7 +76,8 @@ class LLM:
             self.backend.generate(prompts, params, stage=stage)
         usage = self.ledger.get(stage, self.backend.model_id)
         started = time.perf_counter()
-        keys = [prompt_key(self.model_id, p, params) for p in prompts]
+        cache_id = getattr(self.backend, "cache_id", self.model_id)
+        keys = [prompt_key(cache_id, p, params) for p in prompts]
         hits = self.cache.get_many(sorted(set(keys))) if self.cache is not None else {}
         out: list[Completion | None] = [hits.get(k) for k in keys]
         # identical prompts in one batch are sent once

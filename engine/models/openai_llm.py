@@ -176,6 +176,8 @@ class OpenAICompatLLM:
         self.model = model
         self.http = RetryingClient(settings)
         self.model_id = f"openai:{model}"
+        self.cache_id = server_cache_id(self.model_id, settings.base_url)
+        """The response-cache identity: the model and, unless on loopback, the server's URL."""
         self._tokenizer = tokenizer
         self.decoding = DECODING_LADDER[0]
         """The strongest schema mode this server has not refused."""
@@ -272,6 +274,20 @@ class OpenAICompatLLM:
         return self.http.map(one, prompts)
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def server_cache_id(model_id: str, base_url: str) -> str:
+    """Cache identity of a model behind a server: two servers that call different models by
+    one name must not share answers, so the server's URL is part of it. A loopback server is
+    identified by the model name alone: it is this machine's, and its port changes with every
+    start (a llama.cpp server started by the engine picks a free one)."""
+    url = httpx.URL(base_url)
+    if url.host in LOOPBACK:
+        return model_id
+    return f"{model_id}@{url.netloc.decode()}{url.path.rstrip('/')}"
+
+
 def _has_content(data: dict[str, Any]) -> bool:
     """A chat answer with text in choices[0].message.content (else it is retried)."""
     choices = data.get("choices")
@@ -300,6 +316,8 @@ class OpenAIEmbedder:
         self.http = RetryingClient(settings)
         self.batch_size = batch_size
         self.model_id = f"openai:{model}"
+        self.cache_id = server_cache_id(self.model_id, settings.base_url)
+        """The response-cache identity: the model and, unless on loopback, the server's URL."""
         self._dim: int | None = None
 
     @property
