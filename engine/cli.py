@@ -1,6 +1,7 @@
 """Command line: index | info | query | eval | bench (thin: parse, call, print).
 
-Bad input prints one line on stderr and exits 2; an internal failure exits 1.
+Bad input prints one line on stderr and exits 2; an internal failure exits 1; a query run that
+finished with questions whose answer prompt failed after every retry exits 3.
 """
 
 from __future__ import annotations
@@ -226,7 +227,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     index = NoIndex() if args.index == "none" else open_index(args.index)
     source = str(demo_questions_path()) if args.questions == "demo" else args.questions
     questions = load_questions(source, limit=args.limit)
-    summary = run_query(index, questions, cfg, args.out, source, dry_run=args.dry_run)
+    summary = run_query(
+        index, questions, cfg, args.out, source, dry_run=args.dry_run, fail_fast=args.fail_fast
+    )
     if args.dry_run:
         stages = ", ".join(
             f"{key.split('/')[0]}: {u['dry_run_prompts']} prompts, {u['prompt_tokens']} prompt tokens"
@@ -244,6 +247,13 @@ def cmd_query(args: argparse.Namespace) -> int:
         f"tokens per question {json.dumps(tok) if tok else 0}; stage seconds "
         f"{json.dumps(summary['stage_seconds'])}"
     )
+    if summary["failed_questions"]:
+        print(
+            f"{summary['failed_questions']} questions have no answer: their prompt failed after "
+            "every retry (answer_failed in results); re-run the same command to ask them again",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 
@@ -401,6 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run folder (re-run the same command to resume)")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
+    p.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at an answer prompt that fails after every retry (default: record it and go on)",
+    )
     p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
     p.add_argument("--llm-model")
     p.add_argument("--base-url", dest="base_url")

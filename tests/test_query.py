@@ -318,3 +318,41 @@ def test_dry_run_counts_prompts_and_writes_nothing(
     text = capsys.readouterr().out
     assert "answer: 5 prompts" in text and "nothing was sent or written" in text
     assert not out.exists()
+
+
+def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """Against the FAULT INJECTOR: the second question's prompt fails every attempt; the run
+    finishes with exit 3, that question holds no answer and says why, eval scores it wrong;
+    the same command again sends only that prompt; --fail-fast stops at it instead."""
+    from engine.eval.report import score_rows
+    from tests.fault_server import FaultInjector
+
+    with FaultInjector(["say:first", "500", "500", "say:third"]) as fault:
+        spec = tmp_path / "bm25.yaml"
+        spec.write_text(
+            "method: bm25\nmodels:\n  llm:\n    backend: openai\n    model: fault\n"
+            f"    base_url: {fault.url}\n    max_retries: 1\n    concurrency: 1\n"
+        )
+        args = ["query", str(demo_index), "demo", "--method", str(spec), "--limit", "3"]
+        out = tmp_path / "run"
+        assert main([*args, "--out", str(out)]) == 3
+        assert "1 questions have no answer" in capsys.readouterr().err
+        rows = pq.read_table(out / "results.parquet").to_pylist()
+        assert [r["answer"] for r in rows] == ["first", None, "third"]
+        assert "HTTP 500" in json.loads(rows[1]["extras"])["answer_failed"]
+        assert (out / "parts" / "00000.failed").exists()
+        scores = score_rows(rows, [5])
+        assert scores["answer_failed"] == [0.0, 1.0, 0.0] and scores["accuracy"][1] == 0.0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["failed_questions"] == 1
+        sent = len(fault.requests)
+        fault.plan = ["say:second"]
+        assert main([*args, "--out", str(out)]) == 0
+        assert len(fault.requests) == sent + 1  # only the failed prompt went out again
+        rows = pq.read_table(out / "results.parquet").to_pylist()
+        assert [r["answer"] for r in rows] == ["first", "second", "third"]
+        assert not (out / "parts" / "00000.failed").exists()
+        fault.plan = ["500", "500"]
+        assert main([*args, "--out", str(tmp_path / "ff"), "--limit", "1", "--fail-fast"]) == 1

@@ -76,14 +76,17 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
     have_support = any(r["supporting_ids"] for r in rows)
     for r in rows:
         gold, pred = r["gold_answers"] or [], r["answer"]
+        extras = json.loads(r["extras"] or "{}")
         if have_answers:
-            ok = pred is not None and gold and r["kind"] != "abstract"
-            put("exact_match", exact_match(pred, gold) if ok else nan)
-            put("f1", token_f1(pred, gold) if ok else nan)
-            put("accuracy", accuracy(pred, gold) if ok else nan)
+            failed = "answer_failed" in extras  # its prompt failed: scored as wrong, counted
+            ok = (pred is not None or failed) and gold and r["kind"] != "abstract"
+            pred_text = "" if failed else pred
+            put("exact_match", exact_match(pred_text, gold) if ok else nan)
+            put("f1", token_f1(pred_text, gold) if ok else nan)
+            put("accuracy", accuracy(pred_text, gold) if ok else nan)
+            put("answer_failed", float(failed))
         if r["kind"] == "kbqa" and pred is not None:
             put("hr@1", hit_at_1(split_answers(pred), gold))
-        extras = json.loads(r["extras"] or "{}")
         ents = extras.get("retrieved_entities")
         if ents is not None and gold:
             for name, v in entity_prf(ents, gold).items():

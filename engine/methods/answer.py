@@ -90,9 +90,11 @@ def clean_answer(text: str) -> str:
 class Answered:
     """The answers of a batch, the contexts as the prompts held them, and tokens per question."""
 
-    answers: list[str]
+    answers: list[str | None]
     contexts: list[Context | None]
     tokens: list[dict[str, int]]
+    failed: list[str | None] = None  # type: ignore[assignment]
+    """Per question, why its prompt failed after every retry (None: answered)."""
 
 
 def answer_batch(
@@ -105,9 +107,12 @@ def answer_batch(
     prompt: PromptFn | None = None,
     options: Any = None,
     stage: str = "answer",
+    keep_failures: bool = False,
 ) -> Answered:
     """Fit every context, prompt every question without a preset answer in one batched call
-    (cached, resumable), and clean the answers; a None context means no retrieval."""
+    (cached, resumable), and clean the answers; a None context means no retrieval. With
+    `keep_failures` a prompt that fails after its retries leaves its answer None and says why
+    in `failed` instead of raising."""
     fitted = [
         None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
     ]
@@ -118,10 +123,13 @@ def answer_batch(
         prompts = [prompt(q, t, options) for q, t in zip(asked, texts, strict=True)]
     else:
         prompts = answer_prompts(asked, texts)
-    done = llm.generate(prompts, GenParams(max_tokens=max_tokens), stage=stage) if prompts else []
-    answers = [c.preset_answer if c is not None else "" for c in fitted]
+    params = GenParams(max_tokens=max_tokens)
+    done = llm.generate(prompts, params, stage, keep_failures=keep_failures) if prompts else []
+    answers: list[str | None] = [c.preset_answer if c is not None else "" for c in fitted]
+    failed: list[str | None] = [None] * len(questions)
     tokens: list[dict[str, int]] = [{} for _ in questions]
     for q, c, t in zip(ask, done, llm_tokens(done, stage), strict=True):
-        answers[q] = clean_answer(c.text)
+        answers[q] = clean_answer(c.text) if c.error is None else None
+        failed[q] = c.error
         tokens[q] = t
-    return Answered(answers, fitted, tokens)
+    return Answered(answers, fitted, tokens, failed)

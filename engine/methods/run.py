@@ -8,7 +8,9 @@ Run folder layout:
   corpus at the same path is refused (exit 2, naming what changed);
 * `.lock`: held while a `query` writes the folder; a second process is refused;
 * `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically);
-* `parts/NNNNN.parquet`: a finished batch (retrieval + answers);
+* `parts/NNNNN.parquet`: a finished batch (retrieval + answers); `parts/NNNNN.failed` beside
+  it when some of its answer prompts failed after every retry: those questions hold no answer
+  and say why (`answer_failed` in their extras), and a re-run answers that batch again;
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
 * `llm_usage.json`: LLM calls and tokens per stage and model, summed over the invocations
   that finished (the summary's `llm`);
@@ -201,7 +203,7 @@ def _chunk_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[list[int]]:
 
 
 def _answer_batch(
-    ctx: QueryContext, batch: list[Question], r: Retrieved, clock: StageClock
+    ctx: QueryContext, batch: list[Question], r: Retrieved, clock: StageClock, fail_fast: bool
 ) -> list[dict[str, Any]]:
     """Answers and result rows of one retrieved batch."""
     cfg = ctx.cfg
@@ -226,8 +228,12 @@ def _answer_batch(
                 cfg.generation.max_tokens,
                 method_spec(cfg.method).answer_prompt,
                 cfg.options,
+                keep_failures=not fail_fast,
             )
         answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
+        for q, why in enumerate(done.failed):
+            if why is not None:
+                r.extras[q] = {**r.extras[q], "answer_failed": why}
     per_q = {k: v / len(batch) for k, v in clock.seconds.items()}
     rows = []
     for q, question in enumerate(batch):
@@ -268,16 +274,19 @@ def run_query(
     questions_src: str,
     dry_run: bool = False,
     llm_backend=None,
+    fail_fast: bool = False,
 ) -> dict[str, Any]:
     """Run `cfg.method` over `questions` into the run folder `out`; returns the summary.
 
-    `llm_backend` replaces the backend the config names (e.g. a model already in memory)."""
+    `llm_backend` replaces the backend the config names (e.g. a model already in memory). An
+    answer prompt that fails after every retry is recorded as that question's failure and the
+    run goes on (summary `failed_questions`); `fail_fast` stops the run instead."""
     out = Path(out)
     lock = None if dry_run else _lock_run_dir(out)  # a dry run writes nothing
     try:
         if not dry_run:
             _check_run_dir(out, _run_identity(index, cfg, questions_src, questions), index)
-        return _run_batches(index, questions, cfg, out, dry_run, llm_backend)
+        return _run_batches(index, questions, cfg, out, dry_run, llm_backend, fail_fast)
     finally:
         if lock is not None:
             os.close(lock)
@@ -285,7 +294,7 @@ def run_query(
 
 def _run_batches(
     index: Index, questions: list[Question], cfg: QueryConfig, out: Path, dry_run: bool,
-    llm_backend,
+    llm_backend, fail_fast: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """Every batch not finished yet: retrieve (or reload its checkpoint), answer, write."""
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
@@ -298,7 +307,8 @@ def _run_batches(
     for b in range(n_batches):
         batch = questions[b * bs : (b + 1) * bs]
         done_path = out / "parts" / f"{b:05d}.parquet"
-        if done_path.exists() and not dry_run:
+        failed_marker = done_path.with_suffix(".failed")
+        if done_path.exists() and not failed_marker.exists() and not dry_run:
             resumed += len(batch)
             bar.update(len(batch))
             continue
@@ -311,7 +321,7 @@ def _run_batches(
             r = method(ctx, batch, clock)
             if not dry_run:
                 _write_atomic(ckpt, json.dumps(r.to_json()).encode())
-        rows = _answer_batch(ctx, batch, r, clock)
+        rows = _answer_batch(ctx, batch, r, clock, fail_fast)
         if dry_run:
             bar.update(len(batch))
             continue
@@ -319,6 +329,11 @@ def _run_batches(
         tmp = done_path.with_name(done_path.name + ".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, done_path)
+        failed = [row["qid"] for row in rows if "answer_failed" in json.loads(row["extras"])]
+        if failed:
+            _write_atomic(failed_marker, "\n".join(failed).encode())
+        elif failed_marker.exists():
+            failed_marker.unlink()
         bar.update(len(batch))
     bar.close()
     if dry_run:
@@ -369,6 +384,7 @@ def _finish(
         for k, v in json.loads(r["tokens"]).items():
             tokens[k] = tokens.get(k, 0) + v
     n = len(rows)
+    failed = sum("answer_failed" in json.loads(r["extras"] or "{}") for r in rows)
     index_tokens = sum(
         int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0))
         for s in index.manifest.get("stats", {}).get("stages", {}).values()
@@ -378,6 +394,7 @@ def _finish(
         "questions": n,
         "seconds": round(seconds, 3),
         "resumed_questions": resumed,
+        "failed_questions": failed,
         "questions_per_s": round((n - resumed) / seconds, 3) if seconds > 0 else None,
         "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()},
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},

@@ -70,8 +70,12 @@ class LLM:
         """Id of the backend's model (part of every cache key)."""
         return self.backend.model_id
 
-    def generate(self, prompts: list[Prompt], params: GenParams, stage: str) -> list[Completion]:
-        """Answer a batch: cached answers first, one backend call for the rest."""
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, stage: str, keep_failures: bool = False
+    ) -> list[Completion]:
+        """Answer a batch: cached answers first, one backend call for the rest. A prompt that
+        fails after the backend's retries raises LLMError, or with `keep_failures` comes back
+        with `error` set (counted in the ledger's failed_prompts), the others kept."""
         if isinstance(self.backend, NoLLM):
             self.backend.generate(prompts, params, stage=stage)
         usage = self.ledger.get(stage, self.backend.model_id)
@@ -116,7 +120,8 @@ class LLM:
                 bar.close()
                 self._tell_weaker_decoding(stage, fresh)
                 failed = [c for c in fresh if c.error is not None]
-                if failed:
+                usage.failed_prompts += len(failed) if keep_failures else 0
+                if failed and not keep_failures:
                     usage.seconds += time.perf_counter() - started
                     raise LLMError(
                         f"stage '{stage}': {len(failed)} of {len(fresh)} prompts failed "
