@@ -22,7 +22,6 @@ plans and answers make these rows a floor.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -120,20 +119,15 @@ def print_rows(title: str, rows: list[dict]) -> None:
     """One recall table."""
     print(f"\n{title}\n{'method':<40}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}")
     for r in rows:
-        cells = [
-            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
-        ]
+        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
         print(f"{r['method']:<40}{cells[0]:<24}{cells[1]:<24}")
 
 
 def main() -> None:
     """Index (shared), run, evaluate, time; print the tables and a JSON line."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
-    ap.add_argument("--questions", type=int, default=200)
-    ap.add_argument("--llm", action="store_true", help="add SmolLM2 plans (llama.cpp server)")
-    ap.add_argument("--llm-questions", type=int, default=200)
-    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    ap = retrieval.llm_bench_parser(
+        __doc__.splitlines()[0], "add SmolLM2 plans (llama.cpp server)", 200
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)

@@ -26,7 +26,6 @@ fallback share and LLM tokens. A 135M model's sub-queries make these rows a floo
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -133,9 +132,7 @@ def print_llm_rows(rows: list[dict]) -> None:
         f"{'fallback':>9}{'exp tok/q':>10}{'ctx tok/q':>10}"
     )
     for r in rows:
-        cells = [
-            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
-        ]
+        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
         ex = r.get("expansion", {})
         print(
             f"{r['method']:<38}{cells[0]:<24}{cells[1]:<24}{ex.get('fallback', ''):>9}"
@@ -149,12 +146,9 @@ def print_llm_rows(rows: list[dict]) -> None:
 
 def main() -> None:
     """Index (shared), run, evaluate, time; print the three tables and a JSON line."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
-    ap.add_argument("--questions", type=int, default=200)
-    ap.add_argument("--llm", action="store_true", help="add the perspective-expansion variants")
-    ap.add_argument("--llm-questions", type=int, default=200)
-    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    ap = retrieval.llm_bench_parser(
+        __doc__.splitlines()[0], "add the perspective-expansion variants", 200
+    )
     ap.add_argument("--sweep", action="store_true", help="with --llm: m = 1..6 and n = 1..4")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -177,9 +171,7 @@ def main() -> None:
         print(f"{VARIANTS[v][0]:<36}" + "".join(f"{shapes[v][k]:>13}" for k in STRUCTURE))
     print("\n(b) Recall of the chunks behind the context (95% CI)")
     for r in rows:
-        cells = [
-            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
-        ]
+        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
         print(f"{r['method']:<36}{cells[0]:<24}{cells[1]:<24}{r['q_per_s']:>8} q/s")
     fast = speed(work / "idx" / "musique", args.questions)
     print("\n(c) speed:", json.dumps(fast))

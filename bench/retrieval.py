@@ -94,6 +94,26 @@ def method_spec(method: str, work: Path) -> str:
     return str(path)
 
 
+def recall_cell(row: dict, k: int) -> str:
+    """Recall@k of a result row with its 95% CI, as the tables print it."""
+    lo, hi = row[f"R@{k}_ci"]
+    return f"{row[f'R@{k}']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def llm_bench_parser(
+    description: str, llm_help: str, llm_questions: int
+) -> argparse.ArgumentParser:
+    """The arguments the method benches share: --work, --questions, --llm, --llm-questions,
+    --llm-threads."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--llm", action="store_true", help=llm_help)
+    ap.add_argument("--llm-questions", type=int, default=llm_questions)
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    return ap
+
+
 def llm_variant_config(
     work: Path, base: str, name: str, overrides: tuple[str, ...], llm_yaml: str, cache: Path
 ) -> Path:

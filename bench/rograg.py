@@ -21,7 +21,6 @@ tokens per question, LLM tokens per question per stage, and which stage answered
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -100,9 +99,7 @@ def print_rows(rows: list[dict]) -> None:
     """Recall with CIs, context tokens, LLM tokens per stage and answering stages."""
     print(f"{'variant':<34}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'ctx tok/q':>10}  stages")
     for r in rows:
-        cells = [
-            f"{r[f'R@{k}']:.3f} [{r[f'R@{k}_ci'][0]:.3f}, {r[f'R@{k}_ci'][1]:.3f}]" for k in (2, 5)
-        ]
+        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
         s = r.get("shape", {})
         print(
             f"{r['method']:<34}{cells[0]:<24}{cells[1]:<24}{s.get('context_tokens', ''):>10}"
@@ -112,12 +109,7 @@ def print_rows(rows: list[dict]) -> None:
 
 def main() -> None:
     """Run, evaluate, time; print the table and a JSON line."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
-    ap.add_argument("--questions", type=int, default=200)
-    ap.add_argument("--llm", action="store_true", help="add the SmolLM2 variants")
-    ap.add_argument("--llm-questions", type=int, default=30)
-    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    ap = retrieval.llm_bench_parser(__doc__.splitlines()[0], "add the SmolLM2 variants", 30)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)

@@ -70,6 +70,9 @@ def test_generate_cli_bad_prompt_file(tmp_path: Path, run_cli) -> None:
     proc = run_cli("generate", str(bad), "--backend", "none", "--out", str(tmp_path / "a.jsonl"))
     assert proc.returncode == 2
     assert f"{bad}:2: needs a non-empty 'prompt'" in proc.stderr
+    bad.write_bytes(b'\xef\xbb\xbf{"id": 1, "prompt": "ok"}\n{"id": 2, "prompt": "a\\ud800"}\n')
+    proc = run_cli("generate", str(bad), "--backend", "none", "--out", str(tmp_path / "a.jsonl"))
+    assert proc.returncode == 2 and f"{bad}:2: holds a lone surrogate" in proc.stderr  # BOM ok
 
 
 def test_generate_cli_none_backend_names_stage(tmp_path: Path, run_cli) -> None:

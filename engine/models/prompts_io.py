@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from engine.errors import BadInputError
+from engine.jsonl import BOM, decode_line, parse_line
 from engine.models.base import Completion, Prompt
 
 
@@ -15,19 +16,18 @@ def read_prompts(path: str | Path) -> tuple[list[str], list[Prompt]]:
     ids: list[str] = []
     prompts: list[Prompt] = []
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")
     except FileNotFoundError:
         raise BadInputError(f"{path}: no such file") from None
     with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
+        for lineno, raw in enumerate(fh, start=1):
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInputError(
-                    f"{path}:{lineno}: malformed JSON ({exc.msg}); fix the line"
-                ) from None
+                line = decode_line(raw)
+                if not line.strip(BOM + " \t\r\n"):
+                    continue
+                rec = parse_line(line, first=lineno == 1)
+            except ValueError as exc:
+                raise BadInputError(f"{path}:{lineno}: {exc}") from None
             if not isinstance(rec, dict):
                 raise BadInputError(f"{path}:{lineno}: expected a JSON object")
             if isinstance(rec.get("prompt"), str) and rec["prompt"].strip():
