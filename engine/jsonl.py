@@ -6,7 +6,8 @@ at that line; the caller adds the file and line."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import IO, Any
 
 BOM = "\ufeff"
 
@@ -38,6 +39,20 @@ def parse_line(line: str, first: bool) -> Any:
             "fix the encoding where the file was written"
         )
     return value
+
+
+def records(fh: IO[bytes]) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every non-blank line of a binary JSONL stream; a bad line
+    raises ValueError with the line number in front of what is wrong ("7: not valid JSON")."""
+    for lineno, raw in enumerate(fh, 1):
+        try:
+            line = decode_line(raw)
+            if not line.strip(BOM + " \t\r\n"):
+                continue
+            value = parse_line(line, first=lineno == 1)
+        except ValueError as exc:
+            raise ValueError(f"{lineno}: {exc}") from None
+        yield lineno, value
 
 
 def _has_lone_surrogate(value: Any) -> bool:

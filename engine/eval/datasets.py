@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import BadInputError
-from engine.jsonl import BOM, decode_line, parse_line
+from engine.jsonl import records
 
 
 class QuestionFileError(BadInputError):
@@ -74,24 +74,21 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
     out: list[Question] = []
     seen: dict[str, int] = {}
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            where = f"{path}:{lineno}"
-            try:
-                line = decode_line(raw)
-                if not line.strip(BOM + " \t\r\n"):
-                    continue
-                record = parse_line(line, first=lineno == 1)
-            except ValueError as exc:
-                raise QuestionFileError(f"{where}: {exc}") from None
-            q = parse_question(record, where, default_id=f"q{lineno}")
-            if q.qid in seen:
-                raise QuestionFileError(
-                    f"{where}: question id {q.qid!r} repeats line {seen[q.qid]}; ids must be unique"
-                )
-            seen[q.qid] = lineno
-            out.append(q)
-            if limit is not None and len(out) >= limit:
-                break
+        try:
+            for lineno, record in records(fh):
+                where = f"{path}:{lineno}"
+                q = parse_question(record, where, default_id=f"q{lineno}")
+                if q.qid in seen:
+                    raise QuestionFileError(
+                        f"{where}: question id {q.qid!r} repeats line {seen[q.qid]}; "
+                        "ids must be unique"
+                    )
+                seen[q.qid] = lineno
+                out.append(q)
+                if limit is not None and len(out) >= limit:
+                    break
+        except ValueError as exc:  # a line that is not one JSON record
+            raise QuestionFileError(f"{path}:{exc}") from None
     if not out:
         raise QuestionFileError(f"{path}: no questions in the file")
     return out

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from engine.errors import BadInputError
-from engine.jsonl import BOM, decode_line, parse_line
+from engine.jsonl import records
 from engine.models.base import Completion, Prompt
 
 
@@ -20,38 +21,39 @@ def read_prompts(path: str | Path) -> tuple[list[str], list[Prompt]]:
     except FileNotFoundError:
         raise BadInputError(f"{path}: no such file") from None
     with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = decode_line(raw)
-                if not line.strip(BOM + " \t\r\n"):
-                    continue
-                rec = parse_line(line, first=lineno == 1)
-            except ValueError as exc:
-                raise BadInputError(f"{path}:{lineno}: {exc}") from None
-            if not isinstance(rec, dict):
-                raise BadInputError(f"{path}:{lineno}: expected a JSON object")
-            if isinstance(rec.get("prompt"), str) and rec["prompt"].strip():
-                prompts.append(rec["prompt"])
-            elif (
-                isinstance(rec.get("messages"), list)
-                and all(
-                    isinstance(m, dict)
-                    and isinstance(m.get("role"), str)
-                    and isinstance(m.get("content"), str)
-                    for m in rec["messages"]
-                )
-                and rec["messages"]
-            ):
-                prompts.append(rec["messages"])
-            else:
-                raise BadInputError(
-                    f"{path}:{lineno}: needs a non-empty 'prompt' string or a 'messages' list of "
-                    "{role, content} objects"
-                )
-            ids.append(str(rec.get("id", lineno)))
+        try:
+            for lineno, rec in records(fh):
+                prompts.append(_prompt_of(rec, f"{path}:{lineno}"))
+                ids.append(str(rec.get("id", lineno)))
+        except ValueError as exc:  # a line that is not one JSON record
+            raise BadInputError(f"{path}:{exc}") from None
     if not prompts:
         raise BadInputError(f"{path}: no prompts")
     return ids, prompts
+
+
+def _prompt_of(rec: Any, where: str) -> Prompt:
+    """A record's `prompt` string or `messages` list, or a BadInputError naming `where`."""
+    if not isinstance(rec, dict):
+        raise BadInputError(f"{where}: expected a JSON object")
+    if isinstance(rec.get("prompt"), str) and rec["prompt"].strip():
+        return rec["prompt"]
+    messages = rec.get("messages")
+    if (
+        isinstance(messages, list)
+        and messages
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("role"), str)
+            and isinstance(m.get("content"), str)
+            for m in messages
+        )
+    ):
+        return messages
+    raise BadInputError(
+        f"{where}: needs a non-empty 'prompt' string or a 'messages' list of "
+        "{role, content} objects"
+    )
 
 
 def write_answers(path: str | Path, ids: list[str], completions: list[Completion]) -> None:
