@@ -356,3 +356,34 @@ def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(
         assert not (out / "parts" / "00000.failed").exists()
         fault.plan = ["500", "500"]
         assert main([*args, "--out", str(tmp_path / "ff"), "--limit", "1", "--fail-fast"]) == 1
+
+
+def test_a_run_folder_from_before_content_identities_resumes_when_it_matches(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """run.json as older versions wrote it (index path, generation, config hash; question file
+    and count): resumed and upgraded when those match, refused when they do not."""
+    from engine.eval.datasets import demo_questions_path
+    from engine.store import open_index
+
+    out = tmp_path / "r"
+    _run(demo_index, Path("demo"), "bm25", out, "--limit", "3")
+    marker = out / "run.json"
+    new = json.loads(marker.read_text())
+    index = open_index(demo_index)
+    old = new | {
+        "index": {
+            "path": str(demo_index.resolve()),
+            "generation": index.generation,
+            "config_hash": index.manifest["config_hash"],
+        },
+        "questions": {"source": str(demo_questions_path()), "count": 3},
+    }
+    marker.write_text(json.dumps(old))
+    _run(demo_index, Path("demo"), "bm25", out, "--limit", "3")
+    assert "3 resumed" in capsys.readouterr().out
+    assert json.loads(marker.read_text())["index"] == new["index"]  # upgraded
+    marker.write_text(json.dumps(old | {"index": old["index"] | {"generation": 99}}))
+    args = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
+    assert main([*args, "--limit", "3", "--out", str(out)]) == 2
+    assert "made by an older graphrag-engine" in capsys.readouterr().err

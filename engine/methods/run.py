@@ -149,7 +149,8 @@ def _legacy_match(old: dict[str, Any], identity: dict[str, Any], index: Index) -
         was_index.get("path") == path
         and was_index.get("generation") == index.generation
         and was_index.get("config_hash") == index.manifest.get("config_hash")
-        and was_questions.get("source") == identity["questions"]["source"]
+        and Path(str(was_questions.get("source"))).resolve()
+        == Path(identity["questions"]["source"]).resolve()
         and was_questions.get("count") == identity["questions"]["count"]
     )
 
@@ -164,7 +165,13 @@ def _check_run_dir(out: Path, identity: dict[str, Any], index: Index) -> None:
         old = json.loads(marker.read_text())
         old["config"] = _without_transport(old.get("config") or {})  # older runs kept them
         legacy = "content" not in (old.get("index") or {})
-        if legacy and _legacy_match(old, identity, index):
+        if legacy and not _legacy_match(old, identity, index):
+            raise BadInputError(
+                f"{out}/run.json: this run folder was made by an older graphrag-engine from "
+                "another index (path, generation or build config) or question file; resume it "
+                "with the same inputs, or give a new --out"
+            )
+        if legacy:
             old["index"], old["questions"] = identity["index"], identity["questions"]
         for key, (field_name, what) in IDENTITY.items():
             was, now = old.get(key), identity[key]
