@@ -254,3 +254,13 @@ def test_the_cache_keeps_answers_of_different_servers_apart(tmp_path, monkeypatc
     assert openai_llm.server_cache_id("openai:m", "https://api.example.com/v1/") == (
         "openai:m@api.example.com/v1"
     )
+
+
+def test_a_400_about_the_context_window_does_not_weaken_decoding() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    too_long = 'raw:400:{"error": "maximum context length is 2048 tokens, you requested 2110"}'
+    with FaultInjector([too_long]) as srv:
+        llm = client(srv.url, concurrency=1)
+        (c,) = llm.generate(["x"], GenParams(json_schema=schema))
+        assert c.error and "maximum context length" in c.error
+        assert llm.decoding == "json_schema" and not llm.refusals

@@ -5,6 +5,7 @@ question no stage supports gets the preset refusal without a generation call."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,16 @@ def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
     assert [e["stage"] for e in r.extras] == ["logic_form", "dual_level"]
     assert [c.preset_answer for c in r.contexts] == ["first answer", "third answer"]
     assert all(t["result_answer"] > 0 and t["verify"] > 0 for t in r.tokens)
+
+
+def test_the_verdict_prompt_carries_the_context_cut_like_the_answer_prompt(demo_index) -> None:
+    from engine.methods.rograg import _verdict_prompt
+    from engine.retrieve.types import Context, Section
+
+    cfg = query_config("rograg")
+    cfg.generation.max_context_tokens = 120
+    ctx = QueryContext(open_index(demo_index), cfg, Path("/tmp/rograg-verdict"))
+    items = [f"Fact {i}: Ada Vell founded Port Calloway in year {1800 + i}." for i in range(200)]
+    prompt = _verdict_prompt(ctx, "Who founded Port Calloway?", Context([Section(items)]), None)
+    assert "Fact 0:" in prompt and "Fact 199:" not in prompt
+    assert len(ctx.tokenizer.encode(prompt).ids) < 120 + 120  # context budget + the prompt's words

@@ -28,7 +28,7 @@ from typing import Literal
 
 from engine.errors import ConfigError
 from engine.eval.datasets import Question
-from engine.methods.answer import answer_batch
+from engine.methods.answer import answer_batch, fit_context
 from engine.methods.base import register
 from engine.models.base import GenParams
 from engine.models.structured import Schema, generate_structured, json_object
@@ -264,7 +264,7 @@ def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], l
             for q, spent in zip(ask, done.tokens, strict=True):
                 tokens[q]["result_answer"] = tokens[q].get("result_answer", 0) + sum(spent.values())
         prompts = [
-            [{"role": "user", "content": _verdict_prompt(cfg, texts[q], contexts[q], given.get(q))}]
+            [{"role": "user", "content": _verdict_prompt(ctx, texts[q], contexts[q], given.get(q))}]
             for q in ask
         ]
         run = generate_structured(
@@ -279,8 +279,13 @@ def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], l
     return chosen, answers
 
 
-def _verdict_prompt(cfg: ROGRAGConfig, question: str, context: Context, answer: str | None) -> str:
-    text = "\n".join(context.texts())
+def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: str | None) -> str:
+    """The verdict prompt over the context the answer prompt would carry: cut, like it, to
+    `generation.max_context_tokens` (a verdict on more than the answer sees would be moot, and
+    could overflow the model's window)."""
+    cfg: ROGRAGConfig = ctx.cfg.options
+    fitted = fit_context(context, ctx.tokenizer, ctx.cfg.generation.max_context_tokens)
+    text = "\n".join(fitted.texts())
     if cfg.check == "result":
         return RESULT_PROMPT.format(
             format=VERDICT.describe(), context=text, question=question, answer=answer

@@ -223,8 +223,7 @@ class OpenAICompatLLM:
                 data = self.http.post("/chat/completions", body, "choices", refusal, _has_content)
                 break
             except HTTPStatusError as exc:
-                named = "response_format" in str(exc)
-                if decoding in (None, "free") or not (named or exc.status in (400, 422)):
+                if decoding in (None, "free") or not _refuses_format(exc):
                     raise
                 self._step_down(decoding, str(exc))
         latency = time.perf_counter() - t0
@@ -286,6 +285,16 @@ def server_cache_id(model_id: str, base_url: str) -> str:
     if url.host in LOOPBACK:
         return model_id
     return f"{model_id}@{url.netloc.decode()}{url.path.rstrip('/')}"
+
+
+def _refuses_format(exc: HTTPStatusError) -> bool:
+    """An error answer that rejects the request's response_format: one naming it (any
+    status), or a 400 / 422 about a schema or JSON mode. Other 400s (a prompt over the
+    context window, a bad parameter) are not a reason to weaken decoding."""
+    text = str(exc).lower()
+    if "response_format" in text:
+        return True
+    return exc.status in (400, 422) and any(w in text for w in ("schema", "json", "grammar"))
 
 
 def _has_content(data: dict[str, Any]) -> bool:
