@@ -252,31 +252,43 @@ def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], l
         if cfg.check == "none":
             for q in ask:
                 chosen[q] = stage
-            pending = [q for q in pending if chosen[q] is None]
-            continue
-        given: dict[int, str] = {}
-        if cfg.check == "result" and ask:
-            done = answer_batch(
-                ctx.llm, ctx.tokenizer, [texts[q] for q in ask], [contexts[q] for q in ask],
-                ctx.cfg.generation.max_context_tokens, ctx.cfg.generation.max_tokens,
-            )  # fmt: skip
-            given = dict(zip(ask, done.answers, strict=True))
-            for q, spent in zip(ask, done.tokens, strict=True):
-                tokens[q]["result_answer"] = tokens[q].get("result_answer", 0) + sum(spent.values())
-        prompts = [
-            [{"role": "user", "content": _verdict_prompt(ctx, texts[q], contexts[q], given.get(q))}]
-            for q in ask
-        ]
-        run = generate_structured(
-            ctx.llm, prompts, VERDICT, GenParams(max_tokens=16), stage="verify",
-            retries=ctx.cfg.models.llm.parse_retries,
-        )  # fmt: skip
-        for q, res in zip(ask, run.results, strict=True):
-            tokens[q]["verify"] = tokens[q].get("verify", 0) + res.tokens
-            if res.ok and res.value:
-                chosen[q], answers[q] = stage, given.get(q)
+        elif ask:
+            checked = _check(ctx, cfg, [texts[q] for q in ask], [contexts[q] for q in ask])
+            for q, (supported, answer, spent) in zip(ask, checked, strict=True):
+                for key, count in spent.items():
+                    tokens[q][key] = tokens[q].get(key, 0) + count
+                if supported:
+                    chosen[q], answers[q] = stage, answer
         pending = [q for q in pending if chosen[q] is None]
     return chosen, answers
+
+
+def _check(
+    ctx: QueryContext, cfg: ROGRAGConfig, questions: list[str], contexts: list[Context]
+) -> list[tuple[bool, str | None, dict[str, int]]]:
+    """Per question: whether the verdict says the context supports an answer, the answer
+    result checking gave first (None for argument checking), and the LLM tokens spent."""
+    gen = ctx.cfg.generation
+    given: list[str | None] = [None] * len(questions)
+    spent: list[dict[str, int]] = [{} for _ in questions]
+    if cfg.check == "result":
+        done = answer_batch(
+            ctx.llm, ctx.tokenizer, questions, contexts, gen.max_context_tokens, gen.max_tokens
+        )
+        given = list(done.answers)
+        spent = [{"result_answer": sum(t.values())} for t in done.tokens]
+    prompts = [
+        [{"role": "user", "content": _verdict_prompt(ctx, q, c, a)}]
+        for q, c, a in zip(questions, contexts, given, strict=True)
+    ]
+    run = generate_structured(
+        ctx.llm, prompts, VERDICT, GenParams(max_tokens=16), stage="verify",
+        retries=ctx.cfg.models.llm.parse_retries,
+    )  # fmt: skip
+    return [
+        (bool(r.ok and r.value), a, s | {"verify": r.tokens})
+        for r, a, s in zip(run.results, given, spent, strict=True)
+    ]
 
 
 def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: str | None) -> str:
