@@ -6,8 +6,8 @@ at that line; the caller adds the file and line."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import IO, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 BOM = "\ufeff"
 
@@ -41,17 +41,23 @@ def parse_line(line: str, first: bool) -> Any:
     return value
 
 
-def records(fh: IO[bytes]) -> Iterator[tuple[int, Any]]:
-    """(line number, value) of every non-blank line of a binary JSONL stream; a bad line
-    raises ValueError with the line number in front of what is wrong ("7: not valid JSON")."""
-    for lineno, raw in enumerate(fh, 1):
+def records(
+    lines: Iterable[bytes], on_error: Callable[[int, str], None] | None = None
+) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every non-blank line of a binary JSONL stream. A bad line raises
+    ValueError with the line number in front of what is wrong ("7: not valid JSON"), or, with
+    `on_error`, is passed to it as (line number, what is wrong) and skipped."""
+    for lineno, raw in enumerate(lines, 1):
         try:
             line = decode_line(raw)
             if not line.strip(BOM + " \t\r\n"):
                 continue
             value = parse_line(line, first=lineno == 1)
         except ValueError as exc:
-            raise ValueError(f"{lineno}: {exc}") from None
+            if on_error is None:
+                raise ValueError(f"{lineno}: {exc}") from None
+            on_error(lineno, str(exc))
+            continue
         yield lineno, value
 
 

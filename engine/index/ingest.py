@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from engine.config import IngestConfig
 from engine.errors import IngestError
-from engine.jsonl import BOM, decode_line, parse_line
+from engine.jsonl import BOM, records
 
 TEXT_SUFFIXES = {".txt", ".md"}
 SUFFIXES = {".jsonl", ".parquet", *TEXT_SUFFIXES}
@@ -86,9 +86,12 @@ class _UnreadableFile(Exception):
     """A corpus file that cannot be read at all (skipped and counted under skip_bad)."""
 
 
-def content_id(title: str, text: str) -> str:
-    """Content-hash id of a document: the same title and text always give the same id."""
-    return hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:16]
+def content_id(title: str, text: str | memoryview) -> str:
+    """Content-hash id of a document: the same title and text (or its UTF-8 bytes) always give
+    the same id."""
+    h = hashlib.sha1(f"{title}\n".encode())
+    h.update(text.encode() if isinstance(text, str) else text)
+    return h.hexdigest()[:16]
 
 
 def list_corpus_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -234,46 +237,39 @@ class DocumentReader:
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise IngestError(f"{path}: file disappeared while reading") from None
-            if not self.config.skip_bad:
-                raise IngestError(
-                    f"{path}: cannot read ({exc}); check the file is complete, or pass "
-                    "--skip-bad to skip it"
-                ) from None
-            self._bad(f"{path}", f"cannot read the rest of the file ({exc})")
+            self._bad(str(path), f"cannot read ({exc})", fix="check the file is complete")
         except _UnreadableFile as exc:
-            self._bad(f"{path}", str(exc))
+            self._bad(str(path), str(exc), fix="replace the file")
 
-    def _bad(self, where: str, message: str) -> None:
+    def _bad(self, where: str, message: str, fix: str = "fix the record") -> None:
+        """Count and note a bad record or file with --skip-bad; without it, stop saying so."""
         if not self.config.skip_bad:
-            raise IngestError(f"{where}: {message} (fix the record, or pass --skip-bad to skip it)")
+            raise IngestError(f"{where}: {message} ({fix}, or pass --skip-bad to skip it)")
         self.stats.skipped_bad += 1
         if len(self.stats.bad_examples) < 5:
             self.stats.bad_examples.append(f"{where}: {message}")
 
     def _read_jsonl(self, path: Path) -> Iterator[Document]:
+        def bad(lineno: int, message: str) -> None:
+            self.stats.records += 1
+            self._bad(f"{path}:{lineno}", message)
+
         with _open_binary(path) as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                self.stats.bytes_read += len(raw)
-                where = f"{path}:{lineno}"
-                try:
-                    line = decode_line(raw)
-                except ValueError as exc:
-                    self._bad(where, str(exc))
-                    continue
-                if not line.strip(BOM + " \t\r\n"):
-                    continue
+            for lineno, record in records(self._counted(fh), on_error=bad):
                 self.stats.records += 1
-                try:
-                    record = parse_line(line, first=lineno == 1)
-                except ValueError as exc:
-                    self._bad(where, str(exc))
-                    continue
+                where = f"{path}:{lineno}"
                 if not isinstance(record, dict):
                     self._bad(where, f"expected a JSON object, got {type(record).__name__}")
                     continue
                 doc = self._from_record(record, where, title_default="")
                 if doc is not None:
                     yield doc
+
+    def _counted(self, lines: Iterable[bytes]) -> Iterator[bytes]:
+        """The lines of a file, adding their bytes to the bytes read (progress)."""
+        for raw in lines:
+            self.stats.bytes_read += len(raw)
+            yield raw
 
     def _read_parquet(self, path: Path) -> Iterator[Document]:
         with _open_binary(path) as fh:
@@ -282,11 +278,7 @@ class DocumentReader:
         try:
             pfile = pq.ParquetFile(source)
         except Exception as exc:  # pyarrow raises several types for a damaged file
-            if self.config.skip_bad:
-                raise _UnreadableFile(f"not a readable Parquet file ({exc})") from None
-            raise IngestError(
-                f"{path}: not a readable Parquet file ({exc}); pass --skip-bad to skip it"
-            ) from None
+            raise _UnreadableFile(f"not a readable Parquet file ({exc})") from None
         if self.config.text_field not in pfile.schema_arrow.names:
             raise IngestError(
                 f"{path}: no column '{self.config.text_field}' (columns: "
@@ -303,29 +295,37 @@ class DocumentReader:
                     yield doc
 
     def _read_text(self, path: Path) -> Iterator[Document]:
+        """One document per file: its first line as the title when that is a "# " heading.
+        A huge file is held as its bytes and one decoded text at most (the id is hashed from
+        the bytes; the title looked for in the first 64k characters)."""
         with _open_binary(path) as fh:
             raw = fh.read()
         self.stats.bytes_read += len(raw)
         self.stats.records += 1
         try:
-            text = raw.decode("utf-8").removeprefix(BOM)
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             self._bad(f"{path}:{line}", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})")
             return
+        bom = text.startswith(BOM)
+        text = text.removeprefix(BOM)
         stem = path.name.split(".")[0]
         title = stem
-        for line in text.splitlines():
+        for line in text[: 1 << 16].splitlines():
             if line.startswith("# "):
                 title = line[2:].strip()
                 break
             if line.strip():
                 break
-        if not text.strip():
+        with memoryview(raw) as body:
+            doc_id = content_id(title, body[len(BOM.encode()) if bom else 0 :])
+        del raw
+        text = text.strip()
+        if not text:
             self._bad(f"{path}:1", "empty document")
             return
-        rel = str(path)
-        yield Document(content_id(title, text), title, text.strip(), rel, external_id=stem)
+        yield Document(doc_id, title, text, str(path), external_id=stem)
 
     def _from_record(
         self, record: dict[str, Any], where: str, title_default: str
