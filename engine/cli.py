@@ -206,69 +206,54 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    """Run one method over a question file against an index; results land in --out."""
-    from engine.eval.datasets import demo_questions_path, load_questions
-    from engine.methods.run import run_query
-    from engine.store import open_index
-    from engine.store.index_store import NoIndex
+    """Run one or several methods over a question file against an index; results land in
+    --out (with several methods, one run folder per method under it)."""
+    from engine.api import Engine
 
-    cfg = _query_config(args.method)
-    if args.retrieval_only:
-        cfg.generation.enabled = False
-    if args.llm_backend:
-        cfg.models.llm.backend = args.llm_backend
-    if args.llm_model:
-        cfg.models.llm.model = args.llm_model
-    if args.base_url:
-        cfg.models.llm.base_url = args.base_url
-    cfg.validate(args.method)
+    overrides = {
+        "retrieval_only": args.retrieval_only,
+        "llm_backend": args.llm_backend,
+        "llm_model": args.llm_model,
+        "base_url": args.base_url,
+        "batch_size": args.batch_size,
+    }
+    engine = Engine(args.index)
+    for method in args.method:  # every config checked before anything is read or written
+        engine.config(method, **overrides)
     if not args.dry_run:
         writable_folder(args.out)
-    index = NoIndex() if args.index == "none" else open_index(args.index)
-    source = str(demo_questions_path()) if args.questions == "demo" else args.questions
-    questions = load_questions(source, limit=args.limit)
-    summary = run_query(
-        index, questions, cfg, args.out, source, dry_run=args.dry_run, fail_fast=args.fail_fast
-    )
-    if args.dry_run:
-        stages = ", ".join(
-            f"{key.split('/')[0]}: {u['dry_run_prompts']} prompts, {u['prompt_tokens']} prompt tokens"
-            for key, u in summary["llm"].items()
-        )
+    run = engine.run_many if len(args.method) > 1 else engine.run
+    runs = run(
+        args.method if len(args.method) > 1 else args.method[0], args.questions, args.out,
+        limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, **overrides,
+    )  # fmt: skip
+    failed = 0
+    for r in runs.values() if isinstance(runs, dict) else [runs]:
+        summary = r.summary
+        if args.dry_run:
+            stages = ", ".join(
+                f"{key.split('/')[0]}: {u['dry_run_prompts']} prompts, "
+                f"{u['prompt_tokens']} prompt tokens"
+                for key, u in summary["llm"].items()
+            )
+            print(f"dry run {r.label}: LLM {stages or 'not needed'}; nothing was sent or written")
+            continue
+        tok = summary["query_tokens_per_question"]
         print(
-            f"dry run: {len(questions)} questions; LLM {stages or 'not needed'}; "
-            "nothing was sent or written"
+            f"{summary['method']}: {summary['questions']} questions -> {r.folder} in "
+            f"{summary['seconds']:.1f} s ({summary['questions_per_s']} q/s, "
+            f"{summary['resumed_questions']} resumed); tokens per question "
+            f"{json.dumps(tok) if tok else 0}; stage seconds {json.dumps(summary['stage_seconds'])}"
         )
-        return 0
-    tok = summary["query_tokens_per_question"]
-    print(
-        f"{cfg.method}: {summary['questions']} questions -> {args.out} in {summary['seconds']:.1f} s "
-        f"({summary['questions_per_s']} q/s, {summary['resumed_questions']} resumed); "
-        f"tokens per question {json.dumps(tok) if tok else 0}; stage seconds "
-        f"{json.dumps(summary['stage_seconds'])}"
-    )
-    if summary["failed_questions"]:
+        failed += summary["failed_questions"]
+    if failed:
         print(
-            f"{summary['failed_questions']} questions have no answer: their prompt failed after "
-            "every retry (answer_failed in results); re-run the same command to ask them again",
+            f"{failed} questions have no answer: their prompt failed after every retry "
+            "(answer_failed in results); re-run the same command to ask them again",
             file=sys.stderr,
         )
         return 3
     return 0
-
-
-def _query_config(method: str):
-    """--method is a YAML file, or the bare name of a registered method with its defaults."""
-    from engine.methods import load_query_config, method_names, query_config
-
-    if method.endswith((".yaml", ".yml")) or Path(method).is_file():
-        return load_query_config(method)
-    if method not in method_names():
-        raise BadInputError(
-            f"--method {method!r}: not a config file and not a registered method "
-            f"({', '.join(method_names())}; `graphrag-engine methods` describes them)"
-        )
-    return query_config(method)
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
@@ -405,10 +390,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method",
         required=True,
+        action="append",
         help="method config YAML (configs/methods/, configs/lego/) or a registered method name: "
-        + ", ".join(_registered_methods()),
+        + ", ".join(_registered_methods())
+        + "; repeat it to run several methods in one process (models loaded once)",
     )
-    p.add_argument("--out", required=True, help="run folder (re-run the same command to resume)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="run folder (re-run the same command to resume); with several --method, the "
+        "folder that holds one run folder per method",
+    )
+    p.add_argument("--batch-size", type=int, help="questions per batch (default: config)")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
     p.add_argument(

@@ -449,9 +449,9 @@ class QueryConfig:
         if (self.generation.enabled or method_llm) and self.models.llm.backend == "none":
             what = method_llm or "generation.enabled"
             raise ConfigError(
-                f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; set "
-                "models.llm.backend (e.g. transformers) or run retrieval only "
-                "(generation.enabled: false, or --retrieval-only)"
+                f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; pass "
+                "--llm-backend transformers (or set models.llm.backend), or run retrieval only "
+                "(--retrieval-only, or generation.enabled: false)"
             )
 
     def to_dict(self) -> dict[str, Any]:

@@ -52,8 +52,16 @@ def test_report_tables_csv_and_plots(two_runs: dict[str, Path], tmp_path: Path) 
         assert float(got["mean"]) == pytest.approx(expect)
         assert float(got["ci_low"]) <= expect <= float(got["ci_high"])
         assert int(got["n"]) == 45
+    header = next(line for line in md.splitlines() if line.startswith("| run | recall@2"))
+    assert "hit@5" in header and "seconds" in header  # one wide table of runs x metrics on top
+    assert md.index(header) < md.index("## recall@2 (%)")
+    seconds_row = md.split("## seconds", 1)[1].split("| bm25 |", 1)[1].splitlines()[0]
+    assert "median" in seconds_row and "p90" in seconds_row
     per_q = list(csv.DictReader((out / "per_question.csv").open()))
     assert len(per_q) == 90
+    first = load_questions(demo_questions_path())[0]
+    row = next(r for r in per_q if r["run"] == "bm25" and r["qid"] == first.qid)
+    assert row["question"] == first.question and row["gold"] == " | ".join(first.answers)
     for png in ("retrieval.png", "recall_at_k.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

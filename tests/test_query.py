@@ -205,11 +205,16 @@ def test_a_second_query_into_a_busy_run_folder_is_refused(
 
 
 def test_generation_needs_an_llm(demo_index: Path, tmp_path: Path, capsys) -> None:
+    """A config file asking for answers with no LLM backend is refused naming the flag (a bare
+    method name runs retrieval only instead: tests/test_api.py)."""
+    cfg = tmp_path / "bm25.yaml"
+    cfg.write_text("method: bm25\n")
     assert (
-        main(["query", str(demo_index), "demo", "--method", "bm25", "--out", str(tmp_path / "r")])
+        main(["query", str(demo_index), "demo", "--method", str(cfg), "--out", str(tmp_path / "r")])
         == 2
     )
-    assert "needs an LLM" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "needs an LLM" in err and "--llm-backend transformers" in err
     assert (
         main(["query", str(demo_index), "demo", "--method", "nope", "--out", str(tmp_path / "r")])
         == 2

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -114,6 +115,15 @@ def split_answers(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def _spread(values: list[float]) -> str:
+    """Median and 90th percentile of per-question values ("–" when there are none)."""
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return "–"
+    med, p90 = np.percentile(vals, [50, 90])
+    return f"median {med:.3g}, p90 {p90:.3g}"
+
+
 def _fmt(mean: float, lo: float, hi: float, scale: float) -> str:
     if math.isnan(mean):
         return "–"
@@ -154,28 +164,40 @@ def evaluate_runs(
             n = sum(1 for v in vals if not math.isnan(v))
             table.setdefault(m, {})[label] = (*bootstrap_ci(vals), n)
 
+    def cell(m: str, label: str) -> str:
+        if m.startswith("seconds"):  # a batch's time split evenly: a distribution, not a mean
+            return _spread(scores[label].get(m, []))
+        mean, lo, hi, _ = table[m][label]
+        return _fmt(mean, lo, hi, 1.0 if m.startswith("query_tokens") else 100.0)
+
     lines = ["# Evaluation report", "", "Runs: " + ", ".join(f"`{r}`" for r in runs), ""]
-    lines.append("Mean per question, 95% bootstrap interval in brackets (2,000 resamples).")
+    lines.append(
+        "Mean per question (%, except tokens), 95% bootstrap interval in brackets (2,000 "
+        "resamples); seconds per question as median and 90th percentile."
+    )
+    lines += ["", "| run | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    for label in labels:
+        lines.append(f"| {label} | " + " | ".join(cell(m, label) for m in metrics) + " |")
     for m in metrics:
-        scale = 1.0 if m.startswith(("query_tokens", "seconds")) else 100.0
-        unit = "" if scale == 1.0 else " (%)"
+        unit = "" if m.startswith(("query_tokens", "seconds")) else " (%)"
         lines += ["", f"## {m}{unit}", "", "| run | value | n |", "| --- | --- | --- |"]
         for label in labels:
-            mean, lo, hi, n = table[m][label]
-            lines.append(f"| {label} | {_fmt(mean, lo, hi, scale)} | {n} |")
+            lines.append(f"| {label} | {cell(m, label)} | {table[m][label][3]} |")
     lines += [
         "",
         "## throughput and cost",
         "",
-        "| run | questions | seconds | questions/s | query tokens / question | index tokens |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| run | questions | seconds | questions/s | query tokens / question | index tokens "
+        "| gold passages in index |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, summary, rows in loaded:
+        gold = summary.get("gold_in_index")
         lines.append(
             f"| {label} | {len(rows)} | {summary.get('seconds', '–')} | "
             f"{summary.get('questions_per_s', '–')} | "
             f"{sum(summary.get('query_tokens_per_question', {}).values()):.0f} | "
-            f"{summary.get('index_tokens', '–')} |"
+            f"{summary.get('index_tokens', '–')} | {'–' if gold is None else f'{gold:.0%}'} |"
         )
     if pairwise and judge_llm is not None:
         verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
@@ -197,6 +219,9 @@ def evaluate_runs(
                 {
                     "run": label,
                     "qid": r["qid"],
+                    "question": r["question"],
+                    "gold": " | ".join(r["gold_answers"] or []),
+                    "answer": r["answer"],
                     **{m: scores[label][m][i] for m in scores[label] if i < len(scores[label][m])},
                 }
             )

@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ from engine.retrieve.context import QueryContext
 from engine.retrieve.ranking import passages_of
 from engine.retrieve.types import Context, Retrieved, StageClock
 from engine.store.index_store import Index
+
+GOLD_WARN_SHARE = 0.5
+"""`query` warns when fewer of the questions' gold passages than this share are in the index."""
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -95,17 +99,25 @@ def _without_transport(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def index_content_id(index: Index) -> str:
-    """What an index holds, whatever its path or generation number: its documents' content
-    ids, its build config and every file's size and shape ("none" for per-question graphs)."""
+    """What an index holds, whatever its path or generation number: its build config and every
+    file's sha256 from the manifest (an index written before checksums adds its documents'
+    content ids and its files' sizes and shapes); "none" for per-question graphs."""
     if index.root == Path("none"):
         return "none"
     h = hashlib.sha256(str(index.manifest.get("config_hash")).encode())
-    for name, entry in sorted(index.manifest.get("files", {}).items()):
+    files = sorted(index.manifest.get("files", {}).items())
+    for name, entry in files:
         h.update(
-            json.dumps([name, entry.get("bytes"), entry.get("rows"), entry.get("shape")]).encode()
+            json.dumps(
+                [name, entry["sha256"]]
+                if "sha256" in entry
+                else [name, entry.get("bytes"), entry.get("rows"), entry.get("shape")]
+            ).encode()
         )
-    for doc_id in sorted(index.table("documents", columns=["doc_id"]).column("doc_id").to_pylist()):
-        h.update(doc_id.encode())
+    if not all("sha256" in entry for _, entry in files):
+        column = index.table("documents", columns=["doc_id"]).column("doc_id")
+        for doc_id in sorted(column.to_pylist()):
+            h.update(doc_id.encode())
     return h.hexdigest()[:24]
 
 
@@ -115,6 +127,17 @@ def questions_content_id(questions: list[Question]) -> str:
     for q in questions:
         h.update(json.dumps(dataclasses.asdict(q), sort_keys=True, default=str).encode() + b"\n")
     return h.hexdigest()[:24]
+
+
+def gold_in_index(index: Index, questions: list[Question]) -> float | None:
+    """The share of the questions' gold passage ids that are documents of the index (None
+    when the questions name no gold passages or there is no index)."""
+    gold = [pid for q in questions for pid in (q.supporting_ids or [])]
+    if not gold or index.root == Path("none"):
+        return None
+    docs = index.table("documents", columns=["doc_id", "external_id"]).to_pydict()
+    held = {ext or doc for doc, ext in zip(docs["doc_id"], docs["external_id"], strict=True)}
+    return sum(pid in held for pid in gold) / len(gold)
 
 
 def _run_identity(
@@ -305,6 +328,14 @@ def _run_batches(
 ) -> dict[str, Any]:  # fmt: skip
     """Every batch not finished yet: retrieve (or reload its checkpoint), answer, write."""
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
+    gold_share = gold_in_index(index, questions)
+    if gold_share is not None and gold_share < GOLD_WARN_SHARE:
+        print(
+            f"warning: only {gold_share:.0%} of the questions' gold passages are in the index "
+            f"{index.root}: recall will be low whatever the method; were these questions "
+            "meant for another corpus?",
+            file=sys.stderr,
+        )
     method = method_spec(cfg.method).retrieve
     started = time.perf_counter()
     bs = cfg.batch_size
@@ -345,7 +376,9 @@ def _run_batches(
     bar.close()
     if dry_run:
         return {"dry_run": True, "llm": ctx.ledger.summary()}
-    return _finish(out, index, cfg, n_batches, time.perf_counter() - started, resumed, ctx)
+    seconds = time.perf_counter() - started
+    summary = _finish(out, index, cfg, n_batches, seconds, resumed, ctx, gold_share)
+    return summary
 
 
 def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -372,6 +405,7 @@ def _finish(
     seconds: float,
     resumed: int,
     ctx: QueryContext,
+    gold_share: float | None,
 ) -> dict[str, Any]:
     """Merge the batch parts into results.parquet / results.jsonl and write summary.json."""
     table = pa.concat_tables(
@@ -407,6 +441,7 @@ def _finish(
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
+        "gold_in_index": None if gold_share is None else round(gold_share, 4),
         "llm": _add_usage(out / "llm_usage.json", ctx.ledger.summary()),
     }
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
