@@ -1,4 +1,4 @@
-"""Command line: index | info | query | eval | bench (thin: parse, call, print).
+"""Command line: index | info | query | eval | export | bench (thin: parse, call, print).
 
 Bad input prints one line on stderr and exits 2; an internal failure exits 1; a query run that
 finished with questions whose answer prompt failed after every retry exits 3.
@@ -256,6 +256,16 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the index's entity graph (and communities) for Gephi, Neo4j or GraphRAG tools."""
+    from engine.export import export_graph
+    from engine.store import open_index
+
+    files = export_graph(open_index(args.index), args.format, args.out)
+    print(f"{args.format}: {len(files)} files -> {args.out}: " + ", ".join(f.name for f in files))
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     """One line per registered method: its name, its paper and what its index must hold."""
     from engine.methods import METHODS
@@ -414,6 +424,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", dest="base_url")
     p.add_argument("--dry-run", action="store_true", help="count LLM prompts and tokens only")
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser(
+        "export", help="write the entity graph as GraphML, GEXF, Neo4j CSV or GraphRAG Parquet"
+    )
+    p.add_argument("index", help="index directory")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=["graphml", "gexf", "neo4j-csv", "parquet-graphrag"],
+        help="graphml/gexf: one file for Gephi, networkx, yEd; neo4j-csv: files for "
+        "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables",
+    )
+    p.add_argument("--out", required=True, help="folder to write (replaced as a whole)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("methods", help="list the registered methods, their papers and indexes")
     p.set_defaults(func=cmd_methods)
