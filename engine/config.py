@@ -25,8 +25,11 @@ class IngestConfig:
     """How corpus records are read: which fields hold the id, title and text."""
 
     id_field: str = "id"
+    """JSONL/Parquet field holding the record's own id (kept as external_id; gold passage ids refer to it)."""
     title_field: str = "title"
+    """Field holding the title (.txt/.md: a first-line `# ` heading, else the file name)."""
     text_field: str = "text"
+    """Field holding the text to index."""
     skip_bad: bool = False
     """Skip and count malformed records (and unreadable files) instead of stopping."""
     strict_ids: bool = False
@@ -38,10 +41,13 @@ class ChunkingConfig:
     """Token-based chunking with overlap and sentence-aware boundaries."""
 
     chunk_tokens: int = 200
+    """Most tokens of one chunk (a hard cut where a window has no word boundary)."""
     overlap_tokens: int = 32
+    """Tokens a chunk shares with the one before it."""
     tokenizer: str = "all-MiniLM-L6-v2"
     """`all-MiniLM-L6-v2` (the packaged default embedder's tokenizer) or a path to a tokenizer.json."""
     sentence_aware: bool = True
+    """End chunks at sentence ends where one falls inside the window."""
     batch_docs: int = 256
     """Documents tokenized together; bounds memory when the corpus is larger than memory."""
 
@@ -65,25 +71,37 @@ class LLMConfig:
     """Which LLM answers prompts, and how it is reached."""
 
     backend: Literal["none", "transformers", "openai", "vllm"] = "none"
+    """none (no LLM), transformers (in-process), openai (any OpenAI-compatible server), vllm (in-process, GPU)."""
     model: str | None = None
     """transformers: local folder (default: packaged SmolLM2 GGUF); openai: server model name; vllm: local folder."""
     gguf_file: str | None = None
+    """transformers: the GGUF file inside `model`'s folder (default: the packaged SmolLM2 file)."""
     device: str = "cpu"
+    """transformers: cpu, cuda or cuda:N."""
     batch_size: int = 8
+    """transformers: prompts generated together in one forward batch."""
     constrained: bool = True
     """transformers: decode prompts that carry a JSON schema under its grammar (llguidance)."""
     base_url: str = "http://127.0.0.1:8000/v1"
+    """openai: the server's base URL, ending in /v1."""
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (the key itself never goes in a file)."""
     concurrency: int = 8
+    """openai: requests in flight at once."""
     connect_timeout_s: float = 5.0
+    """openai: seconds to wait for a connection."""
     read_timeout_s: float = 120.0
+    """openai: seconds to wait for an answer."""
     max_retries: int = 5
+    """openai: retries of a request that timed out or got 429/5xx (Retry-After honoured)."""
     parse_retries: int = 2
+    """Re-asks of a structured answer that does not parse or validate (then a recorded failure)."""
     flush_every: int = 64
     """Prompts per backend call; each slice is cached as soon as it returns (resumability)."""
     tensor_parallel_size: int = 1
+    """vllm: GPUs one model is split over."""
     gpu_memory_utilization: float = 0.9
+    """vllm: share of GPU memory the engine may take."""
     cache: str | None = None
     """SQLite response cache; default `llm_cache.sqlite` beside the index (or the run's output)."""
 
@@ -93,11 +111,17 @@ class EmbedderConfig:
     """Which model turns texts into vectors."""
 
     backend: Literal["sentence-transformers", "bge-m3", "openai"] = "sentence-transformers"
+    """sentence-transformers, bge-m3 (FlagEmbedding) or openai (an embeddings endpoint)."""
     model: str = "all-MiniLM-L6-v2"
+    """A sentence-transformers name or local folder (default: the packaged all-MiniLM-L6-v2)."""
     device: str = "cpu"
+    """cpu, cuda or cuda:N."""
     batch_size: int = 64
+    """Texts embedded per forward pass (or per request)."""
     base_url: str = "http://127.0.0.1:8000/v1"
+    """openai: the server's base URL, ending in /v1."""
     api_key_env: str | None = None
+    """openai: name of the environment variable holding the API key."""
 
 
 @dataclass
@@ -105,9 +129,13 @@ class RerankerConfig:
     """Which model reranks candidates against a query."""
 
     backend: Literal["bi-encoder", "cross-encoder", "flag"] = "bi-encoder"
+    """bi-encoder (reuses the embedder), cross-encoder (sentence-transformers) or flag (FlagEmbedding)."""
     model: str | None = None
+    """cross-encoder / flag: a local model folder."""
     device: str = "cpu"
+    """cpu, cuda or cuda:N."""
     batch_size: int = 32
+    """Query-passage pairs scored per forward pass."""
 
 
 @dataclass
@@ -124,10 +152,13 @@ class GraphConfig:
     """Stages after chunking: knowledge units, NER, entity resolution, graphs, embeddings."""
 
     enabled: bool = True
+    """Run the stages after chunking (false: documents and chunks only, for BM25-style methods)."""
     alpha: float = 0.0
     """Clue-RAG token budget for LLM-extracted units, in [0, 1]; 0 uses no LLM at all."""
     ner: Literal["auto", "spacy", "rules"] = "auto"
+    """Entity recognizer of units: spacy (packaged small English model), rules, or auto (spacy when installed)."""
     embed: bool = True
+    """Embed chunks, units, entities and relations (dense methods need it)."""
     unit_max_tokens: int = 512
     """Completion budget of one LLM unit-extraction answer."""
 
@@ -142,14 +173,17 @@ class ExtractionConfig:
     """LLM triple extraction (LightRAG / ReGraphRAG prompt family), optional."""
 
     enabled: bool = False
+    """Extract entity/relation triples with the LLM (needs models.llm)."""
     entity_types: list[str] = field(
         default_factory=lambda: ["person", "organization", "location", "event", "work", "concept"]
     )
+    """Entity types the extraction prompt and schema allow."""
     gleaning: int = 1
     """Continuation rounds asking for missed entities (when loop is 'none')."""
     loop: Literal["none", "trial", "base"] = "none"
     """ROGRAG loop NER: 'trial' asks whether entities were missed, then continues; 'base' continues, then asks."""
     max_rounds: int = 2
+    """'trial' / 'base' loops: most extraction rounds per chunk."""
     max_tokens: int = 1024
     """Completion tokens per round; the answer schema's bounds fit about 850 (a cut answer is
     invalid: with 512, 4 of 8 MuSiQue passages were cut under SmolLM2 + llama.cpp)."""
@@ -164,10 +198,15 @@ class CommunitiesConfig:
     """Hierarchical Leiden communities of the entity graph and their LLM reports (optional)."""
 
     enabled: bool = False
+    """Detect hierarchical Leiden communities of the entity graph."""
     max_cluster_size: int = 10
+    """Communities larger than this are split at the next level."""
     seed: int = 42
+    """Leiden's random seed (same seed, same communities)."""
     reports: bool = False
+    """Write an LLM report (title, summary, rating) per community (needs models.llm)."""
     report_max_tokens: int = 512
+    """Completion tokens of one report."""
 
 
 @dataclass
@@ -181,6 +220,7 @@ class IndexConfig:
     communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
+    """Where the model stages run: local (this process) or ray (model-holding actors)."""
     ray_address: str = "local"
     """'local' starts a private Ray cluster; 'auto' joins the running one; or ray://host:port."""
     workers: int = 2
@@ -409,7 +449,9 @@ class GenerationConfig:
     """The answer stage shared by every method."""
 
     enabled: bool = True
+    """Generate answers (false: retrieval only, as --retrieval-only)."""
     max_tokens: int = 48
+    """Completion tokens of one answer."""
     max_context_tokens: int = 2048
     """Context passages are cut (whole passages) to fit this many tokens of the embedder's tokenizer."""
 

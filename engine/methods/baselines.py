@@ -55,6 +55,7 @@ class HyDEConfig:
     """HyDE: embed an LLM-written hypothetical passage instead of (or with) the question."""
 
     max_tokens: int = 128
+    """Completion tokens of the hypothetical passage."""
     include_question: bool = True
     """Average the question's embedding with the hypothetical passage's (as the HyDE paper does)."""
 

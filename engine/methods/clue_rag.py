@@ -70,7 +70,9 @@ class ClueRAGConfig:
     top_n: int = 5
     """N: chunks kept after the final chunk reranking."""
     spreading_activation: bool = True
+    """False: the ablation without spreading activation over the entity graph."""
     knowledge_anchoring: bool = True
+    """False: the ablation without anchoring on units linked to the query's entities."""
     query_update: bool = True
     """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
     path_scoring: Literal["mean", "text"] = "mean"

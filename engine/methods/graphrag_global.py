@@ -92,9 +92,11 @@ class GraphRAGGlobalConfig:
     reduce_tokens: int = 1500
     """Tokens of key points in the final context."""
     map_max_tokens: int = 300
+    """Completion tokens of one map answer (its rated key points)."""
     dynamic: bool = False
     """Pick reports by LLM relevance ratings down the hierarchy instead of one level."""
     dynamic_threshold: int = 1
+    """dynamic: reports rated below this (0-10) are dropped with their subtrees."""
     seed: int = 86
     """Shuffle of the reports before batching (GraphRAG shuffles them too)."""
 

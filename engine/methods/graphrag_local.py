@@ -48,12 +48,15 @@ class GraphRAGLocalConfig:
     entities: Literal["embedding", "ner"] = "embedding"
     """embedding: the question's vector against entity descriptions; ner: linked entities."""
     top_k_entities: int = 10
+    """Entities selected per question."""
     top_k_relationships: int = 10
     """Relationships kept per selected entity."""
     community_level: int = 2
     """Reports of each entity's community at the deepest level <= this one."""
     max_tokens: int = 2000
+    """Token budget of the whole local context (entities, relationships, reports, text units)."""
     text_unit_prop: float = 0.5
+    """Share of max_tokens for text units."""
     community_prop: float = 0.15
     """Shares of max_tokens for text units and community reports; entities and relationships
     get the rest. Without reports in the index their share goes to the text units."""

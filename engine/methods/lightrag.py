@@ -48,13 +48,17 @@ class LightRAGConfig:
     for 32k-context models; these fit the default 2,048-token answer context)."""
 
     mode: Literal["local", "global", "hybrid", "mix"] = "hybrid"
+    """local (entities), global (relations), hybrid (both) or mix (hybrid plus dense chunks)."""
     keywords: Literal["llm", "ner"] = "llm"
     """llm: one batched structured LLM call; ner: no LLM (entities low, the question high)."""
     top_k: int = 60
     """Entities (low level) and relations (high level) retrieved per question."""
     entity_tokens: int = 500
+    """Token budget of the Entities section."""
     relation_tokens: int = 500
+    """Token budget of the Relations section."""
     chunk_tokens: int = 1000
+    """Token budget of the Sources section (its order is the chunk ranking for Recall@k)."""
 
     def validate(self, where: str) -> None:
         """Positive sizes."""

@@ -67,7 +67,9 @@ class PankRAGConfig:
     rerank: bool = True
     """False: -Ank (no dependency-aware reranking)."""
     alpha_specific: float = 0.6
+    """Eq. 5 weight of a specific step's own relevance (beta = 1 - alpha goes to its dependencies)."""
     alpha_abstract: float = 0.75
+    """The same weight for abstract steps."""
     local: GraphRAGLocalConfig = field(default_factory=GraphRAGLocalConfig)
     """The local search of specific sub-questions (graphrag_local's keys)."""
     top_k_reports: int = 5
@@ -75,6 +77,7 @@ class PankRAGConfig:
     report_tokens: int = 2000
     """Token budget of an abstract sub-question's reports."""
     sub_answer_tokens: int = 48
+    """Completion tokens of one intermediate answer."""
 
     def validate(self, where: str) -> None:
         """Weights in [0, 1]; gold answers need gold plans."""

@@ -51,22 +51,32 @@ class ROGRAGConfig:
     stages: list[Stage] = field(default_factory=lambda: ["logic_form", "dual_level"])
     """The fallback chain, tried in order."""
     check: Literal["argument", "result", "none"] = "argument"
+    """argument: a verdict on the context before answering; result: answer, then check it; none: first stage with a context."""
     keys: Literal["llm", "ner"] = "llm"
     """Where the dual-level keys come from: one batched LLM call (the paper), or the
     question's named entities (low) and the question itself (high), LLM-free."""
     refusal: str = "I cannot answer this from the knowledge base."
+    """The answer given when no stage's context is judged to support one."""
     match: Literal["fuzzy", "exact"] = "fuzzy"
+    """fuzzy: keys matched to entity/relation vectors (top_k above floor); exact: by normalized name."""
     top_k: int = 10
     """Entities per low key and relations per high key."""
     floor: float = 0.4
     """Least cosine of a fuzzy match."""
     expand_low_keys: bool = False
+    """Add the question's named entities as more low-level keys (the paper's lever)."""
     long_query: bool = False
+    """Add the question itself as a high-level key (the paper's other lever)."""
     max_steps: int = 5
+    """Most steps of one logic form."""
     step_answer_tokens: int = 32
+    """Completion tokens of one retrieve step's answer."""
     entity_tokens: int = 500
+    """Token budget of the dual-level Entities section."""
     relation_tokens: int = 500
+    """Token budget of the dual-level Relations section."""
     chunk_tokens: int = 1000
+    """Token budget of the dual-level Sources section."""
 
     def validate(self, where: str) -> None:
         """A non-empty chain of known stages, positive sizes, a floor in [-1, 1]."""

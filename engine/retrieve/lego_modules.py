@@ -39,10 +39,13 @@ class LegoSEConfig:
     method: Literal["ppr", "rwr"] = "ppr"
     """ppr: exact personalized PageRank; rwr: Monte-Carlo random walks with restart."""
     restart_prob: float = 0.8
+    """Restart probability of PPR / RWR (teleport back to the topic entities)."""
     max_ent: int = 2000
     """Nodes kept by their PPR / RWR score (topic entities always)."""
     scorer: str = "none"
+    """Node/edge scorer after the walk: none, random, bm25, bi-encoder, cross-encoder, llm, bi-encoder-ft, llm-ft."""
     model: str | None = None
+    """The scorer's local model folder (cross-encoder, fine-tuned and LLM scorers)."""
     node_threshold: float | None = None
     """Scorer: nodes scoring below it are dropped (topic entities stay)."""
     edge_threshold: float | None = None
@@ -72,11 +75,15 @@ class LegoPFConfig:
     """spf: a shortest path from the topic entities to every node; cpf: every simple path;
     beam: iterative beam search that scores partial paths."""
     max_hops: int = 2
+    """Longest path, in edges, from a topic entity."""
     max_paths: int = 1000
     """cpf: paths kept per question (the cap)."""
     scorer: str = "bi-encoder"
+    """Path scorer (beam search and path ranking): one of SE's scorer names."""
     model: str | None = None
+    """The scorer's local model folder."""
     beam_width: int = 128
+    """beam: paths kept per hop."""
     prefilter: int = 64
     """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
     `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
@@ -95,8 +102,11 @@ class LegoPRConfig:
     """LEGO path refinement: score the filtered paths and keep the top_k."""
 
     scorer: str = "none"
+    """Final path reranker: none (keep PF's order) or one of SE's scorer names."""
     model: str | None = None
+    """The scorer's local model folder."""
     top_k: int = 64
+    """Paths kept for the answer prompt."""
     prefilter: int = 64
     """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
     `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
