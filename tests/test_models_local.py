@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -166,3 +167,23 @@ def test_cross_encoder_from_local_folder() -> None:
     assert [s.shape for s in batch] == [(3,), (1,)]
     np.testing.assert_allclose(rr.score("q two", ["d"]), batch[1], atol=1e-5)
     assert not np.allclose(batch[0][0], batch[0][1])
+
+
+def test_ner_alone_finds_what_the_tagger_pipeline_finds(shared_data: Path) -> None:
+    """spaCy's NER without tok2vec/tagger/attribute_ruler (its own embedding) gives the same
+    entities, at the same offsets, as the pipeline with them, on 300 MuSiQue passages."""
+    import spacy
+
+    from engine.models.ner import SPACY_MODEL, entity_recognizer
+
+    texts = [
+        json.loads(line)["text"]
+        for line, _ in zip((shared_data / "musique_corpus.jsonl").open(), range(300), strict=False)
+    ]
+    tagger = spacy.load(SPACY_MODEL, exclude=["parser", "lemmatizer", "senter"])
+    assert "tagger" in tagger.pipe_names
+    ner = entity_recognizer("spacy")
+    assert ner._nlp.pipe_names == ["ner"]
+    full = [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in tagger.pipe(texts)]
+    lean = [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in ner._nlp.pipe(texts)]
+    assert sum(map(len, full)) > 1000 and lean == full

