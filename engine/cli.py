@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -92,9 +93,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise BadInputError(
             "index: --force rebuilds from CORPUS alone; it cannot be used with --add"
         )
+    started = time.perf_counter()
     manifest = build_index(
         corpus, args.out, config, add=args.add, dry_run=args.dry_run, force=args.force
     )
+    wall = time.perf_counter() - started
     if args.dry_run:
         est = manifest["estimate"] or {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
         print(
@@ -103,21 +106,22 @@ def cmd_index(args: argparse.Namespace) -> int:
         )
         return 0
     ingest = manifest["stats"]["ingest"]
-    stage = manifest["stats"]["stages"]["ingest_chunk"]
-    print(
-        f"indexed {ingest['documents']} documents from {ingest['files']} file(s) into {args.out} "
-        f"(generation {manifest['generation']}): {stage['chunks']} chunks, {stage['tokens']} tokens, "
-        f"{ingest['duplicates']} duplicates dropped, {ingest['skipped_bad']} bad records skipped, "
-        f"{stage['seconds']:.1f} s"
-    )
+    stages = manifest["stats"]["stages"]
+    _print_tables(manifest, Path(args.out))
+    _print_stages(manifest)
     if ingest.get("id_conflicts"):
         print(
             f"warning: {ingest['id_conflicts']} records reuse a corpus id that an earlier record "
             "with another text had (both kept); --strict-ids makes this an error",
             file=sys.stderr,
         )
-    _print_tables(manifest, Path(args.out))
-    _print_stages(manifest)
+    times = ", ".join(f"{name} {s.get('seconds', 0):.1f} s" for name, s in stages.items())
+    print(
+        f"indexed {ingest['documents']} documents from {ingest['files']} file(s) into {args.out} "
+        f"(generation {manifest['generation']}): {stages['ingest_chunk']['chunks']} chunks, "
+        f"{stages['ingest_chunk']['tokens']} tokens, {ingest['duplicates']} duplicates dropped, "
+        f"{ingest['skipped_bad']} bad records skipped; {wall:.1f} s wall ({times})"
+    )
     return 0
 
 

@@ -97,7 +97,9 @@ class LLMConfig:
     parse_retries: int = 2
     """Re-asks of a structured answer that does not parse or validate (then a recorded failure)."""
     flush_every: int = 64
-    """Prompts per backend call; each slice is cached as soon as it returns (resumability)."""
+    """Prompts per call for a backend that cannot report answers as they finish (the engine's
+    own backends report each one, so a stage goes to them in one call and each answer is cached
+    as it returns)."""
     tensor_parallel_size: int = 1
     """vllm: GPUs one model is split over."""
     gpu_memory_utilization: float = 0.9

@@ -22,3 +22,11 @@ def progress(desc: str, total: float | None = None, unit: str = "it", **kwargs: 
         dynamic_ncols=tty,
         **kwargs,
     )
+
+
+def silence_library_bars() -> None:
+    """Turn off transformers' unlabelled bars (weight loading, downloads): the engine's own
+    labelled bars say what is happening."""
+    from transformers.utils import logging as hf_logging  # loaded with the model that needs it
+
+    hf_logging.disable_progress_bar()

@@ -27,9 +27,12 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def _run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """Run the console script as a real process, the way a user does."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
+def _run_cli(
+    *args: str, timeout: float = 900, progress: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the console script as a real process, the way a user does (progress bars off
+    unless asked for)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": str(int(progress))}
     return subprocess.run(
         [sys.executable, "-m", "engine.cli", *args],
         capture_output=True,

@@ -34,9 +34,14 @@ def test_demo_corpus_is_well_formed() -> None:
 
 def test_index_demo_and_info(tmp_path: Path, run_cli) -> None:
     out = tmp_path / "demo"
-    proc = run_cli("index", "--demo", "--out", str(out))
+    proc = run_cli("index", "--demo", "--out", str(out), progress=True)
     assert proc.returncode == 0, proc.stderr
-    assert "indexed 36 documents" in proc.stdout and "chunks" in proc.stdout
+    last = proc.stdout.strip().splitlines()[-1]  # the closing line: true wall time, per stage
+    assert last.startswith("indexed 36 documents") and "s wall (ingest_chunk" in last
+    assert "embed_chunks" in last and "ner" in last
+    # every bar says what it counts; the libraries' unlabelled bars are off
+    assert "embed chunks" in proc.stderr and "ner:" in proc.stderr
+    assert "Batches" not in proc.stderr and "Loading weights" not in proc.stderr
     idx = open_index(out)
     docs = idx.table("documents")
     assert docs.num_rows == 36

@@ -187,3 +187,38 @@ def test_ner_alone_finds_what_the_tagger_pipeline_finds(shared_data: Path) -> No
     full = [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in tagger.pipe(texts)]
     lean = [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in ner._nlp.pipe(texts)]
     assert sum(map(len, full)) > 1000 and lean == full
+
+
+class Watched:
+    """Instrumentation of a real backend: after each report of finished answers, how many of
+    the batch's answers the front has cached (not a fake: the real backend answers)."""
+
+    def __init__(self, backend, cache: ResponseCache) -> None:
+        self.backend, self.cache, self.reports = backend, cache, []
+        self.model_id = backend.model_id
+        self.cache_id = getattr(backend, "cache_id", backend.model_id)
+
+    def generate(self, prompts, params, on_done=None):
+        from engine.models.base import prompt_key
+
+        keys = [prompt_key(self.cache_id, p, params) for p in prompts]
+
+        def seen(indices, answers):
+            on_done(indices, answers)
+            self.reports.append((len(indices), len(self.cache.get_many(keys))))
+
+        return self.backend.generate(prompts, params, on_done=seen)
+
+    def count_tokens(self, prompts):
+        return self.backend.count_tokens(prompts)
+
+
+def test_answers_are_cached_as_each_forward_batch_finishes(smollm, tmp_path: Path) -> None:
+    """The whole stage goes to the backend in one call; each forward batch of 4 is cached
+    (and counted on the progress bar) before the next one starts."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    watched = Watched(smollm, cache)
+    llm = LLM(watched, cache=cache, flush_every=1)  # flush_every only slices non-reporters
+    prompts = [f"Name a number bigger than {i}." for i in range(6)]
+    out = llm.generate(prompts, GenParams(max_tokens=4), stage="numbers")
+    assert len(out) == 6 and watched.reports == [(4, 4), (2, 6)]

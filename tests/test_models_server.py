@@ -30,6 +30,19 @@ def test_real_server_batch(llama_server, tmp_path: Path) -> None:
     assert usage.calls == 4 and usage.cached_calls == 4
 
 
+def test_each_server_answer_is_cached_as_it_returns(llama_server, tmp_path: Path) -> None:
+    """Requests run 2 at a time; each answer is reported, cached and counted on its own."""
+    from tests.test_models_local import Watched
+
+    backend = OpenAICompatLLM(
+        llama_server.alias, HTTPSettings(base_url=llama_server.url, concurrency=2)
+    )
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    watched = Watched(backend, cache)
+    out = LLM(watched, cache=cache).generate(PROMPTS, GenParams(max_tokens=8), stage="answer")
+    assert len(out) == 4 and watched.reports == [(1, 1), (1, 2), (1, 3), (1, 4)]
+
+
 def test_generate_cli_with_dry_run_and_cache(llama_server, tmp_path: Path, run_cli) -> None:
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(

@@ -63,13 +63,24 @@ class RayLLMBackend:
         self.cfg = llm_cfg
         self.model_id = executor._ray.get(executor.actors[0].llm_model_id.remote(llm_cfg))
 
-    def generate(self, prompts: list, params) -> list:
-        """One shard per actor, gathered in order."""
+    def generate(self, prompts: list, params, on_done=None) -> list:
+        """One shard per actor, answered in parallel; each shard goes to `on_done` as it
+        returns, and the answers come back in input order."""
         ex = self.executor
-        parts = [(a, s) for a, s in zip(ex.actors, ex._shards(prompts), strict=True) if s]
-        out: list = []
-        for r in ex._ray.get([a.generate.remote(self.cfg, s, params) for a, s in parts]):
-            out.extend(r)
+        futures, start = {}, 0
+        for actor, shard in zip(ex.actors, ex._shards(prompts), strict=True):
+            if shard:
+                futures[actor.generate.remote(self.cfg, shard, params)] = start
+            start += len(shard)
+        out: list = [None] * len(prompts)
+        pending = list(futures)
+        while pending:
+            ready, pending = ex._ray.wait(pending, num_returns=1)
+            lo = futures[ready[0]]
+            answers = ex._ray.get(ready[0])
+            out[lo : lo + len(answers)] = answers
+            if on_done is not None:
+                on_done(list(range(lo, lo + len(answers))), answers)
         return out
 
     def count_tokens(self, prompts: list) -> list[int]:

@@ -168,7 +168,7 @@ def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
 def _embed_chunks(b: Build) -> dict[str, Any]:
     """Chunk vectors (also the knapsack's similarity values)."""
     if b.embedder is not None:
-        b.chunk_vecs = b.cache.encode(b.embedder, b.chunks.titled)
+        b.chunk_vecs = b.cache.encode(b.embedder, b.chunks.titled, "chunks")
         b.writer.write_vectors("chunk_vectors", b.chunk_vecs, b.embedder.model_id)
     cache = b.cache
     return {
@@ -325,7 +325,9 @@ def _embed(b: Build) -> dict[str, Any]:
         ("entity_vectors", entity_texts),
         ("relation_vectors", rel_texts),
     ):
-        b.writer.write_vectors(name, cache.encode(emb, texts), emb.model_id)
+        b.writer.write_vectors(
+            name, cache.encode(emb, texts, name.removesuffix("_vectors")), emb.model_id
+        )
     return {
         "items": len(b.unit_rows) + len(b.entities) + len(b.relations),
         "cached": cache.hits - hits0,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
@@ -16,6 +17,10 @@ from engine.errors import GraphRAGError
 Message = dict[str, str]
 Prompt = str | list[Message]
 """A prompt is plain text (sent as one user message) or a list of chat messages."""
+
+
+Done = Callable[[list[int], list["Completion"]], None]
+"""Called with (indices into the batch, their completions) as a backend finishes them."""
 
 
 class LLMError(GraphRAGError):
@@ -149,8 +154,12 @@ class LLMBackend(Protocol):
 
     model_id: str
 
-    def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
-        """Answer every prompt; the i-th completion belongs to the i-th prompt."""
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
+    ) -> list[Completion]:
+        """Answer every prompt; the i-th completion belongs to the i-th prompt. `on_done`, when
+        given, is called in the caller's thread with (indices, completions) as answers finish,
+        so the front can cache and count them before the whole batch is back."""
 
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Prompt tokens each prompt would cost (for dry runs and budgets)."""

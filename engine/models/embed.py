@@ -6,13 +6,13 @@ from a local path, and an OpenAI-compatible embeddings endpoint (engine.models.o
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from engine.errors import ConfigError
+from engine.progress import silence_library_bars
 from kernels.similarity import l2_normalize
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -49,6 +49,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(
                 f"embedder.model: {path} does not exist (give a local folder; nothing is downloaded)"
             )
+        silence_library_bars()
         self.model = SentenceTransformer(path, device=device, local_files_only=True)
         self.batch_size = batch_size
         self.model_id = f"sentence-transformers:{DEFAULT_EMBEDDER if model in (None, DEFAULT_EMBEDDER) else Path(path).name}"
@@ -68,18 +69,16 @@ class SentenceTransformerEmbedder:
         return self.model.tokenizer
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """(n, d) float32, L2-normalized, `batch_size` texts per forward pass, with a progress bar."""
+        """(n, d) float32, L2-normalized, `batch_size` texts per forward pass (the caller's
+        progress bar counts them: sentence-transformers' own unlabelled bar stays off)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        show = (
-            len(texts) >= 10 * self.batch_size and os.environ.get("GRAPHRAG_PROGRESS", "1") != "0"
-        )
         vecs = self.model.encode(
             texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,
             normalize_embeddings=True,
-            show_progress_bar=show,
+            show_progress_bar=False,
         )
         return np.ascontiguousarray(vecs, dtype=np.float32)
 

@@ -10,6 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from engine.models.embed import Embedder
+from engine.progress import progress
+
+SLICE = 4096
+"""Texts per embedder call; each slice is stored before the next starts."""
 
 
 class EmbeddingCache:
@@ -26,8 +30,10 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
 
-    def encode(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
-        """Vectors of all texts: cached ones read back, the rest encoded in one call and stored."""
+    def encode(self, embedder: Embedder, texts: list[str], label: str = "texts") -> np.ndarray:
+        """Vectors of all texts: cached ones read back, the rest encoded SLICE texts at a time,
+        each slice stored as it is done (a killed run keeps it) and counted on an `embed LABEL`
+        progress bar."""
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         found: dict[str, np.ndarray] = {}
         distinct = sorted(set(keys))
@@ -41,18 +47,24 @@ class EmbeddingCache:
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         self.hits += len(texts) - sum(1 for k in keys if k in todo)
         self.misses += len(todo)
-        if todo:
-            vecs = embedder.encode(list(todo.values()))
+        todo_keys, todo_texts = list(todo), list(todo.values())
+        bar = progress(f"embed {label}", total=len(todo), unit="text") if todo else None
+        for lo in range(0, len(todo), SLICE):
+            vecs = embedder.encode(todo_texts[lo : lo + SLICE])
+            part = todo_keys[lo : lo + SLICE]
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(
                 "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
                 [
                     (embedder.model_id, k, v.astype(np.float32).tobytes())
-                    for k, v in zip(todo, vecs, strict=True)
+                    for k, v in zip(part, vecs, strict=True)
                 ],
             )
             self._conn.execute("COMMIT")
-            found.update(zip(todo, vecs, strict=True))
+            found.update(zip(part, vecs, strict=True))
+            bar.update(len(part))
+        if bar is not None:
+            bar.close()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32)

@@ -3,13 +3,15 @@
     llm = LLM(backend, cache=ResponseCache(path))
     completions = llm.generate(prompts, GenParams(max_tokens=512), stage="extract")
 
-One call looks up the whole batch in the cache, sends only the misses to the backend in
-batched calls of `flush_every` prompts (each slice cached as soon as it returns), stores the answers, and counts tokens per (stage, backend). With dry_run=True
+One call looks up the whole batch in the cache, sends only the misses to the backend in one
+call, caches each answer as the backend reports it done (and counts it on the stage's progress
+bar), and counts tokens per (stage, backend). With dry_run=True
 nothing is sent: prompts and their tokens are counted, to estimate a run's cost before it.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 
@@ -45,6 +47,14 @@ class NoLLM:
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Nothing is ever sent."""
         return [0] * len(prompts)
+
+
+def reports_done(backend: LLMBackend) -> bool:
+    """Whether the backend's generate takes `on_done` (answers reported as they finish)."""
+    try:
+        return "on_done" in inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class LLM:
@@ -95,29 +105,7 @@ class LLM:
                 counts = self.backend.count_tokens(batch)
                 fresh = [Completion("", n, 0, dry_run=True) for n in counts]
             else:
-                # the batch goes to the backend in slices of flush_every prompts, each cached as
-                # soon as it returns: a run killed mid-stage keeps every answer already paid for
-                fresh = []
-                todo_keys = list(todo.keys())
-                bar = progress(f"llm {stage}", total=len(batch), unit="prompt")
-                http = getattr(self.backend, "http", None)  # a server backend's retry counter
-                for lo in range(0, len(batch), self.flush_every):
-                    before = http.retries if http is not None else 0
-                    part = self.backend.generate(batch[lo : lo + self.flush_every], params)
-                    if http is not None:
-                        usage.http_retries += http.retries - before
-                    if self.cache is not None:
-                        ok = [
-                            (k, c)
-                            for k, c in zip(
-                                todo_keys[lo : lo + self.flush_every], part, strict=True
-                            )
-                            if c.error is None
-                        ]
-                        self.cache.put_many(self.model_id, ok)
-                    fresh.extend(part)
-                    bar.update(len(part))
-                bar.close()
+                fresh = self._send(batch, list(todo.keys()), params, stage, usage)
                 self._tell_weaker_decoding(stage, fresh)
                 failed = [c for c in fresh if c.error is not None]
                 usage.failed_prompts += len(failed) if keep_failures else 0
@@ -150,6 +138,40 @@ class LLM:
             usage.add(c)
         usage.seconds += time.perf_counter() - started
         return result
+
+    def _send(
+        self, batch: list[Prompt], keys: list[str], params: GenParams, stage: str, usage
+    ) -> list[Completion]:
+        """The whole batch to the backend in one call; each answer is cached and counted on the
+        stage's progress bar as the backend reports it done (per request for servers, per
+        forward batch in process), so a run killed mid-stage keeps every answer already paid
+        for. A backend that cannot report (no `on_done`) gets slices of `flush_every`."""
+        bar = progress(f"llm {stage}", total=len(batch), unit="prompt")
+        http = getattr(self.backend, "http", None)  # a server backend's retry counter
+        before = http.retries if http is not None else 0
+
+        def done(indices: list[int], answers: list[Completion]) -> None:
+            if self.cache is not None:
+                ok = [
+                    (keys[i], c) for i, c in zip(indices, answers, strict=True) if c.error is None
+                ]
+                self.cache.put_many(self.model_id, ok)
+            bar.update(len(indices))
+
+        try:
+            if reports_done(self.backend):
+                fresh = self.backend.generate(batch, params, on_done=done)
+            else:
+                fresh = []
+                for lo in range(0, len(batch), self.flush_every):
+                    part = self.backend.generate(batch[lo : lo + self.flush_every], params)
+                    done(list(range(lo, lo + len(part))), part)
+                    fresh.extend(part)
+        finally:
+            bar.close()
+            if http is not None:
+                usage.http_retries += http.retries - before
+        return fresh
 
     def _tell_weaker_decoding(self, stage: str, fresh: list[Completion]) -> None:
         """Say once per stage when the backend did not decode a schema'd prompt under its schema

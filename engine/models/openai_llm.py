@@ -18,14 +18,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from engine.errors import ConfigError
-from engine.models.base import Completion, GenParams, LLMError, Prompt, as_messages
+from engine.models.base import Completion, Done, GenParams, LLMError, Prompt, as_messages
 from engine.models.tokenizer import load_tokenizer
 from kernels.similarity import l2_normalize
 
@@ -155,10 +155,22 @@ class RetryingClient:
             "check that the server is up, or raise llm.max_retries / llm.read_timeout_s"
         )
 
-    def map(self, fn, items: list) -> list:
-        """Apply fn to every item with at most `concurrency` requests in flight, keeping order."""
+    def map(self, fn, items: list, on_done: Done | None = None) -> list:
+        """Apply fn to every item with at most `concurrency` requests in flight, keeping order;
+        each result goes to `on_done` (in this thread) as it arrives."""
+        out: list = [None] * len(items)
         with ThreadPoolExecutor(max_workers=max(1, self.settings.concurrency)) as pool:
-            return list(pool.map(fn, items))
+            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+            try:
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    out[i] = fut.result()
+                    if on_done is not None:
+                        on_done([i], [out[i]])
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        return out
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -260,9 +272,12 @@ class OpenAICompatLLM:
                 file=sys.stderr,
             )
 
-    def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
-        """Send every prompt, `concurrency` at a time; a prompt that fails after its retries
-        comes back with `error` set (the others are kept, so their cost is not paid twice)."""
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
+    ) -> list[Completion]:
+        """Send every prompt, `concurrency` at a time, each reported to `on_done` as it returns;
+        a prompt that fails after its retries comes back with `error` set (the others are kept,
+        so their cost is not paid twice)."""
 
         def one(prompt: Prompt) -> Completion:
             try:
@@ -270,7 +285,7 @@ class OpenAICompatLLM:
             except LLMError as exc:
                 return Completion("", 0, 0, finish_reason="error", error=str(exc))
 
-        return self.http.map(one, prompts)
+        return self.http.map(one, prompts, on_done)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 from engine.errors import ConfigError
-from engine.models.base import Completion, GenParams, Prompt, as_messages
+from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 from engine.models.constrained import SchemaGrammar, constrained_available
+from engine.progress import silence_library_bars
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -67,6 +68,7 @@ class TransformersLLM:
                 f"llm.model: {model} does not exist (give a local folder; nothing is downloaded)"
             )
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+        silence_library_bars()
         self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True, **kwargs)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -105,8 +107,11 @@ class TransformersLLM:
         texts = [self._render(p) for p in prompts]
         return [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
-    def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
-        """Answer all prompts: sorted by length, padded on the left, `batch_size` per forward pass."""
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
+    ) -> list[Completion]:
+        """Answer all prompts: sorted by length, padded on the left, `batch_size` per forward
+        pass (each pass reported to `on_done`)."""
         import torch
         from transformers import LogitsProcessorList
 
@@ -161,4 +166,6 @@ class TransformersLLM:
                     finish_reason=finish,
                     decoding=decoding,
                 )
+            if on_done is not None:
+                on_done(idx, [out[i] for i in idx])
         return [c for c in out if c is not None]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from engine.errors import ConfigError
-from engine.models.base import Completion, GenParams, Prompt, as_messages
+from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 
 
 def _guided(schema: dict) -> dict:
@@ -61,8 +61,11 @@ class VLLMBackend:
             for p in prompts
         ]
 
-    def generate(self, prompts: list[Prompt], params: GenParams) -> list[Completion]:
-        """One offline batch for all prompts."""
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
+    ) -> list[Completion]:
+        """One offline batch for all prompts (vLLM schedules them with continuous batching);
+        `chat` returns them together, so they reach `on_done` together at the end."""
         from vllm import SamplingParams
 
         extra = _guided(params.json_schema) if params.json_schema is not None else {}
@@ -77,7 +80,7 @@ class VLLMBackend:
         t0 = time.perf_counter()
         outputs = self.engine.chat([as_messages(p) for p in prompts], sampling, use_tqdm=True)
         latency = time.perf_counter() - t0
-        return [
+        done = [
             Completion(
                 o.outputs[0].text,
                 len(o.prompt_token_ids),
@@ -87,3 +90,6 @@ class VLLMBackend:
             )
             for o in outputs
         ]
+        if on_done is not None:
+            on_done(list(range(len(done))), done)
+        return done
