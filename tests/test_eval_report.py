@@ -176,3 +176,18 @@ def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, s
     per_q = list(csv.DictReader((tmp_path / "rep" / "per_question.csv").open()))
     assert len(per_q) == 8
     assert json.loads(json.dumps(per_q[0]))["qid"] == "demo-q01"
+
+
+def test_plots_leave_out_runs_without_the_groups_metrics(tmp_path: Path) -> None:
+    """A retrieval-only run gets no bar among the answer metrics; retrieval bars show both."""
+    from engine.eval.report import _plots
+
+    nan = float("nan")
+    table = {
+        "f1": {"ret": (nan, nan, nan, 0), "gen": (0.4, 0.3, 0.5, 10)},
+        "recall@2": {"ret": (1.0, 1.0, 1.0, 10), "gen": (0.5, 0.4, 0.6, 10)},
+    }
+    plotted = _plots(tmp_path, ["ret", "gen"], ["f1", "recall@2"], table, [2])
+    assert plotted == {"answers": ["gen"], "retrieval": ["ret", "gen"]}
+    for png in ("answers.png", "retrieval.png", "recall_at_k.png"):
+        assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"

@@ -265,8 +265,11 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         w.writerows(rows)
 
 
-def _plots(out: Path, labels: list[str], metrics: list[str], table: dict, ks: list[int]) -> None:
-    """Bars with bootstrap error bars per metric group, and Recall@k curves."""
+def _plots(
+    out: Path, labels: list[str], metrics: list[str], table: dict, ks: list[int]
+) -> dict[str, list[str]]:
+    """Bars with bootstrap error bars per metric group (only the runs that have the group's
+    metrics), and Recall@k curves; returns each written group's runs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -278,26 +281,30 @@ def _plots(out: Path, labels: list[str], metrics: list[str], table: dict, ks: li
         "retrieval": [m for m in metrics if m.startswith(("recall@", "hit@"))],
         "ragas": [m for m in metrics if m.startswith(("faith", "context_"))],
     }
+    plotted: dict[str, list[str]] = {}
     for name, ms in groups.items():
-        if not ms:
-            continue
-        fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(ms) * max(1, len(labels)) / 2), 3.6))
-        width = 0.8 / max(1, len(labels))
-        for j, label in enumerate(labels):
-            means = [table[m][label][0] for m in ms]
+        runs = [lb for lb in labels if any(not math.isnan(table[m][lb][0]) for m in ms)]
+        if not ms or not runs:
+            continue  # a run without answers (retrieval only) has no bar among the answers
+        fig, ax = plt.subplots(figsize=(min(12, max(5, 0.3 * len(ms) * len(runs) + 1.5)), 3.6))
+        width = 0.8 / len(runs)
+        for j, label in enumerate(runs):
+            rows = [table[m][label] for m in ms]
+            means = [0.0 if math.isnan(r[0]) else r[0] for r in rows]
             err = [
-                [max(0.0, table[m][label][0] - table[m][label][1]) for m in ms],
-                [max(0.0, table[m][label][2] - table[m][label][0]) for m in ms],
+                [0.0 if math.isnan(r[0]) else max(0.0, r[0] - r[1]) for r in rows],
+                [0.0 if math.isnan(r[0]) else max(0.0, r[2] - r[0]) for r in rows],
             ]
-            xs = [i + j * width for i in range(len(ms))]
+            xs = [i + (j - (len(runs) - 1) / 2) * width for i in range(len(ms))]  # centred
             ax.bar(xs, means, width, yerr=err, capsize=3, label=label)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ms))], ms, rotation=30, ha="right")
-        ax.set_ylim(0, 1)
+        ax.set_xticks(range(len(ms)), ms, rotation=30, ha="right")
+        ax.set_ylim(0, 1.08)  # room above 1.0 for the error bars' caps
         ax.legend(fontsize=7)
         ax.set_title(f"{name} (95% bootstrap CI)")
         fig.tight_layout()
         fig.savefig(out / f"{name}.png", dpi=110)
         plt.close(fig)
+        plotted[name] = runs
     rec = [f"recall@{k}" for k in sorted(ks) if f"recall@{k}" in table]
     if rec:
         fig, ax = plt.subplots(figsize=(5, 3.6))
@@ -310,11 +317,12 @@ def _plots(out: Path, labels: list[str], metrics: list[str], table: dict, ks: li
             ax.fill_between(xs, lo, hi, alpha=0.15)
         ax.set_xlabel("k")
         ax.set_ylabel("Recall@k")
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.05)
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "recall_at_k.png", dpi=110)
         plt.close(fig)
+    return plotted
 
 
 def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path:
