@@ -1,4 +1,4 @@
-"""Command line: index | info | query | eval | export | bench (thin: parse, call, print).
+"""Command line: demo | index | info | query | eval | export | bench (thin: parse, call, print).
 
 Bad input prints one line on stderr and exits 2; an internal failure exits 1; a query run that
 finished with questions whose answer prompt failed after every retry exits 3.
@@ -260,6 +260,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Index the demo corpus and run a few of its questions through three methods side by side."""
+    from engine.tour import run_tour
+
+    writable_folder(args.out)
+    run_tour(args.out, questions=args.questions, answers=not args.no_answers)
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Write the index's entity graph (and communities) for Gephi, Neo4j or GraphRAG tools."""
     from engine.export import export_graph
@@ -327,6 +336,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphrag-engine", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"graphrag-engine {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "demo", help="index the demo corpus and compare three methods on a few of its questions"
+    )
+    p.add_argument("--out", default="demo", help="folder for the index and run folders")
+    p.add_argument("--questions", type=int, default=5, help="demo questions to run (of 45)")
+    p.add_argument(
+        "--no-answers", action="store_true", help="rank passages only, even with SmolLM2 installed"
+    )
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("index", help="build an index from a corpus")
     p.add_argument("corpus", nargs="*", help="JSONL, Parquet, .txt/.md files (gzip ok) or folders")

@@ -181,3 +181,31 @@ def test_index_into_a_damaged_target_stops_first_and_force_rebuilds(tmp_path: Pa
     assert sorted(p.name for p in out.iterdir()) == [".lock", "manifest.json"]  # no work done
     assert main(["index", str(corpus), "--out", str(out), "--force"]) == 0
     assert main(["info", str(out)]) == 0
+
+
+def test_demo_tour_prints_questions_gold_and_recall_per_method(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """`graphrag-engine demo` (answers off here; the README's first command runs it with
+    SmolLM2) reuses a whole index in OUT and prints each question with its gold answer and
+    every method's Recall@5, then recall and time per method, equal to the runs' own rows."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from engine.demo import questions_path
+    from engine.eval.datasets import load_questions
+    from engine.eval.metrics import recall_at_k
+
+    shutil.copytree(demo_index, tmp_path / "index")
+    assert main(["demo", "--out", str(tmp_path), "--questions", "3", "--no-answers"]) == 0
+    out = capsys.readouterr().out
+    assert "already holds the demo index" in out
+    for q in load_questions(questions_path(), limit=3):
+        assert q.question in out and f"gold:   {q.answers[0]}" in out
+    for method in ("bm25", "naive", "hipporag"):
+        rows = pq.read_table(tmp_path / "runs" / method / "results.parquet").to_pylist()
+        assert len(rows) == 3
+        mean = sum(recall_at_k(r["retrieved_ids"], r["supporting_ids"], 5) for r in rows) / 3
+        line = next(x for x in out.splitlines() if x.startswith(method + " "))
+        assert float(line.split()[1]) == pytest.approx(mean, abs=0.005)

@@ -17,4 +17,5 @@ def test_ci_runs_the_readme_commands() -> None:
     install, test = commands
     assert install in ci_lines
     assert test in ci_lines
-    assert "--demo" in install and "pytest" in test
+    assert "graphrag-engine demo" in install and "pytest" in test
+    assert "CMAKE_ARGS" not in install, "the first command compiles nothing"
