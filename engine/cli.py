@@ -99,11 +99,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     wall = time.perf_counter() - started
     if args.dry_run:
-        est = manifest["estimate"] or {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
-        print(
-            f"dry run: the index would send {est['prompts']} LLM prompts ({est['prompt_tokens']} prompt tokens, "
-            f"at most {est['max_completion_tokens']} completion tokens); nothing was sent or written"
-        )
+        _print_forecast(manifest)
         return 0
     ingest = manifest["stats"]["ingest"]
     stages = manifest["stats"]["stages"]
@@ -123,6 +119,33 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{ingest['skipped_bad']} bad records skipped; {wall:.1f} s wall ({times})"
     )
     return 0
+
+
+def _print_forecast(dry: dict) -> None:
+    """The dry run's forecast: one line per LLM stage, then the total."""
+    print(f"dry run: {dry['documents']} documents, {dry['chunks']} chunks, {dry['tokens']} tokens")
+    rows = dry["forecast"]
+    for r in rows:
+        if r["prompts"] is None:
+            print(f"  {r['stage']}: {r['basis']}")
+            continue
+        cost = "" if r["cost"] is None else f", cost {r['cost']:.4f}"
+        print(
+            f"  {r['stage']}: {r['prompts']} prompts, {r['prompt_tokens']} prompt tokens, "
+            f"~{r['completion_tokens']} completion tokens{cost} ({r['basis']})"
+        )
+    known = [r for r in rows if r["prompts"] is not None]
+    total = (
+        f"{sum(r['prompts'] for r in known)} LLM prompts, "
+        f"{sum(r['prompt_tokens'] for r in known)} prompt tokens, "
+        f"~{sum(r['completion_tokens'] for r in known)} completion tokens"
+    )
+    costs = [r["cost"] for r in known if r["cost"] is not None]
+    priced = f", cost {sum(costs):.4f}" if costs else ""
+    print(
+        f"dry run: the index would send {total if rows else 'no LLM prompts'}{priced}; "
+        "nothing was sent, embedded or written"
+    )
 
 
 def _print_stages(manifest: dict) -> None:

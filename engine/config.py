@@ -106,6 +106,10 @@ class LLMConfig:
     """vllm: share of GPU memory the engine may take."""
     cache: str | None = None
     """SQLite response cache; default `llm_cache.sqlite` beside the index (or the run's output)."""
+    price_input_per_million: float | None = None
+    """Price of a million prompt tokens (any currency); `index --dry-run` prices its forecast."""
+    price_output_per_million: float | None = None
+    """Price of a million completion tokens, in the same currency."""
 
 
 @dataclass

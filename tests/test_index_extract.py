@@ -120,7 +120,7 @@ def test_rounds_are_batched(smollm, loop: str, gleaning: int) -> None:
 
 
 @pytest.mark.slow
-def test_extract_stage_in_index(tmp_path: Path) -> None:
+def test_extract_stage_in_index(tmp_path: Path, capsys) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(corpus_path().read_text().splitlines()[:4]) + "\n")
     cfg = tmp_path / "x.yaml"
@@ -130,9 +130,14 @@ def test_extract_stage_in_index(tmp_path: Path) -> None:
     )
     out = tmp_path / "idx"
     dry = main(["index", str(corpus), "--out", str(out), "--config", str(cfg), "--dry-run"])
-    assert dry == 0 and not (out / "manifest.json").exists()
+    assert dry == 0 and not out.exists()  # nothing written: no lock, cache or staging
+    line = next(x for x in capsys.readouterr().out.splitlines() if "extract: " in x)
+    assert "4 prompts" in line and "~192 completion tokens" in line  # 4 x max_tokens 48
+    forecast = int(line.split("prompts, ")[1].split()[0])
     assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     stage = open_index(out).manifest["stats"]["stages"]["extract"]
+    # the forecast counted the first round's prompts exactly; re-asks repeat a prompt
+    assert forecast <= stage["prompt_tokens"] <= forecast * (1 + stage["retries"])
     assert stage["items"] == 4 and stage["rounds"] == 4
     assert stage["model_calls"] == 4 + stage["retries"] == stage["schema_decoded"]
     assert stage["prompt_tokens"] > 0 and stage["completion_tokens"] > 0

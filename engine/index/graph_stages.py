@@ -3,9 +3,9 @@ one runner: embed chunks -> knowledge units (knapsack-chosen core chunks by LLM,
 the rest) -> NER -> LLM triple extraction -> entity resolution and graphs -> communities (and
 their reports) -> embeddings of units, entities and relations.
 
-The runner times every stage, diffs the LLM ledger around the stages that use the LLM, writes
-each stage's stats into the manifest and honours a dry run (stages the estimate needs run,
-LLM stages estimate their prompts, the rest are skipped). A new stage is an addition to STAGES.
+The runner times every stage, diffs the LLM ledger around the stages that use the LLM and
+writes each stage's stats into the manifest (a dry run never gets here: engine/index/forecast.py
+forecasts the LLM stages from the chunks alone). A new stage is an addition to STAGES.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import numpy as np
 from engine.config import IndexConfig
 from engine.exec import make_executor
 from engine.index.communities import community_reports, detect_communities
-from engine.index.extract import extract_triples, extraction_prompt, summarize_descriptions
+from engine.index.extract import extract_triples, summarize_descriptions
 from engine.index.graphs import build_graphs
 from engine.index.resolve import resolve
-from engine.index.units import llm_units, select_core_chunks, sentence_units, unit_prompt
-from engine.models import GenParams, make_llm
+from engine.index.units import llm_units, select_core_chunks, sentence_units
+from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EmbeddingCache
 from engine.progress import progress
@@ -34,7 +34,6 @@ from engine.store import IndexWriter
 NER_BATCH = 1024
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 EMBED_CACHE = "embed_cache.sqlite"
-NO_ESTIMATE = {"prompts": 0, "prompt_tokens": 0, "max_completion_tokens": 0}
 
 
 @dataclass
@@ -48,7 +47,6 @@ class Build:
     stats: dict[str, Any]
     models: dict[str, str]
     executor: Any
-    dry_run: bool = False
     embedder: Any = None
     cache: EmbeddingCache | None = None
     llm: Any = None
@@ -66,7 +64,6 @@ class Build:
             self.llm = make_llm(
                 self.config.models.llm,
                 default_cache=self.out / LLM_CACHE,
-                dry_run=self.dry_run,
                 backend=self.executor.llm_backend(self.config.models.llm),
             )
             self.models["llm"] = self.llm.model_id
@@ -76,7 +73,7 @@ class Build:
 @dataclass(frozen=True)
 class Stage:
     """One index stage: its name, the tables it reads and writes, when it runs, its run
-    function (returns its stats) and, for an LLM stage, its dry-run estimate."""
+    function (returns its stats)."""
 
     name: str
     reads: tuple[str, ...]
@@ -85,10 +82,6 @@ class Stage:
     enabled: Callable[[IndexConfig], bool] = lambda cfg: True
     uses_llm: bool = False
     """The runner adds the LLM calls and tokens it spent (cached ones included)."""
-    estimate: Callable[[Build], dict[str, int]] | None = None
-    """Dry run: the prompts and tokens it would send; None: it runs only if `dry_run_needs`."""
-    dry_run_needs: bool = False
-    """Dry run: it still runs, because a later estimate needs its output."""
 
 
 def run_graph_stages(
@@ -98,10 +91,8 @@ def run_graph_stages(
     chunks,
     stats: dict[str, Any],
     models: dict[str, str],
-    dry_run: bool = False,
-) -> dict[str, int] | None:
-    """Run STAGES into `writer`; returns the LLM cost estimate when dry_run (nothing worth
-    committing is written then)."""
+) -> None:
+    """Run STAGES into `writer`."""
     executor = make_executor(
         config.executor,
         config.models.embedder,
@@ -110,30 +101,22 @@ def run_graph_stages(
         config.workers,
     )
     try:
-        build = Build(writer, out, config, chunks, stats, models, executor, dry_run)
+        build = Build(writer, out, config, chunks, stats, models, executor)
         g = config.graph
         if g.embed or g.alpha > 0:
             build.embedder = executor
             build.cache = EmbeddingCache(out / EMBED_CACHE)
             models["embedder"] = executor.model_id
         stats["executor"] = executor.name
-        return run_stages(build, STAGES)
+        run_stages(build, STAGES)
     finally:
         executor.close()
 
 
-def run_stages(build: Build, stages: list[Stage]) -> dict[str, int] | None:
-    """Run each enabled stage, timed, with its stats (and LLM usage) in the manifest; in a dry
-    run, sum the LLM stages' estimates instead and return them."""
-    total = dict(NO_ESTIMATE) if build.dry_run else None
+def run_stages(build: Build, stages: list[Stage]) -> None:
+    """Run each enabled stage, timed, with its stats (and LLM usage) in the manifest."""
     for stage in stages:
         if not stage.enabled(build.config):
-            continue
-        if build.dry_run and stage.estimate is not None:
-            more = stage.estimate(build)
-            total = {k: total[k] + more[k] for k in total}
-            continue
-        if build.dry_run and not stage.dry_run_needs:
             continue
         t0 = time.perf_counter()
         before = build.llm.ledger.total() if build.llm is not None else Usage()
@@ -145,7 +128,6 @@ def run_stages(build: Build, stages: list[Stage]) -> dict[str, int] | None:
             **values,
             "seconds": round(time.perf_counter() - t0, 3),
         }
-    return total
 
 
 def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
@@ -212,14 +194,6 @@ def _units(b: Build) -> dict[str, Any]:
     }
 
 
-def _estimate_units(b: Build) -> dict[str, int]:
-    core = _core_chunks(b)
-    if not core.size:
-        return dict(NO_ESTIMATE)
-    prompts = [unit_prompt(b.chunks.texts[i]) for i in core]
-    return b.stage_llm().estimate(prompts, GenParams(max_tokens=b.config.graph.unit_max_tokens))
-
-
 def _ner(b: Build) -> dict[str, Any]:
     """Entity mentions of every unit, NER_BATCH units per executor call."""
     b.models["ner"] = b.executor.ner_model_id
@@ -258,14 +232,6 @@ def _extract(b: Build) -> dict[str, Any]:
         "rounds": sum(f.rounds for f in found),
         "parse_failures": sum(f.failures for f in found),
     }
-
-
-def _estimate_extract(b: Build) -> dict[str, int]:
-    """The first extraction round: one prompt per chunk."""
-    x = b.config.extraction
-    llm = make_llm(b.config.models.llm, default_cache=b.out / LLM_CACHE, dry_run=True)
-    prompts = [extraction_prompt(t, x.entity_types) for t in b.chunks.texts]
-    return llm.estimate(prompts, GenParams(max_tokens=x.max_tokens))
 
 
 def _resolve_graphs(b: Build) -> dict[str, Any]:
@@ -336,14 +302,13 @@ def _embed(b: Build) -> dict[str, Any]:
 
 
 STAGES: list[Stage] = [
-    Stage("embed_chunks", ("chunks",), ("chunk_vectors",), _embed_chunks, dry_run_needs=True),
+    Stage("embed_chunks", ("chunks",), ("chunk_vectors",), _embed_chunks),
     Stage(
         "units",
         ("chunks", "chunk_vectors"),
         ("units",),
         _units,
         uses_llm=True,
-        estimate=_estimate_units,
     ),
     Stage("ner", ("units",), (), _ner),
     Stage(
@@ -353,7 +318,6 @@ STAGES: list[Stage] = [
         _extract,
         enabled=lambda cfg: cfg.extraction.enabled,
         uses_llm=True,
-        estimate=_estimate_extract,
     ),
     Stage(
         "resolve_graphs",

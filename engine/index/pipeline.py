@@ -19,6 +19,7 @@ from typing import Any
 from engine.config import IndexConfig
 from engine.errors import IngestError
 from engine.index.chunking import chunk_documents
+from engine.index.forecast import forecast_index
 from engine.index.graph_stages import run_graph_stages
 from engine.index.ingest import Document, DocumentReader
 from engine.progress import progress
@@ -56,7 +57,8 @@ def build_index(
     dry_run: bool = False,
     force: bool = False,
 ) -> dict[str, Any]:
-    """Index the corpus into `out` and return the committed manifest (or, dry, the estimate).
+    """Index the corpus into `out` and return the committed manifest (or, with dry_run, the
+    forecast of every LLM stage: nothing is written, embedded or sent).
 
     With add=True the documents already in `out` are indexed together with the new ones; the
     caches make that cost only what the new documents add. force=True rebuilds over a manifest
@@ -65,6 +67,8 @@ def build_index(
     out = Path(out)
     before = indexed_documents(out) if add else ()
     reader = DocumentReader(corpus, config.ingest, before=before)
+    if dry_run:
+        return dry_run_forecast(reader, out, config)
     stats: dict[str, Any] = {"stages": {}}
     keep = config.graph.enabled
     chunks = ChunkList()
@@ -112,13 +116,32 @@ def build_index(
         }
         models = {"tokenizer": config.chunking.tokenizer}
         if keep:
-            estimate = run_graph_stages(writer, out, config, chunks, stats, models, dry_run)
-            if dry_run:
-                writer.abort()
-                return {"dry_run": True, "estimate": estimate, "stats": stats}
+            run_graph_stages(writer, out, config, chunks, stats, models)
         return writer.commit(
             config=config.to_dict(),
             config_hash=config.config_hash(),
             models=models,
             stats=stats,
         )
+
+
+def dry_run_forecast(reader: DocumentReader, out: Path, config: IndexConfig) -> dict[str, Any]:
+    """Read and chunk the corpus in memory, then forecast every LLM stage; writes nothing."""
+    texts: list[str] = []
+    n_tokens: list[int] = []
+    bar = progress("ingest+chunk", total=reader.total_bytes, unit="B", unit_scale=True)
+    for _, doc_chunks in chunk_documents(reader, config.chunking):
+        texts.extend(c.text for c in doc_chunks)
+        n_tokens.extend(c.n_tokens for c in doc_chunks)
+        bar.update(reader.stats.bytes_read - bar.n)
+    bar.close()
+    if reader.stats.documents == 0:
+        raise IngestError(f"{out}: no documents to index")
+    stages = forecast_index(texts, n_tokens, config, out) if config.graph.enabled else []
+    return {
+        "dry_run": True,
+        "documents": reader.stats.documents,
+        "chunks": len(texts),
+        "tokens": sum(n_tokens),
+        "forecast": [s.as_dict() for s in stages],
+    }
