@@ -107,7 +107,7 @@ class Engine:
             cfg.models.llm.base_url = base_url
         if batch_size is not None:
             cfg.batch_size = batch_size
-        own_llm = getattr(cfg.options, "llm_use", lambda: None)()
+        own_llm = cfg.method_llm_use()
         if cfg.models.llm.backend == "none":
             if own_llm:
                 raise BadInputError(
@@ -192,7 +192,7 @@ class Engine:
         """The LLM backend of a config, made once per distinct model setting for this Engine
         (None when the run asks no LLM, or for backend "none": the run's own front handles it)."""
         llm = cfg.models.llm
-        own_llm = getattr(cfg.options, "llm_use", lambda: None)()
+        own_llm = cfg.method_llm_use()
         if llm.backend == "none" or not (cfg.generation.enabled or own_llm):
             return None
         key = json.dumps(

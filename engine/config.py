@@ -493,7 +493,7 @@ class QueryConfig:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate(where)
-        method_llm = getattr(self.options, "llm_use", lambda: None)()
+        method_llm = self.method_llm_use()
         if (self.generation.enabled or method_llm) and self.models.llm.backend == "none":
             what = method_llm or "generation.enabled"
             raise ConfigError(
@@ -501,6 +501,10 @@ class QueryConfig:
                 "--llm-backend transformers (or set models.llm.backend), or run retrieval only "
                 "(--retrieval-only, or generation.enabled: false)"
             )
+
+    def method_llm_use(self) -> str | None:
+        """What the method itself asks of an LLM (beyond the answer stage), or None."""
+        return getattr(self.options, "llm_use", lambda: None)()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every setting, defaults included; the method's section under its name."""
