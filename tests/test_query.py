@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from engine.cli import main
 from engine.eval.metrics import recall_at_k
+from engine.results import read_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _run(index: Path, questions: Path, method: str, out: Path, *extra: str) -> list[dict]:
     args = ["query", str(index), str(questions), "--method", method, "--out", str(out)]
     assert main([*args, "--retrieval-only", *extra]) == 0
-    return pq.read_table(out / "results.parquet").to_pylist()
+    return read_rows(out / "results.parquet")
 
 
 def _mean_recall(ranked: list[list[str]], gold: list[list[str]], k: int) -> float:
@@ -82,9 +84,17 @@ def test_dense_matches_direct_minilm(musique_subset: dict, tmp_path: Path, minil
 
 def test_hipporag_ranks_from_linked_entities(musique_subset: dict, tmp_path: Path) -> None:
     rows = _run(musique_subset["index"], musique_subset["questions"], "hipporag", tmp_path / "h")
-    extras = [json.loads(r["extras"]) for r in rows]
+    extras = [r["extras"] for r in rows]
     linked = [e for e in extras if e["linked_entities"]]
     assert len(linked) > 0.8 * len(rows)
+    # typed columns: extras a struct inferred over the run, tokens / seconds maps
+    schema = pq.read_schema(tmp_path / "h" / "results.parquet")
+    assert pa.types.is_struct(schema.field("extras").type)
+    assert schema.field("extras").type.field("linked_entities").type == pa.list_(pa.string())
+    assert schema.field("seconds").type == pa.map_(pa.string(), pa.float64())
+    assert schema.field("tokens").type == pa.map_(pa.string(), pa.int64())
+    flat = pq.read_table(tmp_path / "h" / "results.parquet").flatten()
+    assert flat["extras.linked_entities"].to_pylist() == [e["linked_entities"] for e in extras]
     # every mention of a question links to some entity (top-1 linking)
     assert all(len(e["linked_entities"]) <= len(e["query_entities"]) for e in extras)
     gold = [x["supporting_passage_ids"] for x in musique_subset["gold"]]
@@ -99,11 +109,15 @@ def test_results_hold_gold_context_and_timings(demo_index: Path, tmp_path: Path)
     assert r["answer"] is None and r["gold_answers"] == ["Hollowmere"]
     assert r["supporting_ids"] == ["port-calloway", "ilsa-varnholt"]
     assert len(r["context_ids"]) == 5 and len(r["retrieved_ids"]) <= 20
-    assert set(json.loads(r["seconds"])) == {"bm25_index", "bm25_search"}
+    assert set(r["seconds"]) == {"bm25_index", "bm25_search"}
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["questions"] == 7 and summary["questions_per_s"] > 0
     jsonl = [json.loads(x) for x in (tmp_path / "r" / "results.jsonl").open()]
-    assert [x["qid"] for x in jsonl] == [x["qid"] for x in rows]
+    assert jsonl == rows  # the JSON lines hold the decoded rows: dicts, not pairs or strings
+    schema = pq.read_schema(tmp_path / "r" / "results.parquet")
+    assert schema.field("extras").type == pa.null()  # BM25 records no extras
+    assert schema.field("answer_failed").type == pa.string()
+    assert all(x["answer_failed"] is None and x["tokens"] == {} for x in rows)
 
 
 def test_rerun_into_a_folder_of_another_run_is_refused(
@@ -261,7 +275,7 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     assert summary["resumed_questions"] >= 4
     calls = sum(u["calls"] for k, u in summary["llm"].items() if k.startswith("answer/"))
     assert calls <= 12 - summary["resumed_questions"]
-    rows = pq.read_table(out / "results.parquet").to_pylist()
+    rows = read_rows(out / "results.parquet")
     assert [r["qid"] for r in rows] == [f"demo-q{i:02d}" for i in range(1, 13)]
     assert all(isinstance(r["answer"], str) for r in rows)
     # a third run finds everything done and calls no model
@@ -297,8 +311,8 @@ def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smo
     summary = run_query(
         open_index(demo_index), questions, cfg, tmp_path / "hyde", "demo", llm_backend=smollm
     )
-    rows = pq.read_table(tmp_path / "hyde" / "results.parquet").to_pylist()
-    passages = [json.loads(r["extras"])["hyde_passage"] for r in rows]
+    rows = read_rows(tmp_path / "hyde" / "results.parquet")
+    passages = [r["extras"]["hyde_passage"] for r in rows]
     assert all(isinstance(p, str) for p in passages) and any(passages)
     assert all(len(r["retrieved_ids"]) > 0 for r in rows)
     assert summary["query_tokens_per_question"]["hyde_completion"] > 0
@@ -308,7 +322,7 @@ def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smo
     cfg.models.llm.backend = "transformers"
     cfg.generation.max_tokens = 8
     run_query(open_index(demo_index), questions, cfg, tmp_path / "none", "demo", llm_backend=smollm)
-    rows = pq.read_table(tmp_path / "none" / "results.parquet").to_pylist()
+    rows = read_rows(tmp_path / "none" / "results.parquet")
     assert all(r["retrieved_ids"] == [] and r["context_text"] == [] for r in rows)
     assert all(isinstance(r["answer"], str) for r in rows)
 
@@ -344,9 +358,9 @@ def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(
         out = tmp_path / "run"
         assert main([*args, "--out", str(out)]) == 3
         assert "1 questions have no answer" in capsys.readouterr().err
-        rows = pq.read_table(out / "results.parquet").to_pylist()
+        rows = read_rows(out / "results.parquet")
         assert [r["answer"] for r in rows] == ["first", None, "third"]
-        assert "HTTP 500" in json.loads(rows[1]["extras"])["answer_failed"]
+        assert "HTTP 500" in rows[1]["answer_failed"]
         assert (out / "parts" / "00000.failed").exists()
         scores = score_rows(rows, [5])
         assert scores["answer_failed"] == [0.0, 1.0, 0.0] and scores["accuracy"][1] == 0.0
@@ -356,7 +370,7 @@ def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(
         fault.plan = ["say:second"]
         assert main([*args, "--out", str(out)]) == 0
         assert len(fault.requests) == sent + 1  # only the failed prompt went out again
-        rows = pq.read_table(out / "results.parquet").to_pylist()
+        rows = read_rows(out / "results.parquet")
         assert [r["answer"] for r in rows] == ["first", "second", "third"]
         assert not (out / "parts" / "00000.failed").exists()
         fault.plan = ["500", "500"]

@@ -112,9 +112,7 @@ def test_ner_keys_dual_level_alone_needs_no_llm(demo_index, tmp_path) -> None:
         args = ["query", str(demo_index), str(demo_questions_path()), "--method", str(spec)]
         assert main([*args, "--retrieval-only", "--out", str(out)]) == 0
         rows = [json.loads(x) for x in (out / "results.jsonl").open()]
-        extras = [
-            json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"] for r in rows
-        ]
+        extras = [r["extras"] for r in rows]
         assert {e["stage"] for e in extras} <= {"dual_level", "refused"}
         assert sum(e["stage"] == "dual_level" for e in extras) >= len(rows) // 2
         assert all(

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.errors import BadInputError
 from engine.eval.judge import pairwise_judge, ragas_scores, win_rate_table
@@ -32,6 +31,7 @@ from engine.eval.metrics import (
     recall_at_k,
     token_f1,
 )
+from engine.results import read_rows
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
@@ -56,7 +56,7 @@ def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]
                 f"{run}/summary.json: not a JSON object; resume the run to rewrite it"
             )
     try:
-        rows = pq.read_table(path).to_pylist()
+        rows = read_rows(path)
     except (OSError, pa.ArrowException) as exc:
         raise BadInputError(
             f"{path}: not a readable results file ({str(exc)[:160]}); resume the run with the "
@@ -77,9 +77,9 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
     have_support = any(r["supporting_ids"] for r in rows)
     for r in rows:
         gold, pred = r["gold_answers"] or [], r["answer"]
-        extras = json.loads(r["extras"] or "{}")
+        extras = r["extras"]
         if have_answers:
-            failed = "answer_failed" in extras  # its prompt failed: scored as wrong, counted
+            failed = r["answer_failed"] is not None  # its prompt failed: scored wrong, counted
             ok = (pred is not None or failed) and gold and r["kind"] != "abstract"
             pred_text = "" if failed else pred
             put("exact_match", exact_match(pred_text, gold) if ok else nan)
@@ -93,19 +93,19 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
             for name, v in entity_prf(ents, gold).items():
                 put(f"entity_{name}", v)
         for module, names in (extras.get("module_entities") or {}).items():
-            if gold:
+            if gold and names is not None:  # None: the module did not run for this question
                 for name, v in entity_prf(names, gold).items():
                     put(f"{module}_entity_{name}", v)
         for key, v in (extras.get("module_seconds") or {}).items():
-            put("seconds_" + key.replace("_seconds_per_question", ""), float(v))
+            if v is not None:
+                put("seconds_" + key.replace("_seconds_per_question", ""), float(v))
         if have_support:
             for k in ks:
                 put(f"recall@{k}", recall_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
             for k in ks:
                 put(f"hit@{k}", hit_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
-        tokens = json.loads(r["tokens"] or "{}")
-        put("query_tokens", float(sum(tokens.values())))
-        put("seconds", float(sum(json.loads(r["seconds"] or "{}").values())))
+        put("query_tokens", float(sum(r["tokens"].values())))
+        put("seconds", float(sum(r["seconds"].values())))
     return out
 
 

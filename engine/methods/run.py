@@ -10,11 +10,12 @@ Run folder layout:
 * `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically);
 * `parts/NNNNN.parquet`: a finished batch (retrieval + answers); `parts/NNNNN.failed` beside
   it when some of its answer prompts failed after every retry: those questions hold no answer
-  and say why (`answer_failed` in their extras), and a re-run answers that batch again;
+  and say why (column `answer_failed`), and a re-run answers that batch again;
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
 * `llm_usage.json`: LLM calls and tokens per stage and model, summed over the invocations
   that finished (the summary's `llm`);
-* `results.parquet`, `results.jsonl`, `summary.json`: written when every batch is done.
+* `results.parquet` (typed columns, see `engine/results.py`), `results.jsonl`, `summary.json`:
+  written when every batch is done.
 
 A run killed at any point and started again skips finished batches, reloads the retrieval
 checkpoint of an unfinished one, and sends only the LLM prompts that are not in the cache.
@@ -32,7 +33,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.config import QueryConfig
@@ -41,6 +41,7 @@ from engine.eval.datasets import Question
 from engine.methods import method_spec
 from engine.methods.answer import answer_batch
 from engine.progress import progress
+from engine.results import part_table, read_rows, results_table
 from engine.retrieve.context import QueryContext
 from engine.retrieve.ranking import passages_of
 from engine.retrieve.types import Context, Retrieved, StageClock
@@ -48,27 +49,6 @@ from engine.store.index_store import Index
 
 GOLD_WARN_SHARE = 0.5
 """`query` warns when fewer of the questions' gold passages than this share are in the index."""
-
-RESULT_SCHEMA = pa.schema(
-    [
-        ("qid", pa.string()),
-        ("question", pa.string()),
-        ("method", pa.string()),
-        ("answer", pa.string()),
-        ("retrieved_ids", pa.list_(pa.string())),
-        ("retrieved_chunk_ids", pa.list_(pa.string())),
-        ("retrieved_scores", pa.list_(pa.float32())),
-        ("context_ids", pa.list_(pa.string())),
-        ("context_text", pa.list_(pa.string())),
-        ("gold_answers", pa.list_(pa.string())),
-        ("supporting_ids", pa.list_(pa.string())),
-        ("qtype", pa.string()),
-        ("kind", pa.string()),
-        ("tokens", pa.string()),
-        ("seconds", pa.string()),
-        ("extras", pa.string()),
-    ]
-)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -247,6 +227,7 @@ def _answer_batch(
         contexts = [None] * len(batch)
     answers: list[str | None] = [None] * len(batch)
     ans_tokens: list[dict[str, int]] = [{} for _ in batch]
+    failed: list[str | None] = [None] * len(batch)  # why an answer prompt failed
     if cfg.generation.enabled:
         with clock.stage("answer"):
             done = answer_batch(
@@ -261,9 +242,7 @@ def _answer_batch(
                 keep_failures=not fail_fast,
             )
         answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
-        for q, why in enumerate(done.failed):
-            if why is not None:
-                r.extras[q] = {**r.extras[q], "answer_failed": why}
+        failed = list(done.failed)
     per_q = {k: v / len(batch) for k, v in clock.seconds.items()}
     rows = []
     for q, question in enumerate(batch):
@@ -288,9 +267,10 @@ def _answer_batch(
                 "supporting_ids": question.supporting_ids,
                 "qtype": question.qtype,
                 "kind": question.kind,
-                "tokens": json.dumps({**r.tokens[q], **ans_tokens[q]}),
-                "seconds": json.dumps(per_q),
-                "extras": json.dumps(r.extras[q]),
+                "tokens": {**r.tokens[q], **ans_tokens[q]},
+                "seconds": per_q,
+                "answer_failed": failed[q],
+                "extras": r.extras[q],
             }
         )
     return rows
@@ -363,11 +343,10 @@ def _run_batches(
         if dry_run:
             bar.update(len(batch))
             continue
-        table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
         tmp = done_path.with_name(done_path.name + ".tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(part_table(rows), tmp)
         os.replace(tmp, done_path)
-        failed = [row["qid"] for row in rows if "answer_failed" in json.loads(row["extras"])]
+        failed = [row["qid"] for row in rows if row["answer_failed"] is not None]
         if failed:
             _write_atomic(failed_marker, "\n".join(failed).encode())
         elif failed_marker.exists():
@@ -408,24 +387,21 @@ def _finish(
     gold_share: float | None,
 ) -> dict[str, Any]:
     """Merge the batch parts into results.parquet / results.jsonl and write summary.json."""
-    table = pa.concat_tables(
-        [pq.read_table(out / "parts" / f"{b:05d}.parquet") for b in range(n_batches)]
-    )
+    rows = [r for b in range(n_batches) for r in read_rows(out / "parts" / f"{b:05d}.parquet")]
     tmp = out / "results.parquet.tmp"
-    pq.write_table(table, tmp)
+    pq.write_table(results_table(rows), tmp)
     os.replace(tmp, out / "results.parquet")
-    rows = table.to_pylist()
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     _write_atomic(out / "results.jsonl", lines.encode())
     stage_seconds: dict[str, float] = {}
     tokens: dict[str, float] = {}
     for r in rows:
-        for k, v in json.loads(r["seconds"]).items():
+        for k, v in r["seconds"].items():
             stage_seconds[k] = stage_seconds.get(k, 0.0) + v
-        for k, v in json.loads(r["tokens"]).items():
+        for k, v in r["tokens"].items():
             tokens[k] = tokens.get(k, 0) + v
     n = len(rows)
-    failed = sum("answer_failed" in json.loads(r["extras"] or "{}") for r in rows)
+    failed = sum(r["answer_failed"] is not None for r in rows)
     index_tokens = sum(
         int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0))
         for s in index.manifest.get("stats", {}).get("stages", {}).values()

@@ -1,0 +1,92 @@
+"""What a query run's `results.parquet` holds, and reading it back as plain rows.
+
+One row per question. Typed columns, no JSON strings:
+
+* `tokens`: map<string, int64>, LLM tokens this question spent per stage;
+* `seconds`: map<string, float64>, wall seconds per stage (the batch's, split evenly);
+* `answer_failed`: string, why the answer prompt failed after every retry (null when it did not);
+* `extras`: struct, what the method shows of its work per question (plan, keywords, entities),
+  its fields inferred over the whole run; null-typed for a method that records none.
+
+`read_rows` also reads results written before these columns were typed (JSON strings).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+_BASE = [
+    ("qid", pa.string()),
+    ("question", pa.string()),
+    ("method", pa.string()),
+    ("answer", pa.string()),
+    ("retrieved_ids", pa.list_(pa.string())),
+    ("retrieved_chunk_ids", pa.list_(pa.string())),
+    ("retrieved_scores", pa.list_(pa.float32())),
+    ("context_ids", pa.list_(pa.string())),
+    ("context_text", pa.list_(pa.string())),
+    ("gold_answers", pa.list_(pa.string())),
+    ("supporting_ids", pa.list_(pa.string())),
+    ("qtype", pa.string()),
+    ("kind", pa.string()),
+    ("tokens", pa.map_(pa.string(), pa.int64())),
+    ("seconds", pa.map_(pa.string(), pa.float64())),
+    ("answer_failed", pa.string()),
+]
+
+PART_SCHEMA = pa.schema([*_BASE, ("extras", pa.string())])
+"""A batch checkpoint (`parts/NNNNN.parquet`): extras as JSON, since one batch cannot know the
+struct type the whole run's extras need."""
+
+
+def part_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """One batch's rows (extras as dicts) as a checkpoint table."""
+    return pa.Table.from_pylist(
+        [{**r, "extras": json.dumps(r["extras"])} for r in rows], schema=PART_SCHEMA
+    )
+
+
+def results_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """A whole run's decoded rows as the typed results table."""
+    extras = [r["extras"] for r in rows]
+    try:
+        column = pa.array(extras)
+        if pa.types.is_struct(column.type) and column.type.num_fields == 0:
+            column = pa.nulls(len(rows))  # Parquet cannot store a struct without fields
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        # a method whose extras change type between questions: kept whole, typed as JSON
+        print(f"warning: extras kept as JSON ({str(exc)[:120]})", file=sys.stderr)
+        column = pa.array([json.dumps(e) for e in extras], type=pa.json_())
+    base = pa.Table.from_pylist(
+        [{k: r[k] for k, _ in _BASE} for r in rows], schema=pa.schema(_BASE)
+    )
+    return base.append_column("extras", column)
+
+
+def decode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A results row with tokens / seconds / extras as dicts, whatever file wrote it.
+
+    Map columns arrive as (key, value) pairs, older files' as JSON strings; extras' struct
+    fields that a question did not set (null) are dropped, so `"key" in extras` means it was."""
+    out = dict(row)
+    for name in ("tokens", "seconds", "extras"):
+        value = out.get(name)
+        if isinstance(value, str):
+            value = json.loads(value)
+        elif isinstance(value, list):
+            value = dict(value)
+        out[name] = {k: v for k, v in (value or {}).items() if v is not None}
+    if out.get("answer_failed") is None:  # older files kept it in extras
+        out["answer_failed"] = out["extras"].pop("answer_failed", None)
+    return out
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of a results (or checkpoint) Parquet file, decoded."""
+    return [decode_row(r) for r in pq.read_table(path).to_pylist()]
