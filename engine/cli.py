@@ -122,30 +122,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _print_forecast(dry: dict) -> None:
-    """The dry run's forecast: one line per LLM stage, then the total."""
+    """The index dry run's forecast: one line per LLM stage, then the total."""
+    from engine.models.forecast import forecast_lines
+
     print(f"dry run: {dry['documents']} documents, {dry['chunks']} chunks, {dry['tokens']} tokens")
-    rows = dry["forecast"]
-    for r in rows:
-        if r["prompts"] is None:
-            print(f"  {r['stage']}: {r['basis']}")
-            continue
-        cost = "" if r["cost"] is None else f", cost {r['cost']:.4f}"
-        print(
-            f"  {r['stage']}: {r['prompts']} prompts, {r['prompt_tokens']} prompt tokens, "
-            f"~{r['completion_tokens']} completion tokens{cost} ({r['basis']})"
-        )
-    known = [r for r in rows if r["prompts"] is not None]
-    total = (
-        f"{sum(r['prompts'] for r in known)} LLM prompts, "
-        f"{sum(r['prompt_tokens'] for r in known)} prompt tokens, "
-        f"~{sum(r['completion_tokens'] for r in known)} completion tokens"
-    )
-    costs = [r["cost"] for r in known if r["cost"] is not None]
-    priced = f", cost {sum(costs):.4f}" if costs else ""
-    print(
-        f"dry run: the index would send {total if rows else 'no LLM prompts'}{priced}; "
-        "nothing was sent, embedded or written"
-    )
+    lines = forecast_lines(dry["forecast"], "the index", "nothing was sent, embedded or written")
+    print("\n".join(lines))
 
 
 def _print_stages(manifest: dict) -> None:
@@ -317,6 +299,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from engine.eval.report import compare_runs, evaluate_runs
 
     ks = cutoffs(args.k)
+    if args.dry_run:
+        return _eval_forecast(args)
     writable_folder(args.out)
     if args.compare:
         if len(args.runs) != 2:
@@ -326,14 +310,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     judge = None
     if args.judge or args.ragas:
-        from engine.config import LLMConfig
         from engine.models import make_llm
 
-        llm_cfg = LLMConfig(backend=args.judge_backend, model=args.judge_model)
-        if args.base_url:
-            llm_cfg.base_url = args.base_url
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        judge = make_llm(llm_cfg, default_cache=Path(args.out) / "judge_cache.sqlite")
+        judge = make_llm(_judge_config(args), default_cache=Path(args.out) / "judge_cache.sqlite")
     path = evaluate_runs(
         args.runs,
         args.out,
@@ -345,6 +324,37 @@ def cmd_eval(args: argparse.Namespace) -> int:
         judge_max_tokens=args.judge_max_tokens,
     )
     print(path.read_text())
+    return 0
+
+
+def _judge_config(args: argparse.Namespace):
+    """The judge model's LLM config from eval's flags."""
+    from engine.config import LLMConfig
+
+    llm_cfg = LLMConfig(backend=args.judge_backend, model=args.judge_model)
+    if args.base_url:
+        llm_cfg.base_url = args.base_url
+    return llm_cfg
+
+
+def _eval_forecast(args: argparse.Namespace) -> int:
+    """`eval --dry-run`: the judge stages' forecast; nothing is sent or written."""
+    from engine.eval.forecast import forecast_judge
+    from engine.eval.report import load_run
+    from engine.models.forecast import forecast_lines
+
+    loaded = [load_run(r) for r in args.runs]
+    if not (args.judge or args.ragas):
+        print("dry run: eval sends no LLM prompts without --judge or --ragas; nothing was written")
+        return 0
+    rows = forecast_judge(
+        loaded, _judge_config(args), Path(args.out) / "judge_cache.sqlite",
+        pairwise=args.judge, ragas=args.ragas, limit=args.judge_limit,
+        max_tokens=args.judge_max_tokens,
+    )  # fmt: skip
+    print(f"dry run: {len(loaded)} runs, {sum(len(r) for _, _, r in loaded)} result rows")
+    lines = forecast_lines([r.as_dict() for r in rows], "the judge", "nothing was sent or written")
+    print("\n".join(lines))
     return 0
 
 
@@ -503,6 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-limit", type=int, help="judge only the first N questions")
     p.add_argument(
         "--judge-max-tokens", type=int, default=400, help="completion budget per verdict"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="forecast the judge's prompts and tokens; send and write nothing",
     )
     p.set_defaults(func=cmd_eval)
 

@@ -12,7 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.cli import main
+from engine.config import LLMConfig
 from engine.eval.datasets import demo_questions_path, load_questions
+from engine.eval.forecast import forecast_judge
 from engine.eval.judge import CRITERIA, pairwise_judge, parse_verdict, ragas_scores, win_rates
 from engine.eval.metrics import recall_at_k
 from engine.methods import query_config
@@ -20,6 +22,7 @@ from engine.methods.run import run_query
 from engine.models.cache import ResponseCache
 from engine.models.llm import LLM
 from engine.models.structured import ParseError
+from engine.results import read_rows
 from engine.store import open_index
 
 
@@ -112,7 +115,9 @@ def test_verdict_parsing_and_position_bias_cancels() -> None:
 
 
 @pytest.mark.slow
-def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, smollm) -> None:
+def test_answers_judge_and_ragas_with_smollm(
+    demo_index: Path, tmp_path: Path, smollm, capsys
+) -> None:
     """Answers, the pairwise judge and RAGAS-style metrics on the real small model."""
     questions = load_questions(demo_questions_path(), limit=4)
     index = open_index(demo_index)
@@ -127,14 +132,25 @@ def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, s
         assert summary["questions"] == 4
         assert summary["query_tokens_per_question"]["answer_prompt"] > 0
         runs.append(out)
-    rows = pq.read_table(runs[0] / "results.parquet").to_pylist()
+    rows = read_rows(runs[0] / "results.parquet")
     assert all(isinstance(r["answer"], str) for r in rows)
     assert all(len(r["context_text"]) == 2 for r in rows)
-    llm = LLM(smollm, cache=ResponseCache(tmp_path / "judge.sqlite"))
     from engine.eval.report import load_run
 
     loaded = [load_run(r) for r in runs]
+    # the dry run's forecast: 2 questions x 2 orders, counted with the model's tokenizer
+    cfg, cache_path = LLMConfig(backend="transformers"), tmp_path / "judge.sqlite"
+    ahead = forecast_judge(loaded, cfg, cache_path, True, False, 2, 160, backend=smollm)
+    assert [(r.stage, r.prompts, r.completion_tokens) for r in ahead] == [
+        ("judge_pairwise", 4, 4 * 160)  # no earlier answers: max_tokens bounds completions
+    ]
+    assert ahead[0].prompt_tokens > 4 * 50 and not cache_path.exists()  # nothing written
+    llm = LLM(smollm, cache=ResponseCache(cache_path))
     verdicts = pairwise_judge(llm, loaded, limit=2, max_tokens=160, retries=1)
+    spent = llm.ledger.get("judge_pairwise", smollm.model_id)
+    assert spent.calls >= 4 and spent.prompt_tokens >= ahead[0].prompt_tokens  # + re-asks
+    again = forecast_judge(loaded, cfg, cache_path, True, False, 2, 160, backend=smollm)[0]
+    assert again.prompts == 0 and "4 answers already in the judge cache" in again.basis
     assert len(verdicts) == 2 * 2 * len(CRITERIA)  # questions x orders x criteria
     assert {v["verdict"] for v in verdicts} <= {"a", "b", "tie", "unparsable"}
     usage = llm.ledger.summary()
@@ -159,6 +175,9 @@ def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, s
     ).read_text()
     assert "## exact_match (%)" in md and "## f1 (%)" in md and "## accuracy (%)" in md
     assert "pairwise win rates" in md and "## faithfulness (%)" in md
+    assert "## judge LLM usage" in md and "| judge_pairwise/" in md
+    used = json.loads((tmp_path / "rep" / "judge_usage.json").read_text())
+    assert {k.split("/")[0] for k in used} >= {"judge_pairwise", "ragas_statements"}
     calls_before = llm.ledger.total().calls
     assert llm.ledger.total().cached_calls > 0  # the report re-used the verdicts above
     evaluate_runs(
@@ -173,6 +192,18 @@ def test_answers_judge_and_ragas_with_smollm(demo_index: Path, tmp_path: Path, s
         judge_retries=1,
     )
     assert llm.ledger.total().calls == calls_before  # every verdict came from the cache
+    # RAGAS forecast once its answers are cached: faithfulness follows the cached statements
+    ragas = forecast_judge(loaded[:1], cfg, cache_path, False, True, 2, 160, backend=smollm)
+    assert {r.stage for r in ragas} >= {"ragas_statements", "ragas_context_recall"}
+    assert all(r.prompts == 0 for r in ragas if r.stage != "ragas_faithfulness")
+    # the CLI: `eval --judge --dry-run` against a server that is never called
+    dry = tmp_path / "dry"
+    args = ["eval", *map(str, runs), "--out", str(dry), "--judge", "--dry-run"]
+    args += ["--judge-limit", "2", "--judge-backend", "openai", "--judge-model", "smollm2"]
+    assert main([*args, "--base-url", "http://127.0.0.1:9/v1"]) == 0
+    printed = capsys.readouterr().out
+    assert "judge_pairwise: 4 prompts" in printed and "nothing was sent or written" in printed
+    assert not dry.exists()
     per_q = list(csv.DictReader((tmp_path / "rep" / "per_question.csv").open()))
     assert len(per_q) == 8
     assert json.loads(json.dumps(per_q[0]))["qid"] == "demo-q01"

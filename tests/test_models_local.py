@@ -82,6 +82,17 @@ def test_dry_run_counts_without_calling(smollm) -> None:
     assert est == {"prompts": 5, "prompt_tokens": usage.prompt_tokens, "max_completion_tokens": 250}
 
 
+def test_a_dry_run_loads_the_tokenizer_only() -> None:
+    """Counting prompt tokens (every --dry-run) never loads the model's weights."""
+    from engine.models.transformers_llm import TransformersLLM
+
+    fresh = TransformersLLM(batch_size=2)
+    llm = LLM(fresh, dry_run=True)
+    llm.generate(PROMPTS, GenParams(max_tokens=50), stage="extract")
+    assert fresh._model is None
+    assert llm.ledger.get("extract", fresh.model_id).prompt_tokens > 5 * 5
+
+
 @pytest.mark.slow
 def test_structured_retries_then_records_failures(smollm) -> None:
     llm = LLM(smollm)

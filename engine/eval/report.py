@@ -227,8 +227,27 @@ def evaluate_runs(
             )
     _write_csv(out / "per_question.csv", per_q)
     _plots(out, labels, metrics, table, ks)
+    if judge_llm is not None and (pairwise or ragas):
+        lines += ["", *_judge_usage(out, judge_llm.ledger.summary())]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out / "report.md"
+
+
+def _judge_usage(out: Path, usage: dict[str, dict[str, Any]]) -> list[str]:
+    """The judge's prompts and tokens per stage: `judge_usage.json` and a report.md table."""
+    (out / "judge_usage.json").write_text(json.dumps(usage, indent=2) + "\n")
+    lines = [
+        "## judge LLM usage",
+        "",
+        "| stage | prompts sent | prompt tokens | completion tokens | cached answers |",
+        "|---|---|---|---|---|",
+    ]
+    for key, u in usage.items():
+        lines.append(
+            f"| {key} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
+            f"{u['cached_calls']} |"
+        )
+    return lines
 
 
 def _metric_order(m: str) -> tuple[int, int, str]:

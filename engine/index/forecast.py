@@ -12,32 +12,16 @@ is not forecast: its row says why, with the last build's figures when there are 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.config import IndexConfig, LLMConfig
+from engine.config import IndexConfig
 from engine.index.extract import ASK_PROMPT, CONTINUE_PROMPT, LOOP_CHECK, extraction_prompt
 from engine.index.units import unit_prompt
 from engine.models import make_backend
+from engine.models.forecast import StageForecast, price
 
 LOOP_CHECK_TOKENS = 8  # the loop verdict's completion budget (engine/index/extract.py)
-
-
-@dataclass
-class StageForecast:
-    """One LLM stage's forecast (None where it cannot be made; `basis` says how or why)."""
-
-    stage: str
-    prompts: int | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    basis: str
-    cost: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain dict (manifest-style JSON)."""
-        return asdict(self)
 
 
 def previous_stages(out: Path) -> dict[str, dict[str, Any]]:
@@ -130,11 +114,3 @@ def _unknown(before: dict[str, Any], stage: str, source: str, why: str) -> Stage
         else ""
     )
     return StageForecast(stage, None, None, None, f"not forecast: {why}{seen}")
-
-
-def price(cfg: LLMConfig, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-    """Cost in the config's currency, when it has a price per million input/output tokens."""
-    if prompt_tokens is None or cfg.price_input_per_million is None:
-        return None
-    out = cfg.price_output_per_million or 0.0
-    return (prompt_tokens * cfg.price_input_per_million + (completion_tokens or 0) * out) / 1e6

@@ -32,17 +32,24 @@ CREATE TABLE IF NOT EXISTS responses (
 class ResponseCache:
     """SQLite-backed map from prompt key to completion, safe across threads and processes."""
 
-    def __init__(self, path: str | Path, timeout_s: float = 60.0) -> None:
+    def __init__(self, path: str | Path, timeout_s: float = 60.0, readonly: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout_s
         self._local = threading.local()
+        self.readonly = readonly  # a dry run reads what is cached and writes nothing
+        if readonly:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as conn:
             conn.execute(_SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None and self.readonly:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None)
+            self._local.conn = conn
+        elif conn is None:
             conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

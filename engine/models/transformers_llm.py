@@ -58,8 +58,7 @@ class TransformersLLM:
         batch_size: int = 8,
         constrained: bool = True,
     ) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         if model is None:
             model, gguf_file = smollm2_gguf()
@@ -73,10 +72,8 @@ class TransformersLLM:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(
-            model, local_files_only=True, dtype=torch.float32, **kwargs
-        ).to(device)
-        self.model.eval()
+        self._weights = (model, kwargs)
+        self._model = None  # loaded on first generate: a dry run needs only the tokenizer
         self.device = device
         self.batch_size = batch_size
         self.model_id = (
@@ -94,6 +91,20 @@ class TransformersLLM:
             self.grammar = SchemaGrammar(self.tokenizer)
             # constrained answers differ from free ones: they must not share cache entries
             self.model_id += "+llguidance"
+
+    @property
+    def model(self):
+        """The model's weights, loaded on first use."""
+        if self._model is None:
+            import torch
+            from transformers import AutoModelForCausalLM
+
+            name, kwargs = self._weights
+            self._model = AutoModelForCausalLM.from_pretrained(
+                name, local_files_only=True, dtype=torch.float32, **kwargs
+            ).to(self.device)
+            self._model.eval()
+        return self._model
 
     def _render(self, prompt: Prompt) -> str:
         if getattr(self.tokenizer, "chat_template", None):
