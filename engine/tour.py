@@ -73,7 +73,11 @@ def run_tour(out: str | Path, questions: int = 5, answers: bool = True) -> dict[
 
 def _print_table(runs: dict[str, Run]) -> None:
     """Each question with gold, answer and Recall@5 per method; then per-method totals."""
-    rows = {name: run.table().to_pylist() for name, run in runs.items()}
+    rows = {name: run.rows() for name, run in runs.items()}
+    recall = {
+        name: [recall_at_k(x["retrieved_ids"], x["supporting_ids"] or [], 5) for x in r]
+        for name, r in rows.items()
+    }
     answered = next((n for n in rows if "+" in n), None)
     first = next(iter(rows.values()))
     for i, q in enumerate(first):
@@ -81,17 +85,12 @@ def _print_table(runs: dict[str, Run]) -> None:
         print(f"    gold:   {(q['gold_answers'] or ['?'])[0]}")
         if answered is not None:
             print(f"    answer: {rows[answered][i]['answer']}  ({answered})")
-        recalls = [
-            f"{n} {recall_at_k(r[i]['retrieved_ids'], r[i]['supporting_ids'] or [], 5):.2f}"
-            for n, r in rows.items()
-        ]
-        print("    Recall@5: " + ", ".join(recalls))
+        print("    Recall@5: " + ", ".join(f"{n} {r[i]:.2f}" for n, r in recall.items()))
     print(f"\n{'method':<16}{'Recall@5':>10}{'seconds':>10}{'questions/s':>13}")
-    for name, r in rows.items():
-        recall = sum(recall_at_k(x["retrieved_ids"], x["supporting_ids"] or [], 5) for x in r)
+    for name, r in recall.items():
         summary = runs[name].summary
         print(
-            f"{name:<16}{recall / len(r):>10.2f}{summary['seconds']:>10.1f}"
+            f"{name:<16}{sum(r) / len(r):>10.2f}{summary['seconds']:>10.1f}"
             f"{summary['questions_per_s'] or 0:>13.2f}"
         )
     print(

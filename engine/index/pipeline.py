@@ -68,7 +68,7 @@ def build_index(
     before = indexed_documents(out) if add else ()
     reader = DocumentReader(corpus, config.ingest, before=before)
     if dry_run:
-        return dry_run_forecast(reader, out, config)
+        return dry_run_forecast(reader, corpus, out, config)
     stats: dict[str, Any] = {"stages": {}}
     keep = config.graph.enabled
     chunks = ChunkList()
@@ -101,11 +101,7 @@ def build_index(
         docs_table.write(doc_rows)
         chunks_table.write(chunk_rows)
         bar.close()
-        if reader.stats.documents == 0:
-            raise IngestError(
-                f"{', '.join(map(str, corpus)) or out}: no documents to index "
-                f"({reader.stats.skipped_bad} bad records skipped, {reader.stats.duplicates} duplicates)"
-            )
+        _refuse_empty(reader, corpus, out)
         stats["ingest"] = reader.stats.as_dict()
         stats["stages"]["ingest_chunk"] = {
             "items": reader.stats.documents,
@@ -125,7 +121,19 @@ def build_index(
         )
 
 
-def dry_run_forecast(reader: DocumentReader, out: Path, config: IndexConfig) -> dict[str, Any]:
+def _refuse_empty(reader: DocumentReader, corpus: Sequence[str | Path], out: Path) -> None:
+    """No document was read: say so, with what was skipped."""
+    if reader.stats.documents == 0:
+        where = ", ".join(map(str, corpus)) or str(out)
+        raise IngestError(
+            f"{where}: no documents to index ({reader.stats.skipped_bad} bad records skipped, "
+            f"{reader.stats.duplicates} duplicates)"
+        )
+
+
+def dry_run_forecast(
+    reader: DocumentReader, corpus: Sequence[str | Path], out: Path, config: IndexConfig
+) -> dict[str, Any]:
     """Read and chunk the corpus in memory, then forecast every LLM stage; writes nothing."""
     texts: list[str] = []
     n_tokens: list[int] = []
@@ -135,8 +143,7 @@ def dry_run_forecast(reader: DocumentReader, out: Path, config: IndexConfig) -> 
         n_tokens.extend(c.n_tokens for c in doc_chunks)
         bar.update(reader.stats.bytes_read - bar.n)
     bar.close()
-    if reader.stats.documents == 0:
-        raise IngestError(f"{out}: no documents to index")
+    _refuse_empty(reader, corpus, out)
     stages = forecast_index(texts, n_tokens, config, out) if config.graph.enabled else []
     return {
         "dry_run": True,
