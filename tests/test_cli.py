@@ -112,6 +112,18 @@ def test_index_without_corpus(tmp_path: Path, capsys) -> None:
     assert "give CORPUS" in capsys.readouterr().err
 
 
+def test_a_corpus_without_documents_says_what_was_skipped(tmp_path: Path, capsys) -> None:
+    """Real run and dry run give the same message: the corpus, bad records, duplicates."""
+    corpus = tmp_path / "bad.jsonl"
+    corpus.write_text('{"id": "a"}\nnot json\n')
+    for extra in ([], ["--dry-run"]):
+        args = ["index", str(corpus), "--out", str(tmp_path / "x"), "--skip-bad", *extra]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"{corpus}: no documents to index (2 bad records skipped, 0 duplicates)" in err
+        assert not (tmp_path / "x" / "manifest.json").exists()
+
+
 @pytest.mark.slow
 def test_index_real_corpora(tmp_path: Path, shared_data: Path, run_cli) -> None:
     out = tmp_path / "multi"
