@@ -37,6 +37,18 @@ def test_vllm_offline_batch(vllm_backend) -> None:
 
 
 @needs_cuda
+def test_vllm_reports_answers_as_requests_finish(vllm_backend) -> None:
+    """Short answers reach on_done before the long ones finish; every index exactly once."""
+    prompts = ["Say yes."] * 4 + ["Write a long story about a lighthouse."] * 4
+    params = GenParams(max_tokens=256)
+    reports: list[list[int]] = []
+    out = vllm_backend.generate(prompts, params, on_done=lambda idx, _: reports.append(idx))
+    assert sorted(i for r in reports for i in r) == list(range(8))
+    assert len(reports) > 1, "answers came back in more than one step"
+    assert [c.text for c in out] == [c.text for c in vllm_backend.generate(prompts, params)]
+
+
+@needs_cuda
 def test_vllm_guided_json(vllm_backend) -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     out = vllm_backend.generate(

@@ -1,12 +1,16 @@
 """In-process vLLM offline batch generation (GPU path, not exercised in CI).
 
-All prompts of a stage go to one `LLM.chat` call, which vLLM schedules with continuous
-batching; guided JSON constrains the output to a stage's schema where it asks for one.
+All prompts of a stage are queued on vLLM's engine at once, which schedules them with
+continuous batching; the engine is stepped until every request has finished, and each step's
+finished answers go to `on_done` straight away (so the LLM front caches and counts them as
+they return, and a run killed mid-stage keeps every answer already generated). Guided JSON
+constrains the output to a stage's schema where it asks for one.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 
 from engine.errors import ConfigError
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
@@ -50,22 +54,23 @@ class VLLMBackend:
         self.tokenizer = self.engine.get_tokenizer()
         self.model_id = f"vllm:{model}"
 
+    def _prompt_ids(self, prompt: Prompt) -> list[int]:
+        """Token ids of a prompt after the chat template (rendered as text, then tokenized:
+        `tokenize=True` returns a dict rather than ids in recent transformers)."""
+        text = self.tokenizer.apply_chat_template(
+            as_messages(prompt), tokenize=False, add_generation_prompt=True
+        )
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Prompt tokens after the chat template."""
-        return [
-            len(
-                self.tokenizer.apply_chat_template(
-                    as_messages(p), tokenize=True, add_generation_prompt=True
-                )
-            )
-            for p in prompts
-        ]
+        return [len(self._prompt_ids(p)) for p in prompts]
 
     def generate(
         self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
     ) -> list[Completion]:
-        """One offline batch for all prompts (vLLM schedules them with continuous batching);
-        `chat` returns them together, so they reach `on_done` together at the end."""
+        """Queue every prompt on the engine, then step it; each step's finished requests reach
+        `on_done` at once, while the others are still being generated."""
         from vllm import SamplingParams
 
         extra = _guided(params.json_schema) if params.json_schema is not None else {}
@@ -77,19 +82,30 @@ class VLLMBackend:
             stop=list(params.stop) or None,
             **extra,
         )
+        engine = self.engine.llm_engine
+        call = uuid.uuid4().hex  # request ids unique across calls on this engine
+        for i, p in enumerate(prompts):
+            ids = self._prompt_ids(p)
+            engine.add_request(f"{call}-{i}", {"prompt_token_ids": ids}, sampling)
         t0 = time.perf_counter()
-        outputs = self.engine.chat([as_messages(p) for p in prompts], sampling, use_tqdm=True)
-        latency = time.perf_counter() - t0
-        done = [
-            Completion(
-                o.outputs[0].text,
-                len(o.prompt_token_ids),
-                len(o.outputs[0].token_ids),
-                latency_s=latency,
-                finish_reason=o.outputs[0].finish_reason or "stop",
-            )
-            for o in outputs
-        ]
-        if on_done is not None:
-            on_done(list(range(len(done))), done)
-        return done
+        done: list[Completion | None] = [None] * len(prompts)
+        while engine.has_unfinished_requests():
+            finished = [o for o in engine.step() if o.finished]
+            if not finished:
+                continue
+            latency = time.perf_counter() - t0
+            indices = [int(o.request_id.rsplit("-", 1)[1]) for o in finished]
+            for i, o in zip(indices, finished, strict=True):
+                done[i] = Completion(
+                    o.outputs[0].text,
+                    len(o.prompt_token_ids),
+                    len(o.outputs[0].token_ids),
+                    latency_s=latency,
+                    finish_reason=o.outputs[0].finish_reason or "stop",
+                )
+            if on_done is not None:
+                on_done(indices, [done[i] for i in indices])
+        missing = [i for i, c in enumerate(done) if c is None]
+        if missing:
+            raise RuntimeError(f"vLLM finished without answering {len(missing)} requests")
+        return [c for c in done if c is not None]
