@@ -141,6 +141,12 @@ def test_extract_stage_in_index(tmp_path: Path, capsys) -> None:
     assert stage["items"] == 4 and stage["rounds"] == 4
     assert stage["model_calls"] == 4 + stage["retries"] == stage["schema_decoded"]
     assert stage["prompt_tokens"] > 0 and stage["completion_tokens"] > 0
+    # a dry run over that build: its re-ask rate and mean completion stand in
+    capsys.readouterr()
+    assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg), "--dry-run"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "extract: " in x)
+    assert f"extract: {stage['model_calls']} prompts" in line, line
+    assert "last build's mean" in line
     assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     again = open_index(out).manifest["stats"]["stages"]["extract"]
     assert again["model_calls"] == 0 and again["cached_calls"] == stage["model_calls"]

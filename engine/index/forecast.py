@@ -99,8 +99,26 @@ def forecast_index(
         rows.append(_unknown(before, "community_reports", "communities", "one prompt per "
                              "community, known only after the graph is built"))  # fmt: skip
     for row in rows:
+        _add_reasks(row, before.get(row.stage, {}))
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
     return rows
+
+
+def _add_reasks(row: StageForecast, before: dict[str, Any]) -> None:
+    """Scale a forecast by the re-asks the last build needed for that stage (answers that did
+    not parse are asked again), or say that they come on top."""
+    calls = int(before.get("model_calls", 0)) + int(before.get("cached_calls", 0))
+    retries = int(before.get("retries", 0))
+    if row.prompts is None:
+        return
+    if not calls or retries >= calls:
+        row.basis += "; re-asks of answers that do not parse come on top"
+        return
+    factor = calls / (calls - retries)
+    row.prompts = round(row.prompts * factor)
+    row.prompt_tokens = round((row.prompt_tokens or 0) * factor)
+    row.completion_tokens = round((row.completion_tokens or 0) * factor)
+    row.basis += f"; x{factor:.2f} for re-asks, the last build's rate ({retries} of {calls} calls)"
 
 
 def _unknown(before: dict[str, Any], stage: str, source: str, why: str) -> StageForecast:
