@@ -140,7 +140,7 @@ def test_answers_judge_and_ragas_with_smollm(
     loaded = [load_run(r) for r in runs]
     # the dry run's forecast: 2 questions x 2 orders, counted with the model's tokenizer
     cfg, cache_path = LLMConfig(backend="transformers"), tmp_path / "judge.sqlite"
-    ahead = forecast_judge(loaded, cfg, cache_path, True, False, 2, 160, backend=smollm)
+    ahead = forecast_judge(loaded, cfg, cache_path, True, False, 2, 160, smollm, retries=1)
     assert [(r.stage, r.prompts, r.completion_tokens) for r in ahead] == [
         ("judge_pairwise", 4, 4 * 160)  # no earlier answers: max_tokens bounds completions
     ]
@@ -149,7 +149,7 @@ def test_answers_judge_and_ragas_with_smollm(
     verdicts = pairwise_judge(llm, loaded, limit=2, max_tokens=160, retries=1)
     spent = llm.ledger.get("judge_pairwise", smollm.model_id)
     assert spent.calls >= 4 and spent.prompt_tokens >= ahead[0].prompt_tokens  # + re-asks
-    again = forecast_judge(loaded, cfg, cache_path, True, False, 2, 160, backend=smollm)[0]
+    again = forecast_judge(loaded, cfg, cache_path, True, False, 2, 160, smollm, retries=1)[0]
     assert again.prompts == 0 and "4 answers already in the judge cache" in again.basis
     assert len(verdicts) == 2 * 2 * len(CRITERIA)  # questions x orders x criteria
     assert {v["verdict"] for v in verdicts} <= {"a", "b", "tie", "unparsable"}
@@ -193,7 +193,7 @@ def test_answers_judge_and_ragas_with_smollm(
     )
     assert llm.ledger.total().calls == calls_before  # every verdict came from the cache
     # RAGAS forecast once its answers are cached: faithfulness follows the cached statements
-    ragas = forecast_judge(loaded[:1], cfg, cache_path, False, True, 2, 160, backend=smollm)
+    ragas = forecast_judge(loaded[:1], cfg, cache_path, False, True, 2, 160, smollm, retries=1)
     assert {r.stage for r in ragas} >= {"ragas_statements", "ragas_context_recall"}
     assert all(r.prompts == 0 for r in ragas if r.stage != "ragas_faithfulness")
     # the CLI: `eval --judge --dry-run` against a server that is never called

@@ -7,6 +7,8 @@ through the LLM front in dry-run mode. Prompts whose answers the report folder's
 already holds are not sent again and not counted; their measured mean completion stands in
 for the rest, else `--judge-max-tokens` (an upper bound). RAGAS faithfulness asks about the
 statements the first RAGAS step returns, so it is forecast only where those are cached.
+Re-asks of answers that do not parse (up to `retries` more per prompt) are not forecast: the
+line gives the bound; where the cache holds them, they are looked up like the first attempts.
 Nothing is written: the cache is opened read-only, and no report file is made.
 """
 
@@ -35,6 +37,7 @@ def forecast_judge(
     limit: int | None,
     max_tokens: int,
     backend=None,
+    retries: int = 2,
 ) -> list[StageForecast]:
     """Per judge stage the config turns on: prompts to send, their tokens, expected completions
     (`backend` replaces the one the config names, e.g. a model already loaded)."""
@@ -42,10 +45,10 @@ def forecast_judge(
     backend = backend if backend is not None else make_backend(llm_cfg)
     llm = LLM(backend, cache=cache, dry_run=True)
     if pairwise:
-        pairwise_judge(llm, loaded, limit, max_tokens, retries=0)
+        pairwise_judge(llm, loaded, limit, max_tokens, retries)
     if ragas:
         for _, _, rows in loaded:
-            ragas_scores(llm, rows[:limit], max_tokens, retries=0)
+            ragas_scores(llm, rows[:limit], max_tokens, retries)
     out = []
     for (stage, _), u in llm.ledger.by_key.items():
         budget = SHORT_VERDICT_TOKENS if stage == "ragas_context_precision" else max_tokens
@@ -57,8 +60,9 @@ def forecast_judge(
         sent = u.dry_run_prompts
         row = StageForecast(
             stage, sent, u.prompt_tokens, round(per * sent),
-            f"{u.cached_calls} answers already in the judge cache are not sent; {how}; "
-            "re-asks of answers that do not parse come on top",
+            f"{u.cached_calls} answers already in the judge cache are not sent; {how}; first "
+            f"attempts only: an answer that does not parse is asked up to {retries} more times "
+            f"(at most x{retries + 1})",
         )  # fmt: skip
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
         out.append(row)
