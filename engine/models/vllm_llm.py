@@ -39,20 +39,31 @@ class VLLMBackend:
         max_model_len: int | None = None,
     ) -> None:
         try:
-            from vllm import LLM as VLLMEngine
+            import vllm  # noqa: F401
         except ImportError:
             raise ConfigError(
                 "llm.backend 'vllm' needs vLLM and a CUDA GPU: pip install 'graphrag-engine[gpu]'"
             ) from None
-        kwargs = {"max_model_len": max_model_len} if max_model_len else {}
-        self.engine = VLLMEngine(
-            model=model,
-            tensor_parallel_size=tensor_parallel_size,
-            gpu_memory_utilization=gpu_memory_utilization,
-            **kwargs,
-        )
-        self.tokenizer = self.engine.get_tokenizer()
+        from transformers import AutoTokenizer
+
+        self._engine_args = {
+            "model": model,
+            "tensor_parallel_size": tensor_parallel_size,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            **({"max_model_len": max_model_len} if max_model_len else {}),
+        }
+        self._engine = None  # started on first generate: a dry run needs only the tokenizer
+        self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
         self.model_id = f"vllm:{model}"
+
+    @property
+    def engine(self):
+        """The vLLM engine (weights on the GPU), started on first use."""
+        if self._engine is None:
+            from vllm import LLM as VLLMEngine
+
+            self._engine = VLLMEngine(**self._engine_args)
+        return self._engine
 
     def _prompt_ids(self, prompt: Prompt) -> list[int]:
         """Token ids of a prompt after the chat template (rendered as text, then tokenized:
