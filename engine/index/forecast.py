@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.config import IndexConfig
 from engine.index.extract import ASK_PROMPT, CONTINUE_PROMPT, LOOP_CHECK, extraction_prompt
 from engine.index.units import unit_prompt
@@ -54,17 +56,22 @@ def forecast_index(
     rows: list[StageForecast] = []
     g, x, c = config.graph, config.extraction, config.communities
     if g.alpha > 0 and texts:
-        capacity = g.alpha * sum(n_tokens)
-        mean_chunk = sum(n_tokens) / len(n_tokens)
-        n = min(len(texts), round(capacity / mean_chunk))
+        capacity = int(g.alpha * sum(n_tokens))
+        # which chunks the knapsack picks needs their embeddings: bound the count by picking the
+        # smallest chunks first, and the prompt tokens by that many templates around a full
+        # capacity of chunk text
+        fits = np.cumsum(np.sort(np.asarray(n_tokens))) <= capacity
+        n = int(fits.sum())
         counts = backend.count_tokens([unit_prompt(t) for t in texts])
-        mean_prompt = sum(counts) / len(counts)
+        overhead = backend.count_tokens([unit_prompt("")])[0]
+        per_chunk_token = max(sum(counts) - overhead * len(counts), 0) / max(sum(n_tokens), 1)
+        tokens = n * overhead + capacity * per_chunk_token
         per, how = _mean_completion(before.get("units", {}), g.unit_max_tokens)
         rows.append(
             StageForecast(
-                "units", n, round(n * mean_prompt), round(n * per),
-                f"alpha x corpus tokens = {capacity:.0f} tokens of chunks, the mean chunk "
-                f"standing in (which chunks the knapsack picks needs their embeddings); {how}",
+                "units", n, round(tokens), round(n * per),
+                f"at most: alpha x corpus tokens = {capacity} tokens of chunks, filled with the "
+                f"smallest chunks first (the knapsack's own pick needs embeddings); {how}",
             )
         )  # fmt: skip
     if x.enabled and texts:
