@@ -90,7 +90,11 @@ def main() -> None:
         if args.llm_backend == "llama":
             from engine.models.llama_server import LlamaServer
 
-            server = stack.enter_context(LlamaServer(log=work / "llama-server.log"))
+            # SmolLM2's trained context (8,192), not the server's 2,048 default: answer prompts
+            # with LightRAG-style contexts run past 2,048 tokens
+            server = stack.enter_context(
+                LlamaServer(n_threads=1, n_ctx=8192, log=work / "llama-server.log")
+            )
             flags = server.query_flags()
             judge = ["--judge-backend", "openai", "--judge-model", server.alias]
             judge += ["--base-url", server.url]
