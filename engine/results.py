@@ -47,9 +47,16 @@ struct type the whole run's extras need."""
 
 def part_table(rows: list[dict[str, Any]]) -> pa.Table:
     """One batch's rows (extras as dicts) as a checkpoint table."""
-    return pa.Table.from_pylist(
-        [{**r, "extras": json.dumps(r["extras"])} for r in rows], schema=PART_SCHEMA
-    )
+    typed = [
+        {
+            **r,
+            "tokens": {k: int(v) for k, v in r["tokens"].items()},
+            "seconds": {k: float(v) for k, v in r["seconds"].items()},
+            "extras": json.dumps(r["extras"]),
+        }
+        for r in rows
+    ]
+    return pa.Table.from_pylist(typed, schema=PART_SCHEMA)
 
 
 def results_table(rows: list[dict[str, Any]]) -> pa.Table:
@@ -59,6 +66,8 @@ def results_table(rows: list[dict[str, Any]]) -> pa.Table:
         column = pa.array(extras)
         if pa.types.is_struct(column.type) and column.type.num_fields == 0:
             column = pa.nulls(len(rows))  # Parquet cannot store a struct without fields
+        elif _empty_struct_inside(column.type):
+            raise pa.ArrowTypeError("a field that is always {} has no type Parquet can store")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         # a method whose extras change type between questions: kept whole, typed as JSON
         print(f"warning: extras kept as JSON ({str(exc)[:120]})", file=sys.stderr)
@@ -69,11 +78,21 @@ def results_table(rows: list[dict[str, Any]]) -> pa.Table:
     return base.append_column("extras", column)
 
 
+def _empty_struct_inside(t: pa.DataType) -> bool:
+    """Whether a struct without fields sits anywhere inside `t`."""
+    if pa.types.is_struct(t):
+        return t.num_fields == 0 or any(_empty_struct_inside(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _empty_struct_inside(t.value_type)
+    return False
+
+
 def decode_row(row: dict[str, Any]) -> dict[str, Any]:
     """A results row with tokens / seconds / extras as dicts, whatever file wrote it.
 
-    Map columns arrive as (key, value) pairs, older files' as JSON strings; extras' struct
-    fields that a question did not set (null) are dropped, so `"key" in extras` means it was."""
+    Map columns arrive as (key, value) pairs, older files' as JSON strings. In the typed file
+    every question's extras carry every field the run's extras have (null where a question's
+    method did not set it): read them with `.get`."""
     out = dict(row)
     for name in ("tokens", "seconds", "extras"):
         value = out.get(name)
@@ -81,7 +100,7 @@ def decode_row(row: dict[str, Any]) -> dict[str, Any]:
             value = json.loads(value)
         elif isinstance(value, list):
             value = dict(value)
-        out[name] = {k: v for k, v in (value or {}).items() if v is not None}
+        out[name] = dict(value or {})
     if out.get("answer_failed") is None:  # older files kept it in extras
         out["answer_failed"] = out["extras"].pop("answer_failed", None)
     return out
