@@ -200,8 +200,12 @@ def _power(pt, dangling, s, damping, tol, max_iter):
     steps = 1
     while True:
         x.add_(delta.to(x.dtype))
-        if delta.abs().sum(0).max().item() < tol or steps >= max_iter:
+        change = delta.abs().sum(0)
+        if change.max().item() < tol or steps >= max_iter:
             break
+        # a converged column stops here, as it would alone: its scores do not depend on which
+        # other queries share the batch (batched == one at a time)
+        delta[:, change < tol] = 0
         steps += 1
         lost = damping * (dangling @ delta)
         delta = torch.sparse.mm(pt, delta).mul_(damping)

@@ -154,3 +154,15 @@ def test_exact_on_cuda_matches_cpu() -> None:
     cpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12, dtype="float64").dense
     gpu = personalized_pagerank(g, SEEDS, 0.85, tol=1e-12, device="cuda", dtype="float64").dense
     assert np.abs(cpu - gpu).max() < 1e-9
+
+
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_exact_batched_equals_one_query_at_a_time(damping: float) -> None:
+    """Each column stops when it converges, as it would alone: identical scores, bit for bit,
+    whatever other queries share the batch (they converge at different steps)."""
+    _, _, _, g = random_graph(11, n=3000, m=12000)
+    rng = np.random.default_rng(4)
+    seeds = [rng.choice(3000, int(rng.integers(1, 6)), replace=False).tolist() for _ in range(40)]
+    batched = personalized_pagerank(g, seeds, damping).dense
+    alone = np.stack([personalized_pagerank(g, [s], damping).dense[:, 0] for s in seeds], 1)
+    assert np.array_equal(batched, alone)
