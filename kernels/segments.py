@@ -33,7 +33,9 @@ def segment_rank(owner: np.ndarray, scores: np.ndarray, n_owners: int) -> tuple[
 
 def dense_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(B, k) column ids and values of the k largest entries of every row of a (B, n) matrix,
-    best first; -1 / 0 pad rows when n < k."""
+    best first, equal values by ascending id (also at the cut: the lowest ids get in); -1 / 0
+    pad rows when n < k. Ties are common (sibling nodes share a PPR score), and breaking them by
+    id makes a row's result independent of what argpartition happened to leave."""
     b, n = scores.shape
     kk = min(k, n)
     ids = np.full((b, k), -1, dtype=np.int64)
@@ -42,7 +44,13 @@ def dense_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return ids, vals
     part = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
     top = np.take_along_axis(scores, part, axis=1)
-    order = np.argsort(-top, axis=1, kind="stable")
+    cut = top.min(axis=1, keepdims=True)
+    for r in np.flatnonzero((scores == cut).sum(1) > (top == cut).sum(1)):
+        above = np.flatnonzero(scores[r] > cut[r, 0])
+        tied = np.flatnonzero(scores[r] == cut[r, 0])[: kk - above.size]
+        part[r] = np.concatenate([above, tied])
+        top[r] = scores[r, part[r]]
+    order = np.lexsort((part, -top), axis=1)
     ids[:, :kk] = np.take_along_axis(part, order, axis=1)
     vals[:, :kk] = np.take_along_axis(top, order, axis=1)
     return ids, vals

@@ -57,6 +57,20 @@ def test_dense_topk_matches_argsort() -> None:
     assert (ids[:, 3:] == -1).all() and (vals[:, 3:] == 0).all()
 
 
+def test_dense_topk_breaks_ties_by_id_also_at_the_cut() -> None:
+    """Equal scores come in ascending id order and the lowest ids win the last places, as a
+    stable sort of the whole row would give, whatever argpartition leaves."""
+    rng = np.random.default_rng(5)
+    m = np.round(rng.random((200, 300)), 1)  # eleven distinct values: ties everywhere
+    for k in (1, 7, 40):
+        ids, vals = dense_topk(m, k)
+        assert ids.tolist() == np.argsort(-m, axis=1, kind="stable")[:, :k].tolist()
+        np.testing.assert_array_equal(vals, np.take_along_axis(m, ids, axis=1))
+        # a row's result does not depend on the rows beside it
+        alone = [dense_topk(m[r : r + 1], k)[0][0].tolist() for r in range(0, 200, 37)]
+        assert alone == ids[::37].tolist()
+
+
 def test_group_by_owner_and_csr(flat) -> None:
     owner, _, owners = flat
     groups = group_by_owner(owner, owners)
