@@ -258,7 +258,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     if failed:
         print(
             f"{failed} questions have no answer: their prompt failed after every retry "
-            "(answer_failed in results); re-run the same command to ask them again",
+            "(column answer_failed of the results); re-run the same command to ask them again",
             file=sys.stderr,
         )
         return 3

