@@ -343,10 +343,10 @@ def _eval_forecast(args: argparse.Namespace) -> int:
     from engine.eval.report import load_run
     from engine.models.forecast import forecast_lines
 
-    loaded = [load_run(r) for r in args.runs]
     if not (args.judge or args.ragas):
         print("dry run: eval sends no LLM prompts without --judge or --ragas; nothing was written")
         return 0
+    loaded = [load_run(r) for r in args.runs]
     rows = forecast_judge(
         loaded, _judge_config(args), Path(args.out) / "judge_cache.sqlite",
         pairwise=args.judge, ragas=args.ragas, limit=args.judge_limit,

@@ -18,14 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import LLMConfig
-from engine.eval.judge import pairwise_judge, ragas_scores
+from engine.eval.judge import SHORT_VERDICT_TOKENS, pairwise_judge, ragas_scores
 from engine.models import make_backend
 from engine.models.cache import ResponseCache
 from engine.models.forecast import StageForecast, price
 from engine.models.llm import LLM
-
-SHORT_VERDICT_TOKENS = 16
-"""The completion budget of RAGAS context-precision verdicts (engine/eval/judge.py)."""
 
 
 def forecast_judge(

@@ -62,6 +62,9 @@ For each criterion below, decide which answer is better: "Answer 1", "Answer 2" 
 Reply with one JSON object of this form and nothing else:
 {format}"""
 
+SHORT_VERDICT_TOKENS = 16
+"""The completion budget of a yes/no verdict (RAGAS context precision)."""
+
 
 def pairwise_prompt(question: str, answer1: str, answer2: str) -> str:
     """The judge's prompt for one ordered pair of answers to one question."""
@@ -359,7 +362,7 @@ def ragas_scores(
                 for i, k in pairs
             ],
             _verdict,
-            GenParams(max_tokens=16),
+            GenParams(max_tokens=SHORT_VERDICT_TOKENS),
             "ragas_context_precision",
             retries,
         )

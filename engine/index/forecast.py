@@ -35,9 +35,14 @@ def previous_stages(out: Path) -> dict[str, dict[str, Any]]:
         return {}
 
 
+def _calls(before: dict[str, Any]) -> int:
+    """Prompts a stage of the last build answered, from the model or its cache."""
+    return int(before.get("model_calls", 0)) + int(before.get("cached_calls", 0))
+
+
 def _mean_completion(before: dict[str, Any], budget: int) -> tuple[float, str]:
     """Expected completion tokens per prompt: the last build's mean, or the budget."""
-    calls = int(before.get("model_calls", 0)) + int(before.get("cached_calls", 0))
+    calls = _calls(before)
     if calls and before.get("completion_tokens"):
         mean = before["completion_tokens"] / calls
         return mean, f"completions: last build's mean {mean:.0f} tokens"
@@ -114,7 +119,7 @@ def forecast_index(
 def _add_reasks(row: StageForecast, before: dict[str, Any]) -> None:
     """Scale a forecast by the re-asks the last build needed for that stage (answers that did
     not parse are asked again), or say that they come on top."""
-    calls = int(before.get("model_calls", 0)) + int(before.get("cached_calls", 0))
+    calls = _calls(before)
     retries = int(before.get("retries", 0))
     if row.prompts is None:
         return
