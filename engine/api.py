@@ -128,6 +128,7 @@ class Engine:
                         file=sys.stderr,
                     )
         cfg.validate(cfg.method)
+        cfg.validate_llm(cfg.method)
         return cfg
 
     def questions(self, questions: str | Path | Sequence[Question], limit: int | None = None):

@@ -441,6 +441,40 @@ def _type_name(tp: Any) -> str:
 
 # -- query configs (`graphrag-engine query --method CONFIG`) ------------------------------------
 @dataclass
+class AnnConfig:
+    """Approximate nearest-neighbour search of large vector tables (faiss), behind the same
+    call as the exact search; tables below `min_vectors` rows are searched exactly."""
+
+    backend: Literal["auto", "exact", "hnsw", "ivf"] = "auto"
+    """exact: every vector scored (blocked cosine top-k); hnsw / ivf: a faiss index built once
+    per vector table and cached beside the index; auto: hnsw for tables of at least
+    min_vectors rows (ivf on a GPU), exact below."""
+    min_vectors: int = 1_000_000
+    """Rows from which `auto` (and hnsw / ivf) search approximately; smaller tables are exact."""
+    hnsw_m: int = 32
+    """HNSW graph degree (memory grows with it; recall too)."""
+    hnsw_ef_construction: int = 80
+    """HNSW build-time candidate list (build time against graph quality)."""
+    hnsw_ef_search: int = 128
+    """HNSW search-time candidate list (q/s against recall); at least the k searched."""
+    ivf_lists: int = 0
+    """IVF inverted lists; 0: 4 * sqrt(rows)."""
+    ivf_probe: int = 32
+    """IVF lists searched per query (q/s against recall)."""
+    cache: bool = True
+    """Save built ANN indexes under the index folder's ann/ (keyed by the vectors' sha256) and
+    reuse them; false (or a read-only index folder): built in memory for each run."""
+
+    def validate(self, where: str) -> None:
+        """Positive sizes."""
+        for key in ("min_vectors", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_probe"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{where}: retrieval.ann.{key} must be >= 1")
+        if self.ivf_lists < 0:
+            raise ConfigError(f"{where}: retrieval.ann.ivf_lists must be >= 0 (0: automatic)")
+
+
+@dataclass
 class RetrievalConfig:
     """How many passages a method ranks and how many reach the answer prompt."""
 
@@ -448,6 +482,8 @@ class RetrievalConfig:
     """Passages (chunks) given to the answer prompt."""
     candidates: int = 20
     """Ranked passages kept per question for Recall@k / Hit@k (k <= candidates)."""
+    ann: AnnConfig = field(default_factory=AnnConfig)
+    """Approximate search of large vector tables (chunks, units, entities, relations)."""
 
 
 @dataclass
@@ -491,8 +527,13 @@ class QueryConfig:
             )
         if self.batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
+        r.ann.validate(where)
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate(where)
+
+    def validate_llm(self, where: str) -> None:
+        """That an LLM backend is set when the answer stage or the method needs one; checked
+        once the command line's overrides (--retrieval-only, --llm-backend) are applied."""
         method_llm = self.method_llm_use()
         if (self.generation.enabled or method_llm) and self.models.llm.backend == "none":
             what = method_llm or "generation.enabled"

@@ -39,8 +39,9 @@ from engine.retrieve.linking import link_entities
 from engine.retrieve.ranking import lead_then_fill
 from engine.retrieve.scoring import make_scorer, reuses_index_vectors, score_flat
 from engine.retrieve.types import Retrieved, StageClock
+from engine.retrieve.vector_search import nearest
 from kernels.segments import segment_topk
-from kernels.similarity import cosine_topk, l2_normalize, rowwise_dot
+from kernels.similarity import l2_normalize, rowwise_dot
 
 ANSWER_PROMPT = """Context:
 {context}
@@ -168,7 +169,7 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             for q, linked in enumerate(links):
                 anchors[q].update(linked)
         if cfg.knowledge_anchoring:
-            _, units = cosine_topk(phi0, ctx.unit_vectors, cfg.anchor_k, normalized=True)
+            _, units = nearest(ctx, "unit_vectors", phi0, cfg.anchor_k, normalized=True)
             for q in range(b):
                 anchors[q].update(adj.entities_of(units[q][units[q] >= 0]).tolist())
 

@@ -120,7 +120,7 @@ def pick_entities(ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str])
     if cfg.entities == "ner":
         links, _ = link_entities(ctx, texts, top_k=1)
         return [sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities] for lk in links]
-    ids, _ = search(ctx, texts, ctx.entity_vectors, cfg.top_k_entities)
+    ids, _ = search(ctx, texts, "entity_vectors", cfg.top_k_entities)
     return [[e for e in row.tolist() if e >= 0] for row in ids]
 
 

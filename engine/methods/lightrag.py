@@ -103,12 +103,11 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     levels = []
     if cfg.mode != "global":
         with clock.stage("entity_search"):
-            ids, _ = search(ctx, [", ".join(k) for k in kw.low], ctx.entity_vectors, cfg.top_k)
+            ids, _ = search(ctx, [", ".join(k) for k in kw.low], "entity_vectors", cfg.top_k)
         levels.append([_low_level(g, [e for e in row.tolist() if e >= 0]) for row in ids])
     if cfg.mode != "local":
         with clock.stage("relation_search"):
-            vecs = ctx.index.vectors("relation_vectors")
-            ids, _ = search(ctx, [", ".join(k) for k in kw.high], vecs, cfg.top_k)
+            ids, _ = search(ctx, [", ".join(k) for k in kw.high], "relation_vectors", cfg.top_k)
         levels.append([_high_level(g, [r for r in row.tolist() if r >= 0]) for row in ids])
     depth = 2 * ctx.cfg.retrieval.candidates
     dense = None

@@ -236,7 +236,7 @@ def rerank_level(
         " ".join(f"{asked[q][d]}: {answers[q][d]}" for d in plans[q].steps[s].depends_on)
         for q, s in (jobs[i] for i in needs)
     ]
-    chunk_vecs = ctx.index.vectors("chunk_vectors")
+    chunk_vecs = ctx.vectors("chunk_vectors")
     for i, vec in zip(needs, l2_normalize(ctx.encode_queries(deps)), strict=True):
         q, s = jobs[i]
         alpha = cfg.alpha_specific if scopes[q][s] == "specific" else cfg.alpha_abstract

@@ -157,7 +157,7 @@ def rerank(
             first.setdefault(t.key, t)
         vecs = ctx.encode_queries([edge_text(g, first[k]) for k in keys])
     else:
-        rel_vecs = ctx.index.vectors("relation_vectors")
+        rel_vecs = ctx.vectors("relation_vectors")
         bridge_keys = [k for k in keys if k[2] < 0]
         extra = ctx.encode_queries([edge_text(g, Triplet(k[0], k[1], -1)) for k in bridge_keys])
         by_bridge = dict(zip(bridge_keys, extra, strict=True))
@@ -248,7 +248,7 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
             views, fallback, tokens = [unexpanded(t) for t in texts], [False] * len(texts), None
     with clock.stage("node_search"):
         subs = [s for per_q in views for _, queries in per_q for s in queries]
-        ids, _ = search(ctx, subs, ctx.entity_vectors, cfg.top_k)
+        ids, _ = search(ctx, subs, "entity_vectors", cfg.top_k)
     paths = path_graph(ctx, g, cfg.path_lengths)
     vectors = ctx.memo(
         "regraphrag_unit_entity_vectors",

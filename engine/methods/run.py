@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from engine.config import QueryConfig
 from engine.errors import BadInputError
 from engine.eval.datasets import Question
-from engine.methods import method_spec
+from engine.methods import method_spec, query_config
 from engine.methods.answer import answer_batch
 from engine.progress import progress
 from engine.results import part_table, read_rows, results_table
@@ -76,6 +76,18 @@ def _without_transport(config: dict[str, Any]) -> dict[str, Any]:
         for name, section in (config.get("models") or {}).items()
     }
     return {**config, "models": models}
+
+
+def _with_added_keys(old: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """A config recorded before some keys existed, with those keys at their defaults (what
+    the run did without them), so a run folder resumes across an engine upgrade."""
+    out = dict(old)
+    for key, value in defaults.items():
+        if key not in out:
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(out[key], dict):
+            out[key] = _with_added_keys(out[key], value)
+    return out
 
 
 def index_content_id(index: Index) -> str:
@@ -166,7 +178,10 @@ def _check_run_dir(out: Path, identity: dict[str, Any], index: Index) -> None:
     marker = out / "run.json"
     if marker.exists():
         old = json.loads(marker.read_text())
-        old["config"] = _without_transport(old.get("config") or {})  # older runs kept them
+        old["config"] = _with_added_keys(  # older runs kept transport keys, lacked new ones
+            _without_transport(old.get("config") or {}),
+            _without_transport(query_config(identity["method"]).to_dict()),
+        )
         legacy = "content" not in (old.get("index") or {})
         if legacy and not _legacy_match(old, identity, index):
             raise BadInputError(

@@ -79,6 +79,12 @@ class QueryContext:
         """L2-normalised chunk embeddings of "title\\ntext" (memory-mapped)."""
         return self._vectors("chunk_vectors")
 
+    def vectors(self, name: str) -> np.ndarray:
+        """Vector table `name` of the index (unit vectors held in memory, the rest mapped)."""
+        if name in ("chunk_vectors", "unit_vectors", "entity_vectors"):
+            return getattr(self, name)
+        return self._vectors(name)
+
     def _vectors(self, name: str) -> np.ndarray:
         if not self.index.has(name):
             raise IndexFormatError(

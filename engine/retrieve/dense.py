@@ -6,12 +6,13 @@ import numpy as np
 
 from engine.retrieve.context import QueryContext
 from engine.retrieve.ranking import ChunkRanking
-from kernels.similarity import cosine_matrix, cosine_topk
+from engine.retrieve.vector_search import nearest
+from kernels.similarity import cosine_matrix
 
 
 def dense_search(ctx: QueryContext, query_vectors: np.ndarray, k: int) -> ChunkRanking:
-    """Top-k chunks of every query vector in one blocked similarity call."""
-    scores, ids = cosine_topk(query_vectors, ctx.chunk_vectors, k, normalized=False)
+    """Top-k chunks of every query vector in one vector-search call."""
+    scores, ids = nearest(ctx, "chunk_vectors", query_vectors, k)
     return ChunkRanking(ids, np.where(ids >= 0, scores, 0.0).astype(np.float32))
 
 

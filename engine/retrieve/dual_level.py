@@ -34,9 +34,8 @@ def match_keys(
     """Every question's keys matched to the graph: low keys to entities (fuzzy or exact),
     high keys to relations (fuzzy), then the entities' relations and the relations' ends."""
     g = entity_graph(ctx)
-    low_hits = _exact(g, low) if exact else _fuzzy(ctx, low, ctx.entity_vectors, top_k, floor)
-    rel_vectors = ctx.index.vectors("relation_vectors")
-    high_hits = _fuzzy(ctx, high, rel_vectors, top_k, floor)
+    low_hits = _exact(g, low) if exact else _fuzzy(ctx, low, "entity_vectors", top_k, floor)
+    high_hits = _fuzzy(ctx, high, "relation_vectors", top_k, floor)
     out = []
     for ents, rels in zip(low_hits, high_hits, strict=True):
         from_ents = [r for e in ents for r in g.relations_of(e).tolist()]
@@ -56,10 +55,10 @@ def match_keys(
     return out
 
 
-def _fuzzy(ctx: QueryContext, keys: list[list[str]], vectors, top_k: int, floor: float):
+def _fuzzy(ctx: QueryContext, keys: list[list[str]], table: str, top_k: int, floor: float):
     """Per question, the rows the keys find (each key its top_k above `floor`), key by key."""
     flat = [k for ks in keys for k in ks]
-    ids, sims = search(ctx, flat, vectors, top_k)
+    ids, sims = search(ctx, flat, table, top_k)
     out, row = [], 0
     for ks in keys:
         found: dict[int, None] = {}

@@ -14,8 +14,8 @@ import numpy as np
 
 from engine.retrieve.context import QueryContext
 from engine.retrieve.types import Section
+from engine.retrieve.vector_search import nearest
 from kernels.segments import csr_from_pairs
-from kernels.similarity import cosine_topk
 
 
 @dataclass
@@ -108,22 +108,24 @@ TIE_MARGIN = 16
 
 
 def search(
-    ctx: QueryContext, texts: list[str], vectors: np.ndarray, k: int
+    ctx: QueryContext, texts: list[str], table: str, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(B, k) rows and cosines of the `vectors` nearest each text: one embedding call and one
-    similarity call for the batch (an empty text finds nothing)."""
+    """(B, k) rows and cosines of the rows of vector table `table` nearest each text: one
+    embedding call and one vector-search call for the batch (an empty text finds nothing)."""
     b = len(texts)
     ids = np.full((b, k), -1, dtype=np.int64)
     scores = np.zeros((b, k), dtype=np.float32)
     asked = [i for i, t in enumerate(texts) if t.strip()]
-    if not asked or len(vectors) == 0:
+    rows = len(ctx.vectors(table)) if asked else 0
+    if rows == 0:
         return ids, scores
-    wide = min(k + TIE_MARGIN, len(vectors))
-    s, found = cosine_topk(ctx.encode_queries([texts[i] for i in asked]), vectors, wide)
+    wide = min(k + TIE_MARGIN, rows)
+    s, found = nearest(ctx, table, ctx.encode_queries([texts[i] for i in asked]), wide)
     # equal texts (entities of the same name) have equal vectors, but a text encoded alone or
     # in a padded batch gets cosines that differ in the 7th digit: rank by cosine rounded to
     # 1e-5, then by id, so a question's neighbours never depend on its batch
     for row, (rs, rf) in enumerate(zip(s, found, strict=True)):
+        rs, rf = rs[rf >= 0], rf[rf >= 0]  # an ANN search may find fewer than asked
         order = np.lexsort((rf, -np.round(rs, 5)))[:k]
         n = len(order)
         ids[asked[row], :n], scores[asked[row], :n] = rf[order], rs[order]

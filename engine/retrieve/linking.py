@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.retrieve.context import QueryContext
-from kernels.similarity import cosine_topk
+from engine.retrieve.vector_search import nearest
 
 
 def query_mentions(ctx: QueryContext, queries: list[str]) -> list[list[str]]:
@@ -35,7 +35,7 @@ def link_entities(
     if not flat or len(ctx.entities["entity_id"]) == 0:
         return links, mentions
     vectors = ctx.encode_queries(flat)
-    scores, ids = cosine_topk(vectors, ctx.entity_vectors, top_k)
+    scores, ids = nearest(ctx, "entity_vectors", vectors, top_k)
     owner = np.repeat(np.arange(len(queries)), [len(ms) for ms in mentions])
     for q, row_ids, row_scores in zip(owner, ids, scores, strict=True):
         for e, s in zip(row_ids, row_scores, strict=True):
