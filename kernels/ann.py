@@ -18,7 +18,8 @@ import numpy as np
 from kernels.similarity import l2_normalize
 
 ADD_BLOCK = 65536
-IVF_TRAIN_PER_LIST = 64  # training points per inverted list (faiss warns below 39)
+IVF_TRAIN_PER_LIST = 40  # k-means training points per inverted list (faiss warns below 39)
+IVF_TRAIN_ITERATIONS = 10
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class AnnIndex:
             index = faiss.IndexIVFFlat(
                 faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT
             )
-            index.cp.seed = seed
+            index.cp.seed, index.cp.niter = seed, IVF_TRAIN_ITERATIONS
             take = min(n, lists * IVF_TRAIN_PER_LIST)
             rows = np.sort(np.random.default_rng(seed).choice(n, take, replace=False))
             index.train(np.ascontiguousarray(l2_normalize(vectors[rows])))
