@@ -178,13 +178,21 @@ def _exact(
     return PPRResult(n, b, dense=out, iterations=iters)
 
 
+CHECK_EVERY = 2
+"""Steps between convergence checks (an L1 pass over the block costs a quarter of a step)."""
+FLUSH_EVERY = 8
+"""Steps whose deltas are summed in the work precision before one add into the scores."""
+
+
 def _power(pt, dangling, s, damping, tol, max_iter):
     """Power iteration on the step differences until each column's L1 change is below tol.
 
     With x_{k+1} = d P^T x_k + ((1-d) + d (dangling . x_k)) s, the change
     delta_{k+1} = d P^T delta_k + d (dangling . delta_k) s is linear, so it is iterated alone
-    (in the precision of `pt`, float32 in mixed mode) and summed into x (in the precision of s):
-    rounding errors scale with the shrinking deltas, not with x. The L1 error at the end is below
+    (in the precision of `pt`, float32 in mixed mode), summed over FLUSH_EVERY steps in that
+    precision and then added into x (in the precision of s): rounding errors scale with the
+    shrinking deltas, not with x, and the wide pass over x is paid once per FLUSH_EVERY steps.
+    Convergence is checked every CHECK_EVERY steps; the L1 error at the end is below
     tol * d / (1 - d). The seed term touches only the seed entries.
     """
     import torch
@@ -197,19 +205,26 @@ def _power(pt, dangling, s, damping, tol, max_iter):
     delta = torch.sparse.mm(pt, ws).mul_(damping)
     coeff = (1.0 - damping) + damping * (dangling @ ws)
     delta.index_put_((rows, cols), seed_vals * coeff[cols] - seed_vals, accumulate=True)
+    pending = delta.clone()  # deltas not yet added into x
     steps = 1
     while True:
-        x.add_(delta.to(x.dtype))
-        change = delta.abs().sum(0)
-        if change.max().item() < tol or steps >= max_iter:
+        done = steps >= max_iter
+        if done or steps % CHECK_EVERY == 0:
+            change = delta.abs().sum(0)
+            done = done or change.max().item() < tol
+            # a converged column stops here, as it would alone: its scores do not depend on
+            # which other queries share the batch (batched == one at a time)
+            delta[:, change < tol] = 0
+        if done or steps % FLUSH_EVERY == 0:
+            x.add_(pending.to(x.dtype))
+            pending.zero_()
+        if done:
             break
-        # a converged column stops here, as it would alone: its scores do not depend on which
-        # other queries share the batch (batched == one at a time)
-        delta[:, change < tol] = 0
         steps += 1
         lost = damping * (dangling @ delta)
         delta = torch.sparse.mm(pt, delta).mul_(damping)
         delta.index_put_((rows, cols), seed_vals * lost[cols], accumulate=True)
+        pending.add_(delta)
     return x, steps
 
 

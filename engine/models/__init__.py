@@ -96,14 +96,18 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
         from engine.models.openai_llm import OpenAIEmbedder  # httpx only for servers
 
         return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
-    return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
+    return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size, cfg.precision)
 
 
 @lru_cache(maxsize=4)
-def _local_embedder(backend: str, model: str, device: str, batch_size: int) -> Embedder:
+def _local_embedder(
+    backend: str, model: str, device: str, batch_size: int, precision: str
+) -> Embedder:
     if backend == "bge-m3":
+        if precision != "fp32":
+            raise ConfigError("embedder.precision int8 is for sentence-transformers models")
         return BGEM3Embedder(model, device, batch_size)
-    return SentenceTransformerEmbedder(model, device, batch_size)
+    return SentenceTransformerEmbedder(model, device, batch_size, precision)
 
 
 def make_reranker(cfg: RerankerConfig, embedder: Embedder) -> Scorer:
