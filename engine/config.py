@@ -124,9 +124,6 @@ class EmbedderConfig:
     """cpu, cuda or cuda:N."""
     batch_size: int = 64
     """Texts embedded per forward pass (or per request)."""
-    precision: Literal["fp32", "int8"] = "fp32"
-    """sentence-transformers on the CPU: int8 quantizes the Linear layers at load (faster, vectors
-    differ slightly; its model id ends in +int8, so index and queries must both use it)."""
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's base URL, ending in /v1."""
     api_key_env: str | None = None

@@ -96,18 +96,14 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
         from engine.models.openai_llm import OpenAIEmbedder  # httpx only for servers
 
         return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
-    return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size, cfg.precision)
+    return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
 
 
 @lru_cache(maxsize=4)
-def _local_embedder(
-    backend: str, model: str, device: str, batch_size: int, precision: str
-) -> Embedder:
+def _local_embedder(backend: str, model: str, device: str, batch_size: int) -> Embedder:
     if backend == "bge-m3":
-        if precision != "fp32":
-            raise ConfigError("embedder.precision int8 is for sentence-transformers models")
         return BGEM3Embedder(model, device, batch_size)
-    return SentenceTransformerEmbedder(model, device, batch_size, precision)
+    return SentenceTransformerEmbedder(model, device, batch_size)
 
 
 def make_reranker(cfg: RerankerConfig, embedder: Embedder) -> Scorer:

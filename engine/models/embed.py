@@ -41,15 +41,7 @@ def packaged_minilm_path() -> str:
 class SentenceTransformerEmbedder:
     """sentence-transformers model from a local folder (default: packaged all-MiniLM-L6-v2)."""
 
-    def __init__(
-        self,
-        model: str | None = None,
-        device: str = "cpu",
-        batch_size: int = 64,
-        precision: str = "fp32",
-    ) -> None:
-        """`precision` int8: the Linear layers dynamically quantized (CPU only), a faster
-        embedder whose vectors differ slightly, so its model id says so."""
+    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64) -> None:
         from sentence_transformers import SentenceTransformer
 
         path = packaged_minilm_path() if model in (None, DEFAULT_EMBEDDER) else model
@@ -60,19 +52,7 @@ class SentenceTransformerEmbedder:
         silence_library_bars()
         self.model = SentenceTransformer(path, device=device, local_files_only=True)
         self.batch_size = batch_size
-        name = DEFAULT_EMBEDDER if model in (None, DEFAULT_EMBEDDER) else Path(path).name
-        self.model_id = f"sentence-transformers:{name}"
-        if precision == "int8":
-            if device != "cpu":
-                raise ConfigError("embedder.precision int8 runs on the CPU only; use fp32 on a GPU")
-            import torch
-
-            self.model = torch.ao.quantization.quantize_dynamic(
-                self.model, {torch.nn.Linear}, dtype=torch.qint8
-            )
-            self.model_id += "+int8"
-        elif precision != "fp32":
-            raise ConfigError(f"embedder.precision must be 'fp32' or 'int8', got {precision!r}")
+        self.model_id = f"sentence-transformers:{DEFAULT_EMBEDDER if model in (None, DEFAULT_EMBEDDER) else Path(path).name}"
 
     @property
     def dim(self) -> int:
