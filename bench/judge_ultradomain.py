@@ -58,6 +58,11 @@ def answer_config(work: Path, name: str, answer_tokens: int) -> Path:
         (REPO / spec).read_text(),
     )
     assert f"max_tokens: {answer_tokens}" in text, f"{spec} has no generation.max_tokens"
+    # llama-cpp-python's server answers one request at a time: send one at a time, and give a
+    # long answer prompt on one thread the minutes it takes (queued requests timed out at 120 s)
+    text = re.sub(
+        r"(?m)^  llm:\n", "  llm:\n    concurrency: 1\n    read_timeout_s: 1800\n", text, count=1
+    )
     for override in overrides:
         key = override.split(":")[0]
         text = re.sub(rf"(?m)^  {key}:.*$", f"  {override}", text)
