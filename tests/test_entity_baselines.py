@@ -188,10 +188,11 @@ def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
     ctx = _ctx(index, tmp, "lightrag", keywords="ner")
     base = ctx.entity_vectors
     copies = np.concatenate([base, np.repeat(base[:1], 5, axis=0)])  # ids n..n+4 copy id 0
+    ctx.__dict__["entity_vectors"] = copies  # the table the search reads (a cached property)
     texts = [q.question for q in questions[:12]] + [entity_graph(ctx).names[0]]
-    ids, _ = search(ctx, texts, copies, 8)
+    ids, _ = search(ctx, texts, "entity_vectors", 8)
     for i, t in enumerate(texts):
-        alone, _ = search(ctx, [t], copies, 8)
+        alone, _ = search(ctx, [t], "entity_vectors", 8)
         assert alone[0].tolist() == ids[i].tolist()
     tied = [e for e in ids[-1].tolist() if e == 0 or e >= len(base)]
     assert tied == sorted(tied) and len(tied) == 6  # the name finds itself and its 5 copies
