@@ -458,7 +458,7 @@ class AnnConfig:
     hnsw_ef_search: int = 128
     """HNSW search-time candidate list (q/s against recall); at least the k searched."""
     ivf_lists: int = 0
-    """IVF inverted lists; 0: 4 * sqrt(rows)."""
+    """IVF inverted lists; 0: 4 * sqrt(rows), at most rows / 40 (k-means points per list)."""
     ivf_probe: int = 32
     """IVF lists searched per query (q/s against recall)."""
     cache: bool = True

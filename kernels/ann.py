@@ -43,15 +43,17 @@ class AnnParams:
 
 
 def ivf_lists_for(rows: int, asked: int = 0) -> int:
-    """Inverted lists of an IVF index over `rows` vectors: `asked`, or 4 * sqrt(rows)."""
-    return max(1, min(rows, asked or int(4 * math.sqrt(rows))))
+    """Inverted lists of an IVF index over `rows` vectors: `asked`, or 4 * sqrt(rows), at most
+    one per IVF_TRAIN_PER_LIST rows (k-means needs that many points per list)."""
+    return max(1, min(rows // IVF_TRAIN_PER_LIST, asked or int(4 * math.sqrt(rows))))
 
 
 class AnnIndex:
     """A faiss inner-product index over normalized vectors, searched like `cosine_topk`."""
 
-    def __init__(self, index, params: AnnParams) -> None:
-        self._index, self.params = index, params
+    def __init__(self, index, params: AnnParams, lists: int | None = None, gpu: bool = False):
+        self._index, self.params, self._gpu = index, params, gpu
+        self._lists = lists if lists is not None else int(getattr(index, "nlist", 0))
 
     @classmethod
     def build(
@@ -115,16 +117,23 @@ class AnnIndex:
         import faiss
 
         gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
-        if gpus == 0 or self.params.kind != "ivf":
+        if gpus == 0 or self.params.kind != "ivf" or self._gpu:
             return self
-        return AnnIndex(faiss.index_cpu_to_all_gpus(self._index), self.params)
+        # several GPUs give an opaque replica index without nlist / nprobe: keep the list count
+        # and set search parameters through faiss' parameter space
+        return AnnIndex(faiss.index_cpu_to_all_gpus(self._index), self.params, self._lists, True)
 
     def _cpu_index(self):
         import faiss
 
-        if hasattr(faiss, "index_gpu_to_cpu") and type(self._index).__name__.startswith("Gpu"):
-            return faiss.index_gpu_to_cpu(self._index)
-        return self._index
+        return faiss.index_gpu_to_cpu(self._index) if self._gpu else self._index
+
+    def _set(self, name: str, value: int) -> None:
+        """A search parameter (efSearch, nprobe) on this index, on the CPU or on GPUs."""
+        import faiss
+
+        space = faiss.GpuParameterSpace() if self._gpu else faiss.ParameterSpace()
+        space.set_index_parameter(self._index, name, value)
 
     def search(
         self, queries: np.ndarray, k: int, normalized: bool = False
@@ -136,9 +145,11 @@ class AnnIndex:
             return np.full((len(q), k), -np.inf, np.float32), np.full((len(q), k), -1, np.int64)
         kk = min(k, self.ntotal)
         if self.params.kind == "hnsw":
-            self._index.hnsw.efSearch = max(self.params.hnsw_ef_search, kk)
-        else:
-            self._index.nprobe = min(self.params.ivf_probe, self._index.nlist)
+            self._set("efSearch", max(self.params.hnsw_ef_search, kk))
+        else:  # faiss on a GPU probes at most 2,048 lists
+            self._set(
+                "nprobe", min(self.params.ivf_probe, self._lists, 2048 if self._gpu else 1 << 30)
+            )
         scores, ids = self._index.search(q, kk)
         out_s = np.full((len(q), k), -np.inf, np.float32)
         out_i = np.full((len(q), k), -1, np.int64)
