@@ -80,10 +80,11 @@ class QueryContext:
         return self._vectors("chunk_vectors")
 
     def vectors(self, name: str) -> np.ndarray:
-        """Vector table `name` of the index (unit vectors held in memory, the rest mapped)."""
+        """Vector table `name` of the index (unit vectors held in memory, the rest mapped), opened
+        once per run."""
         if name in ("chunk_vectors", "unit_vectors", "entity_vectors"):
             return getattr(self, name)
-        return self._vectors(name)
+        return self.memo(("vectors", name), lambda: self._vectors(name))
 
     def _vectors(self, name: str) -> np.ndarray:
         if not self.index.has(name):

@@ -63,6 +63,8 @@ def ann_index(ctx: QueryContext, table: str, vectors: np.ndarray) -> AnnIndex | 
         cfg.ivf_lists,
         cfg.ivf_probe,
     )
+    if not cfg.cache:
+        return _build(vectors, params, table).to_gpu()
     entry = ctx.index.manifest["files"][table]
     meta = {
         "table": table,
@@ -74,11 +76,10 @@ def ann_index(ctx: QueryContext, table: str, vectors: np.ndarray) -> AnnIndex | 
     }
     settings = hashlib.sha256(json.dumps(meta["build"], sort_keys=True).encode()).hexdigest()
     path = ctx.index.root / ANN_FOLDER / f"{table}-{meta['sha256'][:16]}-{settings[:8]}.faiss"
-    ann = _load(path, meta, params) if cfg.cache else None
+    ann = _load(path, meta, params)
     if ann is None:
         ann = _build(vectors, params, table)
-        if cfg.cache:
-            _save(ann, path, meta)
+        _save(ann, path, meta)
     return ann.to_gpu()
 
 
