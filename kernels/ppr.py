@@ -301,7 +301,8 @@ def _push_layout(graph: CSRGraph, damping: float, eps: float) -> dict:
 
     Pushes land on a node in proportion to its in-links, so numbering nodes by in-degree puts
     the slots the kernel hits most in a few cache lines; each row keeps its edge order, so the
-    pushes (and the scores, bit for bit) are those of the original numbering.
+    pushes (and the scores, bit for bit) are those of the original numbering. Cached on the
+    graph per (damping, eps): about 12 bytes per edge and 17 per node.
     """
     key = ("push_layout", damping, eps)
     if key not in graph._cache:
@@ -320,7 +321,7 @@ def _push_layout(graph: CSRGraph, damping: float, eps: float) -> dict:
             "order": order,
             "rank": rank,
             "indptr": indptr,
-            "indices": indices.astype(np.int32),
+            "indices": indices.astype(np.int32 if n < 2**31 else np.int64),
             "scaled_step": damping * graph.transition_weights[pos] / threshold[indices],
             "dangling": np.asarray(graph.dangling[order], dtype=np.bool_),
             "threshold": threshold,
