@@ -331,7 +331,7 @@ def _push_layout(graph: CSRGraph, damping: float, eps: float) -> dict:
 
 def _local(graph, seeds, damping, eps) -> PPRResult:
     """Queue-based forward push of each query (kernels.push_jit), sharing one set of scratch arrays."""
-    from kernels.push_jit import push_query
+    from kernels.push_jit import push_query  # numba loads on first use of the push, not on import
 
     n, b = graph.n_nodes, len(seeds)
     q_all, nodes_all, w_all = normalize_seeds(seeds, n)

@@ -1,0 +1,187 @@
+"""Scale curves: index time, peak RSS and index size of LLM-free indexes at 1x, 4x and 16x
+MuSiQue's corpus, and retrieval questions/s against index size; prints a table and a JSON line
+and writes a plot.
+
+    .venv/bin/python bench/scale.py [--scales 1,4,16] [--work /tmp/graphrag-scale]
+                                    [--methods bm25,naive,hipporag] [--questions 200]
+
+A corpus of scale s holds real passages up to s times the characters of MuSiQue's corpus:
+MuSiQue, MuSiQue train, 2WikiMultiHopQA, HotpotQA and HotpotQA train passages in that order,
+exact duplicates dropped (about 6.3x MuSiQue in all). Past that the pool is repeated, each copy
+with a changed id and title ("(copy k)"), since the engine drops documents with the same
+title and text: copies repeat sentence units and entity names, which the index embeds once, so
+a point made of copies is cheaper than new text would be (the table says how many passages are
+copies). Every index is a fresh `graphrag-engine index` process (alpha 0, no LLM); questions/s
+are MuSiQue's dev questions run through each retrieval-only method in process, models loaded
+and warmed before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+from child_index import index_in_child  # noqa: E402
+
+from engine.eval.datasets import load_questions  # noqa: E402
+from engine.methods import method_spec, query_config  # noqa: E402
+from engine.retrieve.context import QueryContext  # noqa: E402
+from engine.retrieve.types import StageClock  # noqa: E402
+from engine.store import open_index  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+POOL = [
+    "musique_corpus.jsonl",
+    "musique_train_corpus.jsonl",
+    "2wikimultihopqa_corpus.jsonl",
+    "hotpotqa_corpus.jsonl",
+    "hotpotqa_train_corpus.jsonl",
+]
+
+
+def passages() -> list[dict]:
+    """The pool's passages in order, each (title, text) once."""
+    seen, out = set(), []
+    for name in POOL:
+        with open(DATA / name, encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                key = (rec.get("title", ""), rec["text"])
+                if key not in seen:
+                    seen.add(key)
+                    out.append(
+                        {"id": rec["id"], "title": rec.get("title", ""), "text": rec["text"]}
+                    )
+    return out
+
+
+def write_corpus(pool: list[dict], target_chars: int, path: Path) -> dict:
+    """Passages up to target_chars (repeating the pool as changed copies); counts written."""
+    written = chars = copies = 0
+    with open(path, "w", encoding="utf-8") as f:
+        while chars < target_chars:
+            k = written // len(pool)
+            rec = dict(pool[written % len(pool)])
+            if k:
+                rec["id"] = f"{rec['id']}#copy{k}"
+                rec["title"] = f"{rec['title']} (copy {k})"
+                copies += 1
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            written += 1
+            chars += len(rec["text"])
+    return {"passages": written, "copies": copies, "characters": chars}
+
+
+def folder_mib(path: Path) -> float:
+    """Size of every file under path, MiB."""
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20, 1)
+
+
+def query_rates(index_dir: Path, methods: list[str], n_questions: int, work: Path) -> dict:
+    """Questions/s of each retrieval-only method on MuSiQue dev questions, warmed up first."""
+    index = open_index(index_dir)
+    questions = load_questions(DATA / "musique_dev.jsonl", limit=n_questions)
+    rates = {}
+    for name in methods:
+        cfg = query_config(name)
+        cfg.generation.enabled = False
+        ctx = QueryContext(index, cfg, work / "runs" / name)
+        retrieve = method_spec(cfg.method).retrieve
+        retrieve(ctx, questions[:2], StageClock())
+        started = time.perf_counter()
+        for lo in range(0, len(questions), cfg.batch_size):
+            retrieve(ctx, questions[lo : lo + cfg.batch_size], StageClock())
+        rates[name] = round(len(questions) / (time.perf_counter() - started), 1)
+    return rates
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Index seconds, peak RSS and index size against corpus characters; q/s against size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["characters"] / 1e6 for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label in (
+        ("seconds", "index seconds"),
+        ("peak_rss_mib", "peak RSS, MiB"),
+        ("index_mib", "index size, MiB"),
+    ):
+        axes[0].plot(x, [r[key] for r in rows], marker="o", label=label)
+    axes[0].set_xscale("log")
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("corpus, million characters")
+    axes[0].legend()
+    for name in rows[0]["qps"]:
+        axes[1].plot(
+            [r["index_mib"] for r in rows], [r["qps"][name] for r in rows], marker="o", label=name
+        )
+    axes[1].set_xscale("log")
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("index size, MiB")
+    axes[1].set_ylabel("questions/s")
+    axes[1].legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    """Build and index each scale, measure it, print a table and a JSON line, save the plot."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scales", default="1,4,16")
+    ap.add_argument("--work", default="/tmp/graphrag-scale")
+    ap.add_argument("--methods", default="bm25,naive,hipporag")
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--plot", default=str(REPO / "bench" / "out" / "scale.png"))
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    pool = passages()
+    with open(DATA / POOL[0], encoding="utf-8") as f:
+        unit = sum(len(json.loads(line)["text"]) for line in f)
+    rows = []
+    for scale in (float(s) for s in args.scales.split(",")):
+        name = f"x{scale:g}"
+        corpus = work / f"{name}.jsonl"
+        counts = write_corpus(pool, int(scale * unit), corpus)
+        run = index_in_child(corpus, work / name, "graph:\n  alpha: 0.0\n")
+        stages = run["manifest"]["stats"]["stages"]
+        row = {
+            "scale": scale,
+            **counts,
+            "seconds": round(run["seconds"], 1),
+            "peak_rss_mib": run["peak_rss_mib"],
+            "index_mib": folder_mib(work / name),
+            "stage_seconds": {k: v.get("seconds") for k, v in stages.items()},
+            "qps": query_rates(work / name, args.methods.split(","), args.questions, work / name),
+        }
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    print(
+        f"{'scale':>6}{'passages':>10}{'copies':>8}{'M chars':>9}{'index s':>9}{'s/M chars':>10}"
+        f"{'RSS MiB':>9}{'idx MiB':>9}  q/s"
+    )
+    for r in rows:
+        per = r["seconds"] / (r["characters"] / 1e6)
+        print(
+            f"{r['scale']:>6g}{r['passages']:>10}{r['copies']:>8}{r['characters'] / 1e6:>9.2f}"
+            f"{r['seconds']:>9}{per:>10.1f}{r['peak_rss_mib']:>9}{r['index_mib']:>9}  {r['qps']}"
+        )
+    plot(rows, Path(args.plot))
+    print(json.dumps({"bench": "scale", "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
