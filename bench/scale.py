@@ -7,13 +7,13 @@ and writes a plot.
 
 A corpus of scale s holds real passages up to s times the characters of MuSiQue's corpus:
 MuSiQue, MuSiQue train, 2WikiMultiHopQA, HotpotQA and HotpotQA train passages in that order,
-exact duplicates dropped (19,628 passages, 6.2x MuSiQue's characters). Past that the pool is repeated, each copy
-with a changed id and title ("(copy k)"), since the engine drops documents with the same
-title and text: copies repeat sentence units and entity names, which the index embeds once, so
-a point made of copies is cheaper than new text would be (the table says how many passages are
-copies). Every index is a fresh `graphrag-engine index` process (alpha 0, no LLM); questions/s
-are MuSiQue's dev questions run through each retrieval-only method in process, models loaded
-and warmed before timing.
+exact duplicates dropped (19,628 passages, 6.2x MuSiQue's characters). Past that the pool is
+repeated, each copy with a changed id and title ("(copy k)"), since the engine drops documents
+with the same title and text: copies repeat sentence units and entity names, which the index
+embeds once, so a point made of copies is cheaper than new text would be (the table says how
+many passages are copies). Every index is a fresh `graphrag-engine index` process (alpha 0, no
+LLM); questions/s are MuSiQue's dev questions run through each retrieval-only method in
+process, models loaded and warmed before timing.
 """
 
 from __future__ import annotations
