@@ -13,6 +13,8 @@ Two modes:
   system (stops when each column's L1 error is below `tol`; fewer products at high damping).
   dtype "mixed" (default) runs the sparse products in float32 and sums scores in float64
   (about 2x faster than float64, within 1e-6 of it); "float64" for full precision.
+  With `topk` set, only each query's k best nodes come back (picked where the scores were
+  computed: on a GPU the dense (n, B) block never crosses to the host).
 * local — forward push (Andersen, Chung & Lang 2006), a compiled queue loop per query
   (numba, kernels/push_jit.py) that stops when every residual is below `eps * out_degree`
   (its bar is lowered to that in phases); the residual r left at the end is absorbed as
@@ -108,12 +110,19 @@ def personalized_pagerank(
     batch_size: int = 64,
     device: str = "cpu",
     dtype: str = "mixed",
+    topk: int | None = None,
 ) -> PPRResult:
-    """PPR of every seed set in `seeds` (one query each) in one batched computation."""
+    """PPR of every seed set in `seeds` (one query each) in one batched computation.
+
+    exact mode returns dense (n, B) scores, or with `topk` only each query's k best nodes of
+    positive score as sparse entries (ties at the cut go to the lowest ids, as `topk()` does).
+    """
     if not 0.0 < damping < 1.0:
         raise ValueError(f"damping must lie in (0, 1), got {damping}")
+    if topk is not None and topk < 1:
+        raise ValueError(f"topk must be a positive number of nodes, got {topk}")
     if mode == "exact":
-        return _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype, solver)
+        return _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype, solver, topk)
     if mode == "local":
         return _local(graph, seeds, damping, eps)
     raise ValueError(f"mode must be 'exact' or 'local', got {mode!r}")
@@ -143,7 +152,7 @@ def _transition_T(graph: CSRGraph, device: str, dtype):
 
 
 def _exact(
-    graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name, solver
+    graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name, solver, topk
 ) -> PPRResult:
     import torch
 
@@ -160,7 +169,9 @@ def _exact(
     q, nodes, weights = normalize_seeds(seeds, n)
     pt = _transition_T(graph, device, work)
     dangling = torch.from_numpy(graph.dangling).to(device=device, dtype=work)
-    out = np.empty((n, b), dtype=np.float32 if dtype_name == "float32" else np.float64)
+    out_dtype = np.float32 if dtype_name == "float32" else np.float64
+    out = np.empty((n, b), dtype=out_dtype) if topk is None else None
+    parts: list[tuple[np.ndarray, ...]] = []
     iters = 0
     for lo in range(0, b, batch_size):
         hi = min(lo + batch_size, b)
@@ -176,8 +187,31 @@ def _exact(
         else:
             x, steps = _bicgstab(pt, s.to(work), damping, tol, max_iter)
         iters = max(iters, steps)
-        out[:, lo:hi] = x.cpu().numpy()
-    return PPRResult(n, b, dense=out, iterations=iters)
+        if topk is None:
+            torch.from_numpy(out)[:, lo:hi].copy_(x)  # one copy, straight into the result
+        else:
+            node, col, score = _best_entries(x, topk)
+            parts.append((col + lo, node, score.astype(out_dtype)))
+    if topk is None:
+        return PPRResult(n, b, dense=out, iterations=iters)
+    query, node, score = (np.concatenate(a) for a in zip(*parts, strict=True))
+    return PPRResult(n, b, query=query, node=node, score=score, iterations=iters)
+
+
+def _best_entries(x, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(node, column, score) of each column's k best positive entries of x, best first, ties by
+    ascending node: only the entries at or above each column's k-th value leave the device."""
+    import torch
+
+    kth = torch.topk(x, min(k, x.shape[0]), dim=0).values[-1]
+    node, col = torch.nonzero((x >= kth) & (x > 0), as_tuple=True)
+    score = x[node, col].cpu().numpy()
+    node, col = node.cpu().numpy(), col.cpu().numpy()
+    order = np.lexsort((node, -score, col))  # nonzero gives node order: ties stay by id
+    col, node, score = col[order], node[order], score[order]
+    starts = np.searchsorted(col, col, side="left")
+    keep = np.arange(col.size) - starts < k
+    return node[keep], col[keep], score[keep]
 
 
 CHECK_EVERY = 2
@@ -191,11 +225,13 @@ def _power(pt, dangling, s, damping, tol, max_iter):
 
     With x_{k+1} = d P^T x_k + ((1-d) + d (dangling . x_k)) s, the change
     delta_{k+1} = d P^T delta_k + d (dangling . delta_k) s is linear, so it is iterated alone
-    (in the precision of `pt`, float32 in mixed mode), summed over FLUSH_EVERY steps in that
-    precision and then added into x (in the precision of s): rounding errors scale with the
-    shrinking deltas, not with x, and the wide pass over x is paid once per FLUSH_EVERY steps.
-    Convergence is checked every CHECK_EVERY steps; the L1 error at the end is below
-    tol * d / (1 - d). The seed term touches only the seed entries.
+    (in the precision of `pt`, float32 in mixed mode) as e_k = delta_k / d^(k-1), which needs no
+    scaling pass (e_{k+1} = P^T e_k + (dangling . e_k) s); the factor d^(k-1) is folded into the
+    add that sums the deltas over FLUSH_EVERY steps in that precision before they go into x (in
+    the precision of s): rounding errors scale with the shrinking deltas, not with x, and the
+    wide pass over x is paid once per FLUSH_EVERY steps. Convergence is checked every
+    CHECK_EVERY steps; the L1 error at the end is below tol * d / (1 - d). The seed term
+    touches only the seed entries.
     """
     import torch
 
@@ -204,29 +240,36 @@ def _power(pt, dangling, s, damping, tol, max_iter):
     x = s.clone()
     # first step from x_0 = s: delta_1 = d P^T s + ((1-d) + d dangling.s) s - s
     ws = s.to(pt.dtype)
-    delta = torch.sparse.mm(pt, ws).mul_(damping)
+    e = torch.sparse.mm(pt, ws).mul_(damping)
     coeff = (1.0 - damping) + damping * (dangling @ ws)
-    delta.index_put_((rows, cols), seed_vals * coeff[cols] - seed_vals, accumulate=True)
-    pending = delta.clone()  # deltas not yet added into x
+    e.index_put_((rows, cols), seed_vals * coeff[cols] - seed_vals, accumulate=True)
+    pending = e.clone()  # deltas not yet added into x
+    scale = 1.0  # delta_k = scale * e_k
+    running = torch.ones(s.shape[1], dtype=torch.bool, device=s.device)
     steps = 1
     while True:
         done = steps >= max_iter
         if done or steps % CHECK_EVERY == 0:
-            change = delta.abs().sum(0)
+            change = e.abs().sum(0).mul_(scale)
             done = done or change.max().item() < tol
             # a converged column stops here, as it would alone: its scores do not depend on
-            # which other queries share the batch (batched == one at a time)
-            delta[:, change < tol] = 0
+            # which other queries share the batch (batched == one at a time); a zero column
+            # stays zero, so each is cleared once
+            stopped = torch.nonzero(running & (change < tol)).squeeze(1)
+            if stopped.numel():
+                e.index_fill_(1, stopped, 0)
+                running[stopped] = False
         if done or steps % FLUSH_EVERY == 0:
-            x.add_(pending.to(x.dtype))
+            x.add_(pending)
             pending.zero_()
         if done:
             break
         steps += 1
-        lost = damping * (dangling @ delta)
-        delta = torch.sparse.mm(pt, delta).mul_(damping)
-        delta.index_put_((rows, cols), seed_vals * lost[cols], accumulate=True)
-        pending.add_(delta)
+        lost = dangling @ e
+        e = torch.sparse.mm(pt, e)
+        e.index_put_((rows, cols), seed_vals * lost[cols], accumulate=True)
+        scale *= damping
+        pending.add_(e, alpha=scale)
     return x, steps
 
 
