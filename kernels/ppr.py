@@ -231,7 +231,7 @@ def _power(pt, dangling, s, damping, tol, max_iter):
     the precision of s): rounding errors scale with the shrinking deltas, not with x, and the
     wide pass over x is paid once per FLUSH_EVERY steps. Convergence is checked every
     CHECK_EVERY steps; the L1 error at the end is below tol * d / (1 - d). The seed term
-    touches only the seed entries.
+    touches only the seed entries. Converged columns leave the products (see COMPACT_AT).
     """
     import torch
 
@@ -245,13 +245,13 @@ def _power(pt, dangling, s, damping, tol, max_iter):
     e.index_put_((rows, cols), seed_vals * coeff[cols] - seed_vals, accumulate=True)
     pending = e.clone()  # deltas not yet added into x
     scale = 1.0  # delta_k = scale * e_k
+    column = torch.arange(s.shape[1], device=s.device)  # x's column of each column of e
     running = torch.ones(s.shape[1], dtype=torch.bool, device=s.device)
     steps = 1
     while True:
         done = steps >= max_iter
         if done or steps % CHECK_EVERY == 0:
             change = e.abs().sum(0).mul_(scale)
-            done = done or change.max().item() < tol
             # a converged column stops here, as it would alone: its scores do not depend on
             # which other queries share the batch (batched == one at a time); a zero column
             # stays zero, so each is cleared once
@@ -259,8 +259,20 @@ def _power(pt, dangling, s, damping, tol, max_iter):
             if stopped.numel():
                 e.index_fill_(1, stopped, 0)
                 running[stopped] = False
+            n_running = int(running.sum())
+            done = done or n_running == 0
+            if not done and n_running <= COMPACT_AT * e.shape[1]:
+                _flush(x, pending, column)
+                keep = torch.nonzero(running).squeeze(1)
+                e, column = e[:, keep], column[keep]
+                pending = torch.zeros_like(e)
+                position = torch.full_like(running, -1, dtype=torch.int64)
+                position[keep] = torch.arange(keep.numel(), device=keep.device)
+                seeded = position[cols] >= 0
+                rows, cols, seed_vals = rows[seeded], position[cols[seeded]], seed_vals[seeded]
+                running = running[keep]
         if done or steps % FLUSH_EVERY == 0:
-            x.add_(pending)
+            _flush(x, pending, column)
             pending.zero_()
         if done:
             break
@@ -271,6 +283,20 @@ def _power(pt, dangling, s, damping, tol, max_iter):
         scale *= damping
         pending.add_(e, alpha=scale)
     return x, steps
+
+
+COMPACT_AT = 0.75
+"""Converged columns are dropped from the products once at most this share of the block's
+columns still runs: at damping 0.85 half the queries converge within about a third of the
+slowest one's steps (bench/kernels.py graph), so a block pays for its slow tail only."""
+
+
+def _flush(x, pending, column) -> None:
+    """Add the pending deltas into the scores of their columns of x."""
+    if column.numel() == x.shape[1]:  # no column dropped yet: the same order
+        x.add_(pending)
+    else:
+        x.index_add_(1, column, pending.to(x.dtype))
 
 
 def _bicgstab(pt, s, damping, tol, max_iter):
