@@ -143,18 +143,6 @@ class CSRGraph:
         """torch sparse CSR tensor of the weights (zero-copy on CPU for float64)."""
         return torch_csr(self.indptr, self.indices, self.weights, self.n_nodes, device, dtype)
 
-    def to_cugraph(self):
-        """cuGraph Graph of the same edges (needs cugraph and a GPU)."""
-        import cudf
-        import cugraph
-
-        frame = cudf.DataFrame({"src": self.tails, "dst": self.indices, "weight": self.weights})
-        g = cugraph.Graph(directed=True)
-        g.from_cudf_edgelist(
-            frame, source="src", destination="dst", edge_attr="weight", renumber=False
-        )
-        return g
-
     def transposed(self) -> CSRGraph:
         """The graph with every edge reversed (in-edges become out-edges)."""
         key = "transposed"

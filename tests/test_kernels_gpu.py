@@ -1,4 +1,4 @@
-"""GPU paths (CUDA torch, faiss-gpu, cuGraph); skipped without a GPU. Not exercised in CI.
+"""GPU paths (CUDA torch, faiss-gpu); skipped without a GPU. Not exercised in CI.
 
 The torch kernels (exact PPR by power iteration and BiCGSTAB, RWR, cosine top-k, the flat
 vector index) must give their CPU results on CUDA. The forward push (numba), shortest paths
@@ -122,12 +122,3 @@ def test_faiss_gpu_index_equals_torch() -> None:
     a.add(data)
     b.add(data)
     np.testing.assert_allclose(a.search(queries, 5)[0], b.search(queries, 5)[0], atol=1e-4)
-
-
-@needs_cuda
-def test_cugraph_view_has_same_edges() -> None:
-    pytest.importorskip("cugraph")
-    rng = np.random.default_rng(2)
-    g = CSRGraph.from_edges(rng.integers(0, 100, 400), rng.integers(0, 100, 400), n_nodes=100)
-    cg = g.to_cugraph()
-    assert cg.number_of_edges() == g.n_entries
