@@ -60,6 +60,8 @@ def normalize_seeds(
         qs.append(np.full(nodes.size, q, dtype=np.int64))
         ns.append(nodes)
         ws.append(weights / weights.sum())
+    if not qs:  # an empty batch: every mode returns a result of zero queries
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     return np.concatenate(qs), np.concatenate(ns), np.concatenate(ws)
 
 
@@ -197,7 +199,11 @@ def _exact(
             parts.append((col + lo, node, score.astype(out_dtype)))
     if topk is None:
         return PPRResult(n, b, dense=out, iterations=iters)
-    query, node, score = (np.concatenate(a) for a in zip(*parts, strict=True))
+    query, node, score = (
+        (np.concatenate(a) for a in zip(*parts, strict=True))
+        if parts
+        else (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, out_dtype))
+    )
     return PPRResult(n, b, query=query, node=node, score=score, iterations=iters)
 
 

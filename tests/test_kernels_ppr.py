@@ -264,3 +264,13 @@ def test_exact_topk_rejects_a_non_positive_k() -> None:
     _, _, _, g = random_graph(1)
     with pytest.raises(ValueError, match="topk"):
         personalized_pagerank(g, [[0]], topk=0)
+
+
+@pytest.mark.parametrize("kw", [{}, {"topk": 5}, {"mode": "local"}])
+def test_an_empty_batch_gives_a_result_of_zero_queries(kw: dict) -> None:
+    _, _, _, g = random_graph(2)
+    res = personalized_pagerank(g, [], **kw)
+    assert res.n_queries == 0
+    nodes, scores = res.topk(5)
+    assert nodes.shape == (0, 5) and scores.shape == (0, 5)
+    assert res.to_dense().shape == (g.n_nodes, 0)
