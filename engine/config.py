@@ -228,9 +228,22 @@ class IndexConfig:
     executor: Literal["local", "ray"] = "local"
     """Where the model stages run: local (this process) or ray (model-holding actors)."""
     ray_address: str = "local"
-    """'local' starts a private Ray cluster; 'auto' joins the running one; or ray://host:port."""
+    """'local' starts a private Ray cluster (inside `ray job submit`: the cluster the job runs
+    on); 'auto' joins the running one; or ray://host:port."""
     workers: int = 2
     """Model-holding Ray actors (one per worker CPU or GPU)."""
+    ray_gpus_per_worker: float | None = None
+    """GPUs each Ray actor asks for; unset: 1 when the embedder or an in-process LLM (transformers
+    on CUDA, vllm) is configured on a GPU, else 0. A fraction shares a GPU between actors."""
+
+    def gpus_per_worker(self) -> float:
+        """ray_gpus_per_worker, or the GPU the configured models need per actor."""
+        if self.ray_gpus_per_worker is not None:
+            return self.ray_gpus_per_worker
+        llm = self.models.llm
+        on_gpu = self.models.embedder.device.startswith("cuda") or llm.backend == "vllm"
+        on_gpu = on_gpu or (llm.backend == "transformers" and llm.device.startswith("cuda"))
+        return 1.0 if on_gpu else 0.0
 
     def validate(self, where: str) -> None:
         """Cross-field checks that a type alone cannot express."""
@@ -239,6 +252,11 @@ class IndexConfig:
         if self.extraction.enabled and self.models.llm.backend == "none":
             raise ConfigError(
                 f"{where}: extraction.enabled needs an LLM, but models.llm.backend is 'none'"
+            )
+        if self.ray_gpus_per_worker is not None and self.ray_gpus_per_worker < 0:
+            raise ConfigError(
+                f"{where}: ray_gpus_per_worker must be >= 0 (or unset), "
+                f"got {self.ray_gpus_per_worker}"
             )
         if self.communities.reports and self.models.llm.backend == "none":
             raise ConfigError(

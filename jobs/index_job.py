@@ -2,7 +2,9 @@
 
 It takes the same arguments as `graphrag-engine index`, so a scheduled re-index (cron, Airflow)
 submits this script to the cluster; the commit is atomic, so readers keep serving the previous
-index until the new one is complete.
+index until the new one is complete. With `--executor ray` and the default `--address local`,
+a submitted job joins the cluster it runs on (`ray job submit` sets RAY_ADDRESS); run by hand
+outside a cluster, it starts a private one.
 """
 
 from __future__ import annotations

@@ -10,7 +10,12 @@ from engine.exec.local import LocalExecutor
 
 
 def make_executor(
-    kind: str, embedder: EmbedderConfig, ner_backend: str, address: str = "local", workers: int = 2
+    kind: str,
+    embedder: EmbedderConfig,
+    ner_backend: str,
+    address: str = "local",
+    workers: int = 2,
+    gpus_per_worker: float = 0.0,
 ):
     """The executor named by the config (`local` or `ray`)."""
     if kind == "local":
@@ -18,5 +23,5 @@ def make_executor(
     if kind == "ray":
         from engine.exec.ray_executor import RayExecutor  # ray is an optional extra
 
-        return RayExecutor(embedder, ner_backend, address=address, workers=workers)
+        return RayExecutor(embedder, ner_backend, address, workers, gpus_per_worker)
     raise ConfigError(f"executor must be 'local' or 'ray', got {kind!r}")

@@ -23,6 +23,7 @@ def _worker_class():
             os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
             from engine.exec.local import LocalExecutor  # in the actor process
 
+            embedder = {**embedder, "device": actor_device(embedder["device"])}
             self.local = LocalExecutor(EmbedderConfig(**embedder), ner_backend)
 
         def model_ids(self) -> tuple[str, str]:
@@ -39,6 +40,7 @@ def _worker_class():
                 from engine.config import LLMConfig  # in the actor process
                 from engine.models import make_backend  # in the actor process
 
+                llm_cfg = {**llm_cfg, "device": actor_device(llm_cfg["device"])}
                 self.llm_backend = make_backend(LLMConfig(**llm_cfg))
             return self.llm_backend
 
@@ -52,6 +54,52 @@ def _worker_class():
             return self._llm(llm_cfg).count_tokens(prompts)
 
     return ModelWorker
+
+
+def actor_device(device: str) -> str:
+    """The device a model uses inside an actor: Ray shows an actor only the GPUs it was given,
+    numbered from 0, so any `cuda:N` of the config is that actor's `cuda`."""
+    return "cuda" if device.startswith("cuda") else device
+
+
+def connect(ray, address: str, workers: int) -> None:
+    """Join the cluster named by `address`, or start a private one of `workers` CPUs.
+
+    'local' starts a private cluster, except inside `ray job submit`, which sets RAY_ADDRESS:
+    the job then runs on the cluster it was submitted to (ray.init refuses a CPU count there).
+    """
+    import os
+
+    target = os.environ.get("RAY_ADDRESS") if address == "local" else address
+    if not target:
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        return
+    problem = unreachable(target)
+    if problem is None:
+        try:
+            ray.init(address=target, log_to_driver=False)
+            return
+        except ConnectionError as err:
+            problem = str(err)
+    raise ConfigError(
+        f"cannot reach the Ray cluster at {target!r} ({problem}); start one with "
+        "`ray start --head`, or use --address local for a private one"
+    )
+
+
+def unreachable(address: str) -> str | None:
+    """Why a host:port (or ray://host:port) address takes no connection, None when it does or
+    when the address names no port ('auto'): Ray itself waits minutes for an absent cluster."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 class RayLLMBackend:
@@ -96,7 +144,12 @@ class RayExecutor:
     name = "ray"
 
     def __init__(
-        self, embedder: EmbedderConfig, ner_backend: str, address: str = "local", workers: int = 2
+        self,
+        embedder: EmbedderConfig,
+        ner_backend: str,
+        address: str = "local",
+        workers: int = 2,
+        gpus_per_worker: float = 0.0,
     ) -> None:
         try:
             import ray
@@ -107,14 +160,12 @@ class RayExecutor:
         self._ray = ray
         self._started = False
         if not ray.is_initialized():
-            if address == "local":
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
+            connect(ray, address, workers)
             self._started = True
         from dataclasses import asdict
 
-        worker = _worker_class()
+        # an actor holding a model on CUDA asks Ray for its GPU (share with a fraction < 1)
+        worker = _worker_class().options(num_gpus=gpus_per_worker)
         self.actors = [worker.remote(asdict(embedder), ner_backend) for _ in range(workers)]
         self.model_id, self.ner_model_id = ray.get(self.actors[0].model_ids.remote())
 

@@ -99,6 +99,7 @@ def run_graph_stages(
         config.graph.ner,
         config.ray_address,
         config.workers,
+        config.gpus_per_worker(),
     )
     try:
         build = Build(writer, out, config, chunks, stats, models, executor)
