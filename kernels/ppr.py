@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.graph import CSRGraph, torch_csr
-from kernels.segments import dense_topk, segment_rank
+from kernels.segments import dense_topk, segment_rank, segment_topk
 
 SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray
 
@@ -216,10 +216,7 @@ def _best_entries(x, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     node, col = torch.nonzero((x >= kth) & (x > 0), as_tuple=True)
     score = x[node, col].cpu().numpy()
     node, col = node.cpu().numpy(), col.cpu().numpy()
-    order = np.lexsort((node, -score, col))  # nonzero gives node order: ties stay by id
-    col, node, score = col[order], node[order], score[order]
-    starts = np.searchsorted(col, col, side="left")
-    keep = np.arange(col.size) - starts < k
+    keep = segment_topk(col, score, k)  # nonzero gives node order: ties stay by id
     return node[keep], col[keep], score[keep]
 
 

@@ -5,7 +5,6 @@ and builds the index the local executor builds."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
+from engine.models.llama_server import free_port
 from engine.store import open_index
 
 from .test_exec_ray import TABLES
@@ -23,13 +23,6 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # what a job needs beside the code; the rest of the checkout stays behind
 EXCLUDES = '{"excludes": [".venv", ".git", "demo", "demo-index", "bench/out", "*.egg-info"]}'
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
