@@ -52,11 +52,8 @@ def cutoffs(text: str) -> list[int]:
     return ks
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    """Build an index from corpus files (or the built-in demo corpus)."""
-    from engine.demo import corpus_path
-    from engine.index.pipeline import build_index
-
+def _index_config(args: argparse.Namespace):
+    """The index config of --config with the ingest and executor flags applied."""
     config = load_config(args.config)
     for name in ("id_field", "title_field", "text_field"):
         value = getattr(args, name)
@@ -70,19 +67,60 @@ def cmd_index(args: argparse.Namespace) -> int:
         config.executor = args.executor
     if args.address:
         config.ray_address = args.address
-    corpus = list(args.corpus)
-    if args.demo:
-        corpus.append(str(corpus_path()))
+    return config
+
+
+def _check_corpus_and_target(corpus: list[str], out: str, command: str) -> None:
+    """Some corpus is given, and the index does not lie inside a corpus folder."""
     if not corpus:
-        raise BadInputError("index: give CORPUS files or folders, or --demo")
-    target = Path(args.out).resolve()
+        raise BadInputError(f"{command}: give CORPUS files or folders, or --demo")
+    target = Path(out).resolve()
     for source in corpus:
         folder = Path(source).resolve()
         if folder.is_dir() and target.is_relative_to(folder):
             raise BadInputError(
-                f"index --out {args.out}: lies inside the corpus folder {source}, so the index "
+                f"{command} --out {out}: lies inside the corpus folder {source}, so the index "
                 "would be read as corpus next time; put the index outside it"
             )
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Bring an index up to date with its source: only new and changed documents are
+    extracted, deleted ones are removed, nothing is written when nothing changed."""
+    from engine.index.reindex import reindex
+
+    config = _index_config(args)
+    _check_corpus_and_target(list(args.corpus), args.out, "reindex")
+    writable_folder(args.out)
+    started = time.perf_counter()
+    done = reindex(list(args.corpus), args.out, config)
+    diff = done["diff"]
+    counts = ", ".join(f"{diff[k]} {k}" for k in ("new", "changed", "deleted", "unchanged"))
+    manifest = done["manifest"]
+    if manifest is None:
+        print(f"up to date: {counts}; nothing written ({time.perf_counter() - started:.1f} s)")
+        return 0
+    _print_stages(manifest)
+    why = " (index config changed)" if diff["config_changed"] else ""
+    if diff["first_build"]:
+        counts, why = f"{manifest['stats']['ingest']['documents']} documents", " (first build)"
+    print(
+        f"re-indexed {args.out} (generation {manifest['generation']}): {counts}{why}; "
+        f"{time.perf_counter() - started:.1f} s wall"
+    )
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build an index from corpus files (or the built-in demo corpus)."""
+    from engine.demo import corpus_path
+    from engine.index.pipeline import build_index
+
+    config = _index_config(args)
+    corpus = list(args.corpus)
+    if args.demo:
+        corpus.append(str(corpus_path()))
+    _check_corpus_and_target(corpus, args.out, "index")
     if not args.dry_run:
         writable_folder(args.out)
     if args.add and not (Path(args.out) / "manifest.json").exists():
@@ -364,6 +402,28 @@ def _registered_methods() -> list[str]:
     return method_names()
 
 
+def _add_build_args(p: argparse.ArgumentParser) -> None:
+    """The config, ingest and executor flags `index` and `reindex` share."""
+    p.add_argument("--config", help="YAML config (see configs/index.yaml)")
+    p.add_argument(
+        "--skip-bad", action="store_true", help="skip and count malformed records and files"
+    )
+    p.add_argument(
+        "--strict-ids",
+        action="store_true",
+        help="refuse a corpus id given to two different texts (default: count and warn)",
+    )
+    p.add_argument(
+        "--executor", choices=["local", "ray"], help="where the model stages run (default: config)"
+    )
+    p.add_argument(
+        "--address", help="Ray cluster: local (start one), auto (join), or ray://host:port"
+    )
+    p.add_argument("--id-field", help="JSONL/Parquet field holding the record id")
+    p.add_argument("--title-field", help="field holding the title")
+    p.add_argument("--text-field", help="field holding the text")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `graphrag-engine` console script."""
     parser = argparse.ArgumentParser(prog="graphrag-engine", description=__doc__.splitlines()[0])
@@ -387,22 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="index directory (created; an existing index is replaced atomically)",
     )
-    p.add_argument("--config", help="YAML config (see configs/index.yaml)")
+    _add_build_args(p)
     p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
-    p.add_argument(
-        "--skip-bad", action="store_true", help="skip and count malformed records and files"
-    )
-    p.add_argument(
-        "--strict-ids",
-        action="store_true",
-        help="refuse a corpus id given to two different texts (default: count and warn)",
-    )
-    p.add_argument(
-        "--executor", choices=["local", "ray"], help="where the model stages run (default: config)"
-    )
-    p.add_argument(
-        "--address", help="Ray cluster: local (start one), auto (join), or ray://host:port"
-    )
     p.add_argument(
         "--add",
         action="store_true",
@@ -418,10 +464,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count the LLM prompts and tokens the index would cost; write nothing",
     )
-    p.add_argument("--id-field", help="JSONL/Parquet field holding the record id")
-    p.add_argument("--title-field", help="field holding the title")
-    p.add_argument("--text-field", help="field holding the text")
     p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser(
+        "reindex",
+        help="update an index to what its source holds now (scheduled runs; idempotent, locked)",
+    )
+    p.add_argument("corpus", nargs="+", help="the source: files or folders, as for index")
+    p.add_argument("--out", required=True, help="index directory (built when absent)")
+    _add_build_args(p)
+    p.set_defaults(func=cmd_reindex)
 
     p = sub.add_parser("info", help="describe an index")
     p.add_argument("index")

@@ -31,3 +31,10 @@ class NotYetAvailableError(GraphRAGError):
     """A subcommand or stage that a later release fills in."""
 
     exit_code = 2
+
+
+class BusyError(GraphRAGError):
+    """Another process holds the lock of the work asked for (a scheduled re-index already
+    running); the CLI exits with 75 (EX_TEMPFAIL): try again at the next slot."""
+
+    exit_code = 75

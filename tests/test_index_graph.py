@@ -3,7 +3,6 @@ graphs, vectors; re-runs and `--add` against a full rebuild; LLM units resumable
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -19,21 +18,7 @@ from engine.cli import main
 from engine.demo import corpus_path
 from engine.index.resolve import normalize_name
 from engine.store import open_index
-
-TABLES = ["documents", "chunks", "units", "entities", "relations", "unit_entity"]
-
-
-def table_rows(idx, name: str, key: str) -> list[dict]:
-    return sorted(
-        idx.table(name).to_pylist(),
-        key=lambda r: (r[key], json.dumps(r, sort_keys=True, default=str)),
-    )
-
-
-def vectors_by_id(idx, vec: str, table: str, key: str) -> dict[str, np.ndarray]:
-    ids = idx.table(table, columns=[key])[key].to_pylist()
-    mat = idx.vectors(vec)
-    return {i: mat[n] for n, i in enumerate(ids)}
+from tests.index_compare import TABLES, assert_same_index, table_rows
 
 
 @pytest.fixture(scope="module")
@@ -136,23 +121,12 @@ def test_add_equals_full_rebuild(tmp_path: Path) -> None:
     assert main(["index", "--demo", "--out", str(full)]) == 0
     a, b = open_index(inc), open_index(full)
     assert a.rows("documents") == 36
-    for t in TABLES:
-        key = a.table(t).schema.names[0]
-        ra, rb = table_rows(a, t, key), table_rows(b, t, key)
-        if t == "documents":  # the source (file:line) of a record differs between the two runs
-            ra = [{**r, "source": None} for r in ra]
-            rb = [{**r, "source": None} for r in rb]
-        assert ra == rb, t
+    assert_same_index(a, b)
     # only what the new documents added was embedded in the --add run
     emb = a.manifest["stats"]["stages"]["embed"]
     assert 0 < emb["embedded"] < a.rows("units") + a.rows("entities") + a.rows("relations")
     assert a.manifest["stats"]["stages"]["embed_chunks"]["cached"] >= 20
     assert n_first < a.rows("units")
-    va, vb = (
-        vectors_by_id(a, "unit_vectors", "units", "unit_id"),
-        vectors_by_id(b, "unit_vectors", "units", "unit_id"),
-    )
-    assert va.keys() == vb.keys() and all(np.allclose(va[k], vb[k], atol=1e-5) for k in va)
 
 
 def test_add_needs_an_index(tmp_path: Path, capsys) -> None:

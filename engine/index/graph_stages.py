@@ -28,12 +28,14 @@ from engine.index.units import llm_units, select_core_chunks, sentence_units
 from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EmbeddingCache
+from engine.models.ner_cache import NERCache
 from engine.progress import progress
 from engine.store import IndexWriter
 
 NER_BATCH = 1024
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 EMBED_CACHE = "embed_cache.sqlite"
+NER_CACHE = "ner_cache.sqlite"
 
 
 @dataclass
@@ -157,6 +159,7 @@ def _embed_chunks(b: Build) -> dict[str, Any]:
     return {
         "items": len(b.chunks.ids),
         "cached": cache.hits if cache else 0,
+        "embedded": cache.misses if cache else 0,
         "model_calls": int(bool(cache and cache.misses)),
     }
 
@@ -199,13 +202,16 @@ def _ner(b: Build) -> dict[str, Any]:
     """Entity mentions of every unit, NER_BATCH units per executor call."""
     b.models["ner"] = b.executor.ner_model_id
     bar = progress("ner", total=len(b.unit_rows), unit="unit")
+    cache = NERCache(b.out / NER_CACHE)
     for i in range(0, len(b.unit_rows), NER_BATCH):
         batch = [u["text"] for u in b.unit_rows[i : i + NER_BATCH]]
-        b.mentions.extend(b.executor.ner(batch))
+        b.mentions.extend(cache.extract(b.executor.ner, b.models["ner"], batch))
         bar.update(len(batch))
     bar.close()
     return {
         "items": len(b.unit_rows),
+        "cached": cache.hits,
+        "tagged": cache.misses,
         "backend": b.models["ner"].split(":")[0],
         "mentions": sum(len(m) for m in b.mentions),
     }
