@@ -68,6 +68,17 @@ class Run:
         return read_rows(self.folder / "results.parquet")
 
 
+@dataclass(frozen=True)
+class RayPlacement:
+    """Where a sharded query run goes: the cluster (`local` starts one, `auto` joins the
+    running one, or ray://host:port), its actors, and GPUs per actor (None: what the models
+    need)."""
+
+    address: str = "local"
+    workers: int = 2
+    gpus_per_worker: float | None = None
+
+
 def _label(method: str | QueryConfig) -> str:
     """The run-folder name of a method: the registered name, or the YAML file's stem."""
     if isinstance(method, QueryConfig):
@@ -146,15 +157,17 @@ class Engine:
         limit: int | None = None,
         dry_run: bool = False,
         fail_fast: bool = False,
+        ray: RayPlacement | None = None,
         **overrides: Any,
     ) -> Run:
         """Run one method into the run folder `out` (a temporary folder when None); a folder
         holding an earlier, unfinished run of the same inputs resumes it. `overrides` are
-        those of `config` (retrieval_only, llm_backend, llm_model, base_url, batch_size)."""
+        those of `config` (retrieval_only, llm_backend, llm_model, base_url, batch_size).
+        With `ray`, the question batches are sharded over that many Ray actors."""
         source, qs = self.questions(questions, limit)
         folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-run-"))
         cfg = self.config(method, **overrides)
-        return self._run(_label(method), cfg, source, qs, folder, dry_run, fail_fast)
+        return self._run(_label(method), cfg, source, qs, folder, dry_run, fail_fast, ray)
 
     def run_many(
         self,
@@ -164,6 +177,7 @@ class Engine:
         limit: int | None = None,
         dry_run: bool = False,
         fail_fast: bool = False,
+        ray: RayPlacement | None = None,
         **overrides: Any,
     ) -> dict[str, Run]:
         """Run several methods over the same questions, one run folder each under `out`
@@ -179,14 +193,22 @@ class Engine:
         source, qs = self.questions(questions, limit)
         root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-runs-"))
         return {
-            label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast)
+            label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast, ray)
             for label, cfg in zip(labels, configs, strict=True)
         }
 
     def _run(
         self, label: str, cfg: QueryConfig, source: str, questions: list[Question], folder: Path,
-        dry_run: bool, fail_fast: bool,
+        dry_run: bool, fail_fast: bool, ray: RayPlacement | None = None,
     ) -> Run:  # fmt: skip
+        if ray is not None and not dry_run:  # a dry run sends nothing: no actors needed
+            from engine.methods.ray_run import run_query_on_ray  # ray is an optional extra
+
+            summary = run_query_on_ray(
+                self.index, questions, cfg, folder, source, ray.address, ray.workers,
+                ray.gpus_per_worker, fail_fast,
+            )  # fmt: skip
+            return Run(label, folder, summary)
         backend = None if dry_run else self._shared_backend(cfg)
         summary = run_query(
             self.index, questions, cfg, folder, source, dry_run=dry_run, llm_backend=backend,

@@ -269,10 +269,17 @@ def cmd_query(args: argparse.Namespace) -> int:
         engine.config(method, **overrides)
     if not args.dry_run:
         writable_folder(args.out)
+    ray = None
+    if args.executor == "ray":
+        from engine.api import RayPlacement
+
+        if args.workers < 1:
+            raise BadInputError(f"query --workers: give at least 1, got {args.workers}")
+        ray = RayPlacement(args.address or "local", args.workers, args.gpus_per_worker)
     run = engine.run_many if len(args.method) > 1 else engine.run
     runs = run(
         args.method if len(args.method) > 1 else args.method[0], args.questions, args.out,
-        limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, **overrides,
+        limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, ray=ray, **overrides,
     )  # fmt: skip
     failed = 0
     for r in runs.values() if isinstance(runs, dict) else [runs]:
@@ -531,6 +538,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-model")
     p.add_argument("--base-url", dest="base_url")
     p.add_argument("--dry-run", action="store_true", help="count LLM prompts and tokens only")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="ray: shard the question batches over Ray actors (same run folder as local)",
+    )
+    p.add_argument(
+        "--address", help="Ray cluster: local (start one), auto (join), or ray://host:port"
+    )
+    p.add_argument("--workers", type=int, default=2, help="Ray actors (with --executor ray)")
+    p.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        help="GPUs per Ray actor (default: 1 when a model of the config is on CUDA, else 0)",
+    )
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser(

@@ -152,6 +152,15 @@ class ModelsConfig:
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
 
+    def gpus_needed(self) -> float:
+        """GPUs one model-holding worker needs: 1 when the embedder, the reranker or an
+        in-process LLM (transformers on CUDA, vllm) is configured on a GPU, else 0."""
+        llm = self.llm
+        on_gpu = self.embedder.device.startswith("cuda") or llm.backend == "vllm"
+        on_gpu = on_gpu or self.reranker.device.startswith("cuda")
+        on_gpu = on_gpu or (llm.backend == "transformers" and llm.device.startswith("cuda"))
+        return 1.0 if on_gpu else 0.0
+
 
 @dataclass
 class GraphConfig:
@@ -240,10 +249,7 @@ class IndexConfig:
         """ray_gpus_per_worker, or the GPU the configured models need per actor."""
         if self.ray_gpus_per_worker is not None:
             return self.ray_gpus_per_worker
-        llm = self.models.llm
-        on_gpu = self.models.embedder.device.startswith("cuda") or llm.backend == "vllm"
-        on_gpu = on_gpu or (llm.backend == "transformers" and llm.device.startswith("cuda"))
-        return 1.0 if on_gpu else 0.0
+        return self.models.gpus_needed()
 
     def validate(self, where: str) -> None:
         """Cross-field checks that a type alone cannot express."""

@@ -30,6 +30,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,19 @@ def questions_content_id(questions: list[Question]) -> str:
     for q in questions:
         h.update(json.dumps(dataclasses.asdict(q), sort_keys=True, default=str).encode() + b"\n")
     return h.hexdigest()[:24]
+
+
+def warn_gold(index: Index, questions: list[Question]) -> float | None:
+    """The share of gold passages in the index, with a warning on stderr when it is low."""
+    gold_share = gold_in_index(index, questions)
+    if gold_share is not None and gold_share < GOLD_WARN_SHARE:
+        print(
+            f"warning: only {gold_share:.0%} of the questions' gold passages are in the index "
+            f"{index.root}: recall will be low whatever the method; were these questions "
+            "meant for another corpus?",
+            file=sys.stderr,
+        )
+    return gold_share
 
 
 def gold_in_index(index: Index, questions: list[Question]) -> float | None:
@@ -307,14 +322,24 @@ def run_query(
     answer prompt that fails after every retry is recorded as that question's failure and the
     run goes on (summary `failed_questions`); `fail_fast` stops the run instead."""
     out = Path(out)
-    lock = None if dry_run else _lock_run_dir(out)  # a dry run writes nothing
-    try:
-        if not dry_run:
-            _check_run_dir(out, _run_identity(index, cfg, questions_src, questions), index)
+    if dry_run:  # a dry run writes nothing
         return _run_batches(index, questions, cfg, out, dry_run, llm_backend, fail_fast)
+    with run_folder(index, cfg, out, questions_src, questions):
+        return _run_batches(index, questions, cfg, out, dry_run, llm_backend, fail_fast)
+
+
+@contextmanager
+def run_folder(
+    index: Index, cfg: QueryConfig, out: Path, questions_src: str, questions: list[Question]
+) -> Iterator[None]:
+    """Hold the run folder's lock while a run writes it, after checking that the folder holds
+    this run (same method, config, index content and questions) or making it."""
+    lock = _lock_run_dir(out)
+    try:
+        _check_run_dir(out, _run_identity(index, cfg, questions_src, questions), index)
+        yield
     finally:
-        if lock is not None:
-            os.close(lock)
+        os.close(lock)
 
 
 def _run_batches(
@@ -323,14 +348,7 @@ def _run_batches(
 ) -> dict[str, Any]:  # fmt: skip
     """Every batch not finished yet: retrieve (or reload its checkpoint), answer, write."""
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
-    gold_share = gold_in_index(index, questions)
-    if gold_share is not None and gold_share < GOLD_WARN_SHARE:
-        print(
-            f"warning: only {gold_share:.0%} of the questions' gold passages are in the index "
-            f"{index.root}: recall will be low whatever the method; were these questions "
-            "meant for another corpus?",
-            file=sys.stderr,
-        )
+    gold_share = warn_gold(index, questions)
     method = method_spec(cfg.method).retrieve
     started = time.perf_counter()
     bs = cfg.batch_size
@@ -339,47 +357,73 @@ def _run_batches(
     resumed = 0
     for b in range(n_batches):
         batch = questions[b * bs : (b + 1) * bs]
-        done_path = out / "parts" / f"{b:05d}.parquet"
-        failed_marker = done_path.with_suffix(".failed")
-        if done_path.exists() and not failed_marker.exists() and not dry_run:
+        if not dry_run and batch_done(out, b):
             resumed += len(batch)
             bar.update(len(batch))
             continue
-        ckpt = out / "parts" / f"{b:05d}.retrieved.json"
-        clock = StageClock()
-        if ckpt.exists() and not dry_run:
-            r = Retrieved.from_json(json.loads(ckpt.read_text()))
-            clock.seconds = dict(r.seconds)
-        else:
-            r = method(ctx, batch, clock)
-            if not dry_run:
-                _write_atomic(ckpt, json.dumps(r.to_json()).encode())
-        rows = _answer_batch(ctx, batch, r, clock, fail_fast)
-        if dry_run:
-            bar.update(len(batch))
-            continue
-        tmp = done_path.with_name(done_path.name + ".tmp")
-        pq.write_table(part_table(rows), tmp)
-        os.replace(tmp, done_path)
-        failed = [row["qid"] for row in rows if row["answer_failed"] is not None]
-        if failed:
-            _write_atomic(failed_marker, "\n".join(failed).encode())
-        elif failed_marker.exists():
-            failed_marker.unlink()
+        rows = run_batch(ctx, method, b, batch, fail_fast)
+        if not dry_run:
+            write_part(out, b, rows)
         bar.update(len(batch))
     bar.close()
     if dry_run:
         return {"dry_run": True, "llm": ctx.ledger.summary()}
     seconds = time.perf_counter() - started
-    summary = _finish(out, index, cfg, n_batches, seconds, resumed, ctx, gold_share)
-    return summary
+    usage = ctx.ledger.summary()
+    return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
+
+
+def batch_done(out: Path, b: int) -> bool:
+    """Whether batch `b` of the run in `out` is finished (its part written, nothing failed)."""
+    done_path = out / "parts" / f"{b:05d}.parquet"
+    return done_path.exists() and not done_path.with_suffix(".failed").exists()
+
+
+def run_batch(
+    ctx: QueryContext, method, b: int, batch: list[Question], fail_fast: bool
+) -> list[dict[str, Any]]:
+    """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers."""
+    ckpt = ctx.run_dir / "parts" / f"{b:05d}.retrieved.json"
+    clock = StageClock()
+    if ckpt.exists() and not ctx.dry_run:
+        r = Retrieved.from_json(json.loads(ckpt.read_text()))
+        clock.seconds = dict(r.seconds)
+    else:
+        r = method(ctx, batch, clock)
+        if not ctx.dry_run:
+            _write_atomic(ckpt, json.dumps(r.to_json()).encode())
+    return _answer_batch(ctx, batch, r, clock, fail_fast)
+
+
+def write_part(out: Path, b: int, rows: list[dict[str, Any]]) -> None:
+    """Commit batch `b`: its part file atomically, and a `.failed` marker naming the questions
+    whose answer prompt failed (removed once none did)."""
+    done_path = out / "parts" / f"{b:05d}.parquet"
+    failed_marker = done_path.with_suffix(".failed")
+    tmp = done_path.with_name(done_path.name + ".tmp")
+    pq.write_table(part_table(rows), tmp)
+    os.replace(tmp, done_path)
+    failed = [row["qid"] for row in rows if row["answer_failed"] is not None]
+    if failed:
+        _write_atomic(failed_marker, "\n".join(failed).encode())
+    elif failed_marker.exists():
+        failed_marker.unlink()
 
 
 def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The run's LLM usage over every invocation that finished: what `path` holds plus this
     invocation's `usage` (numbers summed per stage/model), written back; so a resumed run's
     summary still counts the calls that produced its earlier batches."""
-    total = json.loads(path.read_text()) if path.exists() else {}
+    total = sum_usage(json.loads(path.read_text()) if path.exists() else {}, usage)
+    _write_atomic(path, json.dumps(total, indent=2).encode())
+    return total
+
+
+def sum_usage(
+    total: dict[str, dict[str, Any]], usage: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """LLM usage summaries added up per stage/model (numbers summed, other fields the latest)."""
+    total = {key: dict(fields) for key, fields in total.items()}
     for key, fields in usage.items():
         into = total.setdefault(key, {})
         for name, value in fields.items():
@@ -387,18 +431,17 @@ def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[s
                 into[name] = round(into.get(name, 0) + value, 6)
             else:
                 into[name] = value
-    _write_atomic(path, json.dumps(total, indent=2).encode())
     return total
 
 
-def _finish(
+def finish_run(
     out: Path,
     index: Index,
     cfg: QueryConfig,
     n_batches: int,
     seconds: float,
     resumed: int,
-    ctx: QueryContext,
+    usage: dict[str, dict[str, Any]],
     gold_share: float | None,
 ) -> dict[str, Any]:
     """Merge the batch parts into results.parquet / results.jsonl and write summary.json."""
@@ -433,7 +476,7 @@ def _finish(
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
         "gold_in_index": None if gold_share is None else round(gold_share, 4),
-        "llm": _add_usage(out / "llm_usage.json", ctx.ledger.summary()),
+        "llm": _add_usage(out / "llm_usage.json", usage),
     }
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
     return summary

@@ -1,0 +1,141 @@
+"""A query run sharded over a Ray cluster by question batch.
+
+Each actor opens the index and loads the method's models once, then answers whole batches
+(retrieval and answers, exactly `run_batch` of a local run). The driver hands out batches as
+actors free up and writes every batch that comes back as the run folder's part, so the folder
+is the one a local run writes (same parts, results, summary), a job killed at any point resumes
+where it stopped (in either mode), and batches already written are never asked again. An actor
+that dies is restarted by Ray and its batch retried. Actors read the index and share the run
+folder's LLM cache, so on a multi-node cluster both sit on shared storage.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from engine.config import QueryConfig
+from engine.eval.datasets import Question
+from engine.exec.ray_executor import actor_device, connect
+from engine.methods import method_spec
+from engine.methods.run import (
+    batch_done,
+    finish_run,
+    run_batch,
+    run_folder,
+    sum_usage,
+    warn_gold,
+    write_part,
+)
+from engine.progress import progress
+from engine.store.index_store import Index, NoIndex
+
+IN_FLIGHT = 2
+"""Batches queued per actor, so an actor never waits for the driver between batches."""
+
+
+def _in_actor(cfg: QueryConfig) -> QueryConfig:
+    """The config as an actor sees it: Ray numbers an actor's GPUs from 0."""
+    cfg = copy.deepcopy(cfg)
+    for model in (cfg.models.embedder, cfg.models.llm, cfg.models.reranker):
+        model.device = actor_device(model.device)
+    return cfg
+
+
+def _worker_class():
+    import ray  # ray is an optional extra
+
+    @ray.remote(num_cpus=1, max_restarts=3, max_task_retries=3)
+    class QueryWorker:
+        """Holds the index and the method's models; answers whole batches."""
+
+        def __init__(self, index_root: str, cfg: QueryConfig, out: str) -> None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
+            from engine.retrieve.context import QueryContext  # in the actor process
+            from engine.store import open_index  # in the actor process
+
+            index = NoIndex() if index_root == "none" else open_index(index_root)
+            self.ctx = QueryContext(index, _in_actor(cfg), Path(out))
+            self.retrieve = method_spec(cfg.method).retrieve
+
+        def pid(self) -> int:
+            return os.getpid()
+
+        def answer(self, b: int, batch: list[Question], fail_fast: bool):
+            return b, run_batch(self.ctx, self.retrieve, b, batch, fail_fast)
+
+        def usage(self) -> dict[str, dict[str, Any]]:
+            return self.ctx.ledger.summary()
+
+    return QueryWorker
+
+
+def run_query_on_ray(
+    index: Index,
+    questions: list[Question],
+    cfg: QueryConfig,
+    out: str | Path,
+    questions_src: str,
+    address: str = "local",
+    workers: int = 2,
+    gpus_per_worker: float | None = None,
+    fail_fast: bool = False,
+    on_start=None,
+) -> dict[str, Any]:
+    """Run `cfg.method` over `questions` into `out` on `workers` Ray actors; returns the
+    summary. `on_start(actors)` is called once the actors exist (fault-injection tests)."""
+    import ray  # ray is an optional extra
+
+    out = Path(out)
+    with run_folder(index, cfg, out, questions_src, questions):
+        gold_share = warn_gold(index, questions)
+        bs = cfg.batch_size
+        n_batches = (len(questions) + bs - 1) // bs
+        todo = deque(b for b in range(n_batches) if not batch_done(out, b))
+        resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)
+        started = time.perf_counter()
+        own_cluster = not ray.is_initialized()
+        if own_cluster:
+            connect(ray, address, workers)
+        gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
+        worker = _worker_class().options(num_gpus=gpus)
+        actors = [worker.remote(str(index.root), cfg, str(out)) for _ in range(workers)]
+        try:
+            if on_start is not None:
+                on_start(actors)
+            bar = progress(f"query {cfg.method} on ray", total=len(questions), unit="q")
+            bar.update(resumed)
+            in_flight: dict[Any, Any] = {}
+
+            def hand_out(actor) -> None:
+                if todo:
+                    b = todo.popleft()
+                    batch = questions[b * bs : (b + 1) * bs]
+                    in_flight[actor.answer.remote(b, batch, fail_fast)] = actor
+
+            for actor in actors:
+                for _ in range(IN_FLIGHT):
+                    hand_out(actor)
+            while in_flight:
+                (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+                actor = in_flight.pop(ref)
+                b, rows = ray.get(ref)
+                write_part(out, b, rows)
+                bar.update(len(rows))
+                hand_out(actor)
+            bar.close()
+            usage: dict[str, dict[str, Any]] = {}
+            for part in ray.get([a.usage.remote() for a in actors]):
+                usage = sum_usage(usage, part)
+        finally:
+            for a in actors:
+                ray.kill(a)
+            if own_cluster:
+                ray.shutdown()
+        seconds = time.perf_counter() - started
+        return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
