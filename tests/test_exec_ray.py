@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,3 +88,42 @@ def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
     assert sb["model_calls"] == sa["model_calls"] == 4
     for t in ("entities", "relations"):
         assert a.table(t).equals(b.table(t)), t
+
+
+def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
+    """One model actor is killed once the index reaches its NER stage: Ray restarts it and
+    retries its call, the build finishes, the index equals a local build, and each unit was
+    tagged once as far as the driver's cache is concerned."""
+    ray = pytest.importorskip("ray")
+    import threading
+
+    import psutil
+
+    out = tmp_path / "ray"
+    killed: list[int] = []
+
+    def kill_a_worker_at_ner() -> None:
+        while not (out / "ner_cache.sqlite").exists():
+            time.sleep(0.01)
+        for proc in psutil.process_iter(["cmdline"]):
+            if any("ModelWorker" in part for part in proc.info["cmdline"] or []):
+                proc.kill()
+                killed.append(proc.pid)
+                return
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        threading.Thread(target=kill_a_worker_at_ner, daemon=True).start()
+        assert main(["index", "--demo", "--out", str(out), "--executor", "ray"]) == 0
+    finally:
+        ray.shutdown()
+    assert killed
+    local = tmp_path / "local"
+    assert main(["index", "--demo", "--out", str(local)]) == 0
+    a, b = open_index(local), open_index(out)
+    for t in TABLES:
+        assert a.table(t).equals(b.table(t)), t
+    np.testing.assert_allclose(a.vectors("unit_vectors"), b.vectors("unit_vectors"), atol=1e-5)
+    assert b.manifest["stats"]["stages"]["ner"]["tagged"] == len(
+        set(b.table("units")["text"].to_pylist())
+    )

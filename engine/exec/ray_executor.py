@@ -12,7 +12,9 @@ from engine.errors import ConfigError
 def _worker_class():
     import ray
 
-    @ray.remote(num_cpus=1)
+    # a worker that dies is restarted (models loaded again) and its call retried: the other
+    # shards' results stand, and the driver's caches hold every slice already committed
+    @ray.remote(num_cpus=1, max_restarts=3, max_task_retries=3)
     class ModelWorker:
         """Holds the models once; answers shards of texts."""
 
