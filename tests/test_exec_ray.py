@@ -91,9 +91,9 @@ def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
 
 
 def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
-    """One model actor is killed once the index reaches its NER stage: Ray restarts it and
-    retries its call, the build finishes, the index equals a local build, and each unit was
-    tagged once as far as the driver's cache is concerned."""
+    """One NER actor of the Ray Data pool is killed once it has started: Ray restarts it and
+    retries its block, the build finishes, the index equals a local build, and the driver's
+    cache tagged each distinct unit text once."""
     ray = pytest.importorskip("ray")
     import threading
 
@@ -102,18 +102,20 @@ def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
     out = tmp_path / "ray"
     killed: list[int] = []
 
-    def kill_a_worker_at_ner() -> None:
-        while not (out / "ner_cache.sqlite").exists():
-            time.sleep(0.01)
-        for proc in psutil.process_iter(["cmdline"]):
-            if any("ModelWorker" in part for part in proc.info["cmdline"] or []):
-                proc.kill()
-                killed.append(proc.pid)
-                return
+    def kill_a_tagger() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            for proc in psutil.process_iter(["cmdline"]):
+                if any("TagBlocks" in part for part in proc.info["cmdline"] or []):
+                    time.sleep(1.0)  # let it load its model and take a block
+                    proc.kill()
+                    killed.append(proc.pid)
+                    return
+            time.sleep(0.05)
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        threading.Thread(target=kill_a_worker_at_ner, daemon=True).start()
+        threading.Thread(target=kill_a_tagger, daemon=True).start()
         assert main(["index", "--demo", "--out", str(out), "--executor", "ray"]) == 0
     finally:
         ray.shutdown()
@@ -124,6 +126,5 @@ def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
     for t in TABLES:
         assert a.table(t).equals(b.table(t)), t
     np.testing.assert_allclose(a.vectors("unit_vectors"), b.vectors("unit_vectors"), atol=1e-5)
-    assert b.manifest["stats"]["stages"]["ner"]["tagged"] == len(
-        set(b.table("units")["text"].to_pylist())
-    )
+    units = set(b.table("units")["text"].to_pylist())
+    assert b.manifest["stats"]["stages"]["ner"]["tagged"] == len(units)

@@ -3,10 +3,17 @@ local or running Ray cluster; results come back in input order and merge into on
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+
 import numpy as np
 
 from engine.config import EmbedderConfig
 from engine.errors import ConfigError
+from engine.exec.ray_data import EmbedBlocks, TagBlocks, actor_device, stream_blocks
+
+__all__ = ["RayExecutor", "actor_device", "connect"]
 
 
 def _worker_class():
@@ -56,12 +63,6 @@ def _worker_class():
             return self._llm(llm_cfg).count_tokens(prompts)
 
     return ModelWorker
-
-
-def actor_device(device: str) -> str:
-    """The device a model uses inside an actor: Ray shows an actor only the GPUs it was given,
-    numbered from 0, so any `cuda:N` of the config is that actor's `cuda`."""
-    return "cuda" if device.startswith("cuda") else device
 
 
 def connect(ray, address: str, workers: int) -> None:
@@ -141,7 +142,9 @@ class RayLLMBackend:
 
 
 class RayExecutor:
-    """Shards every call over `workers` actors; `address` 'local' starts a private cluster."""
+    """Embedding and NER as Ray Data pipelines over actor pools; an in-process LLM in
+    `workers` model actors (created when a stage first asks for the LLM). `address` 'local'
+    starts a private cluster."""
 
     name = "ray"
 
@@ -164,26 +167,56 @@ class RayExecutor:
         if not ray.is_initialized():
             connect(ray, address, workers)
             self._started = True
-        from dataclasses import asdict
+        self.embedder_cfg, self.ner_backend = embedder, ner_backend
+        self.workers, self.gpus = workers, gpus_per_worker
+        self._actors: list = []
+        # the ids the manifest records, from a one-off task whose process exits after it
+        ids = ray.remote(num_cpus=1, num_gpus=gpus_per_worker, max_calls=1)(_model_ids)
+        self.model_id, self.ner_model_id = ray.get(ids.remote(asdict(embedder), ner_backend))
 
-        # an actor holding a model on CUDA asks Ray for its GPU (share with a fraction < 1)
-        worker = _worker_class().options(num_gpus=gpus_per_worker)
-        self.actors = [worker.remote(asdict(embedder), ner_backend) for _ in range(workers)]
-        self.model_id, self.ner_model_id = ray.get(self.actors[0].model_ids.remote())
+    @property
+    def actors(self) -> list:
+        """The model actors (an embedder, NER and the LLM each), started on first use."""
+        if not self._actors:
+            # an actor holding a model on CUDA asks Ray for its GPU (share with a fraction < 1)
+            worker = _worker_class().options(num_gpus=self.gpus)
+            args = (asdict(self.embedder_cfg), self.ner_backend)
+            self._actors = [worker.remote(*args) for _ in range(self.workers)]
+        return self._actors
 
     def _shards(self, items: list) -> list[list]:
         n = len(self.actors)
         size = -(-len(items) // n) if items else 0
         return [items[i * size : (i + 1) * size] for i in range(n)]
 
+    def encode_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(positions, vectors) of the texts, block by block: a Ray Data pipeline over a pool
+        of embedders (engine/exec/ray_data.py); the model actors instead once they hold the
+        cluster's CPUs for the LLM, so the two never wait on each other."""
+        if self._actors:
+            yield range(len(texts)), self.encode(texts)
+            return
+        args = (asdict(self.embedder_cfg),)
+        yield from stream_blocks(EmbedBlocks, args, texts, self.workers, self.gpus)
+
+    def ner_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], list]]:
+        """(positions, mentions) of the texts, block by block: a Ray Data pipeline over a pool
+        of entity recognizers (the model actors once they exist, as for `encode_blocks`)."""
+        if self._actors:
+            yield range(len(texts)), self.ner(texts)
+            return
+        args = (self.ner_backend,)
+        for positions, found in stream_blocks(TagBlocks, args, texts, self.workers, self.gpus):
+            yield positions, [[tuple(m) for m in json.loads(f)] for f in found]
+
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Vectors of the texts, computed by the actors in parallel."""
+        """Vectors of the texts, computed by the model actors in parallel."""
         parts = [(a, s) for a, s in zip(self.actors, self._shards(texts), strict=True) if s]
         results = self._ray.get([a.encode.remote(s) for a, s in parts])
         return np.concatenate(results) if results else np.zeros((0, 0), np.float32)
 
     def ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
-        """Entities of every text, computed by the actors in parallel."""
+        """Entities of every text, computed by the model actors in parallel."""
         parts = [(a, s) for a, s in zip(self.actors, self._shards(texts), strict=True) if s]
         out: list = []
         for r in self._ray.get([a.ner.remote(s) for a, s in parts]):
@@ -192,15 +225,26 @@ class RayExecutor:
 
     def llm_backend(self, llm_cfg) -> RayLLMBackend | None:
         """In-process LLM backends (transformers, vllm) move into the actors; servers stay remote."""
-        from dataclasses import asdict
-
         if llm_cfg.backend not in ("transformers", "vllm"):
             return None
         return RayLLMBackend(self, asdict(llm_cfg))
 
     def close(self) -> None:
         """Release the actors (and the cluster this executor started)."""
-        for a in self.actors:
+        for a in self._actors:
             self._ray.kill(a)
         if self._started:
             self._ray.shutdown()
+
+
+def _model_ids(embedder: dict, ner_backend: str) -> tuple[str, str]:
+    """Ids of the embedder and the entity recognizer a config names (run on the cluster, where
+    the models are)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from engine.exec.local import LocalExecutor  # in the task's process
+
+    embedder = {**embedder, "device": actor_device(embedder["device"])}
+    local = LocalExecutor(EmbedderConfig(**embedder), ner_backend)
+    return local.model_id, local.ner_model_id

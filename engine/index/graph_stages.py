@@ -32,7 +32,6 @@ from engine.models.ner_cache import NERCache
 from engine.progress import progress
 from engine.store import IndexWriter
 
-NER_BATCH = 1024
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 EMBED_CACHE = "embed_cache.sqlite"
 NER_CACHE = "ner_cache.sqlite"
@@ -199,14 +198,12 @@ def _units(b: Build) -> dict[str, Any]:
 
 
 def _ner(b: Build) -> dict[str, Any]:
-    """Entity mentions of every unit, NER_BATCH units per executor call."""
+    """Entity mentions of every unit (blocks of units per executor call, cached by text)."""
     b.models["ner"] = b.executor.ner_model_id
     bar = progress("ner", total=len(b.unit_rows), unit="unit")
     cache = NERCache(b.out / NER_CACHE)
-    for i in range(0, len(b.unit_rows), NER_BATCH):
-        batch = [u["text"] for u in b.unit_rows[i : i + NER_BATCH]]
-        b.mentions.extend(cache.extract(b.executor.ner, b.models["ner"], batch))
-        bar.update(len(batch))
+    texts = [u["text"] for u in b.unit_rows]
+    b.mentions = cache.extract(b.executor, b.models["ner"], texts, on_done=bar.update)
     bar.close()
     return {
         "items": len(b.unit_rows),
@@ -293,14 +290,16 @@ def _embed(b: Build) -> dict[str, Any]:
         + (f": {r['description']}" if r["description"] else "")
         for r in b.relations
     ]
+    # one pass over the three tables' texts: one pipeline (and model load) on Ray, not three
+    vecs = cache.encode(emb, unit_texts + entity_texts + rel_texts, "units+entities+relations")
+    lo = 0
     for name, texts in (
         ("unit_vectors", unit_texts),
         ("entity_vectors", entity_texts),
         ("relation_vectors", rel_texts),
     ):
-        b.writer.write_vectors(
-            name, cache.encode(emb, texts, name.removesuffix("_vectors")), emb.model_id
-        )
+        b.writer.write_vectors(name, vecs[lo : lo + len(texts)], emb.model_id)
+        lo += len(texts)
     return {
         "items": len(b.unit_rows) + len(b.entities) + len(b.relations),
         "cached": cache.hits - hits0,

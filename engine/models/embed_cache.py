@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +16,18 @@ from engine.progress import progress
 
 SLICE = 4096
 """Texts per embedder call; each slice is stored before the next starts."""
+
+
+def encode_blocks(embedder: Embedder, texts: list[str]) -> Iterator[tuple[Sequence[int], Any]]:
+    """(positions, vectors) of the texts, block by block as they are done: the embedder's own
+    `encode_blocks` where it has one (a Ray Data pipeline, blocks in any order), else SLICE
+    texts per `encode` call, in order."""
+    own = getattr(embedder, "encode_blocks", None)
+    if own is not None:
+        yield from own(texts)
+        return
+    for lo in range(0, len(texts), SLICE):
+        yield range(lo, min(lo + SLICE, len(texts))), embedder.encode(texts[lo : lo + SLICE])
 
 
 class EmbeddingCache:
@@ -49,9 +63,8 @@ class EmbeddingCache:
         self.misses += len(todo)
         todo_keys, todo_texts = list(todo), list(todo.values())
         bar = progress(f"embed {label}", total=len(todo), unit="text") if todo else None
-        for lo in range(0, len(todo), SLICE):
-            vecs = embedder.encode(todo_texts[lo : lo + SLICE])
-            part = todo_keys[lo : lo + SLICE]
+        for positions, vecs in encode_blocks(embedder, todo_texts):
+            part = [todo_keys[i] for i in positions]
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(
                 "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",

@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 Mentions = list[tuple[str, str]]
+BLOCK = 1024
+"""Texts per `ner` call of a tagger without blocks of its own; each block is stored as it is done."""
 
 
 class NERCache:
@@ -28,10 +30,11 @@ class NERCache:
         self.misses = 0
 
     def extract(
-        self, tag: Callable[[list[str]], list[Mentions]], model_id: str, texts: list[str]
+        self, tagger, model_id: str, texts: list[str], on_done: Callable[[int], None] | None = None
     ) -> list[Mentions]:
-        """Mentions of every text: cached ones read back, the rest tagged by `tag` in one call
-        and stored before returning (a killed run keeps them)."""
+        """Mentions of every text: cached ones read back, the rest tagged block by block
+        (`tag_blocks`) and each block stored as it returns (a killed run keeps it); `on_done`
+        hears how many texts each step settled."""
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         found: dict[str, Mentions] = {}
         distinct = sorted(set(keys))
@@ -46,13 +49,30 @@ class NERCache:
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         self.hits += len(texts) - sum(1 for k in keys if k in todo)
         self.misses += len(todo)
-        if todo:
-            tagged = tag(list(todo.values()))
+        if on_done is not None:
+            on_done(len(texts) - sum(1 for k in keys if k in todo))
+        todo_keys = list(todo)
+        for positions, tagged in tag_blocks(tagger, list(todo.values())):
+            part = [todo_keys[i] for i in positions]
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(
                 "INSERT OR IGNORE INTO mentions VALUES (?, ?, ?)",
-                [(model_id, k, json.dumps(m)) for k, m in zip(todo, tagged, strict=True)],
+                [(model_id, k, json.dumps(m)) for k, m in zip(part, tagged, strict=True)],
             )
             self._conn.execute("COMMIT")
-            found.update((k, [tuple(x) for x in m]) for k, m in zip(todo, tagged, strict=True))
+            found.update((k, [tuple(x) for x in m]) for k, m in zip(part, tagged, strict=True))
+            if on_done is not None:
+                on_done(len(part))
         return [list(found[k]) for k in keys]
+
+
+def tag_blocks(tagger, texts: list[str]) -> Iterator[tuple[Sequence[int], list[Mentions]]]:
+    """(positions, mentions) of the texts, block by block as they are done: the tagger's own
+    `ner_blocks` where it has one (a Ray Data pipeline, blocks in any order), else BLOCK texts
+    per `ner` call, in order."""
+    own = getattr(tagger, "ner_blocks", None)
+    if own is not None:
+        yield from own(texts)
+        return
+    for lo in range(0, len(texts), BLOCK):
+        yield range(lo, min(lo + BLOCK, len(texts))), tagger.ner(texts[lo : lo + BLOCK])

@@ -1,0 +1,89 @@
+"""Ray Data pipelines for the model stages of an index built on Ray (embedding and NER).
+
+The texts a stage still needs (the caches answer the rest) go through `map_batches` over an
+actor pool: one model per actor, `workers` actors (Ray Data's `concurrency`), the configured
+GPUs per actor. Blocks of BLOCK texts go to whichever actor is free; results stream back to the
+driver block by block as they finish, tagged with their positions, so the cache stores each
+block as it returns (a killed build keeps it) and the stage gets its results in input order.
+An actor that dies is restarted by Ray and its block retried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+BLOCK = 512
+"""Texts per Ray Data block (one actor call)."""
+
+
+def actor_device(device: str) -> str:
+    """The device a model uses inside an actor: Ray shows an actor only the GPUs it was given,
+    numbered from 0, so any `cuda:N` of the config is that actor's `cuda`."""
+    return "cuda" if device.startswith("cuda") else device
+
+
+def _quiet_actor() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
+
+
+class EmbedBlocks:
+    """Ray Data actor: holds one embedder; the vectors of a block of texts."""
+
+    def __init__(self, embedder: dict) -> None:
+        _quiet_actor()
+        from engine.config import EmbedderConfig  # in the actor process
+        from engine.models import make_embedder  # in the actor process
+
+        cfg = EmbedderConfig(**{**embedder, "device": actor_device(embedder["device"])})
+        self.embedder = make_embedder(cfg)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"pos": batch["pos"], "out": self.embedder.encode(batch["text"].tolist())}
+
+
+class TagBlocks:
+    """Ray Data actor: holds one entity recognizer; the mentions of a block of texts (JSON)."""
+
+    def __init__(self, ner_backend: str) -> None:
+        _quiet_actor()
+        from engine.models.ner import entity_recognizer  # in the actor process
+
+        self.recognizer = entity_recognizer(ner_backend)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        found = self.recognizer.extract(batch["text"].tolist())
+        return {"pos": batch["pos"], "out": np.array([json.dumps(f) for f in found], dtype=object)}
+
+
+def stream_blocks(
+    udf: type, args: tuple, texts: list[str], workers: int, gpus: float
+) -> Iterator[tuple[list[int], np.ndarray]]:
+    """(positions, outputs) of `udf` over the texts, block by block as the pool finishes them."""
+    import ray.data  # ray is an optional extra
+
+    if not texts:
+        return
+    ray.data.DataContext.get_current().enable_progress_bars = False  # the caches show progress
+    blocks = [
+        pa.table(
+            {"pos": np.arange(lo, min(lo + BLOCK, len(texts))), "text": texts[lo : lo + BLOCK]}
+        )
+        for lo in range(0, len(texts), BLOCK)
+    ]
+    ds = ray.data.from_arrow(blocks).map_batches(
+        udf,
+        fn_constructor_args=args,
+        batch_size=BLOCK,
+        batch_format="numpy",
+        concurrency=min(workers, len(blocks)),
+        num_cpus=1,
+        num_gpus=gpus or None,
+    )  # Ray Data restarts a dead pool actor and retries its block (max_restarts -1 by default)
+    for out in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        yield out["pos"].tolist(), out["out"]
