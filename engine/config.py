@@ -240,7 +240,8 @@ class IndexConfig:
     """'local' starts a private Ray cluster (inside `ray job submit`: the cluster the job runs
     on); 'auto' joins the running one; or ray://host:port."""
     workers: int = 2
-    """Model-holding Ray actors (one per worker CPU or GPU)."""
+    """Ray actors per model stage: the Ray Data pool size (`concurrency`) for embedding and
+    NER, and the model actors that hold an in-process LLM (one per worker CPU or GPU)."""
     ray_gpus_per_worker: float | None = None
     """GPUs each Ray actor asks for; unset: 1 when the embedder or an in-process LLM (transformers
     on CUDA, vllm) is configured on a GPU, else 0. A fraction shares a GPU between actors."""

@@ -84,3 +84,20 @@ def test_an_unreachable_cluster_is_one_clear_error(run_cli, tmp_path) -> None:
     assert out.returncode == 2, out.stderr
     assert "cannot reach the Ray cluster" in out.stderr
     assert not (tmp_path / "x" / "manifest.json").exists()  # no index was committed
+
+
+def test_actors_asking_for_absent_gpus_are_announced(capsys) -> None:
+    """A config that puts a model on CUDA, on a cluster without GPUs: one warning line says
+    why the actors wait, instead of Ray's silent pending."""
+    ray = pytest.importorskip("ray")
+    from engine.exec.ray_executor import warn_missing_gpus
+
+    ray.init(num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    try:
+        warn_missing_gpus(ray, 0.0)
+        assert capsys.readouterr().err == ""
+        warn_missing_gpus(ray, 1.0)
+        err = capsys.readouterr().err
+    finally:
+        ray.shutdown()
+    assert "asks for 1 GPU, the cluster has 0 now" in err and "ray_gpus_per_worker: 0" in err

@@ -13,7 +13,7 @@ from engine.config import EmbedderConfig
 from engine.errors import ConfigError
 from engine.exec.ray_data import EmbedBlocks, TagBlocks, actor_device, stream_blocks
 
-__all__ = ["RayExecutor", "actor_device", "connect"]
+__all__ = ["RayExecutor", "actor_device", "connect", "warn_missing_gpus"]
 
 
 def _worker_class():
@@ -88,6 +88,21 @@ def connect(ray, address: str, workers: int) -> None:
         f"cannot reach the Ray cluster at {target!r} ({problem}); start one with "
         "`ray start --head`, or use --address local for a private one"
     )
+
+
+def warn_missing_gpus(ray, gpus_per_worker: float) -> None:
+    """Say on stderr when actors will ask for GPUs the cluster does not have now: Ray keeps
+    such actors pending without a word until a GPU node joins (an autoscaler may add one)."""
+    import sys
+
+    have = ray.cluster_resources().get("GPU", 0)
+    if gpus_per_worker > 0 and have < gpus_per_worker:
+        print(
+            f"warning: each Ray actor asks for {gpus_per_worker:g} GPU, the cluster has {have:g} "
+            "now; the actors wait until a GPU node joins (set ray_gpus_per_worker: 0 and the "
+            "models' device: cpu to run on CPUs)",
+            file=sys.stderr,
+        )
 
 
 def unreachable(address: str) -> str | None:
@@ -167,6 +182,7 @@ class RayExecutor:
         if not ray.is_initialized():
             connect(ray, address, workers)
             self._started = True
+        warn_missing_gpus(ray, gpus_per_worker)
         self.embedder_cfg, self.ner_backend = embedder, ner_backend
         self.workers, self.gpus = workers, gpus_per_worker
         self._actors: list = []

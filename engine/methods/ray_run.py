@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.config import QueryConfig
 from engine.eval.datasets import Question
-from engine.exec.ray_executor import actor_device, connect
+from engine.exec.ray_executor import actor_device, connect, warn_missing_gpus
 from engine.methods import method_spec
 from engine.methods.run import (
     batch_done,
@@ -103,6 +103,7 @@ def run_query_on_ray(
         if own_cluster:
             connect(ray, address, workers)
         gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
+        warn_missing_gpus(ray, gpus)
         worker = _worker_class().options(num_gpus=gpus)
         actors = [worker.remote(str(index.root), cfg, str(out)) for _ in range(workers)]
         try:
