@@ -200,11 +200,16 @@ def _units(b: Build) -> dict[str, Any]:
 def _ner(b: Build) -> dict[str, Any]:
     """Entity mentions of every unit (blocks of units per executor call, cached by text)."""
     b.models["ner"] = b.executor.ner_model_id
-    bar = progress("ner", total=len(b.unit_rows), unit="unit")
+    bars = []
     cache = NERCache(b.out / NER_CACHE)
     texts = [u["text"] for u in b.unit_rows]
-    b.mentions = cache.extract(b.executor, b.models["ner"], texts, on_done=bar.update)
-    bar.close()
+    b.mentions = cache.extract(
+        b.executor, b.models["ner"], texts,
+        on_todo=lambda n: bars.append(progress("ner", total=n, unit="unit")),
+        on_done=lambda n: bars[0].update(n),
+    )  # fmt: skip
+    for bar in bars:
+        bar.close()
     return {
         "items": len(b.unit_rows),
         "cached": cache.hits,

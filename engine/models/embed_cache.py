@@ -3,15 +3,13 @@ never embedded twice (re-runs, resumed runs and incremental adds)."""
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from engine.models.embed import Embedder
+from engine.models.text_cache import TextCache
 from engine.progress import progress
 
 SLICE = 4096
@@ -30,54 +28,36 @@ def encode_blocks(embedder: Embedder, texts: list[str]) -> Iterator[tuple[Sequen
         yield range(lo, min(lo + SLICE, len(texts))), embedder.encode(texts[lo : lo + SLICE])
 
 
-class EmbeddingCache:
+class EmbeddingCache(TextCache):
     """(model, sha1(text)) -> float32 vector."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, PRIMARY KEY (model, key))"
-        )
-        self.hits = 0
-        self.misses = 0
+    table, column = "vectors", "vec"
+
+    def _dump(self, value: np.ndarray) -> bytes:
+        return np.asarray(value, dtype=np.float32).tobytes()
+
+    def _load(self, stored: bytes) -> np.ndarray:
+        return np.frombuffer(stored, dtype=np.float32)
 
     def encode(self, embedder: Embedder, texts: list[str], label: str = "texts") -> np.ndarray:
-        """Vectors of all texts: cached ones read back, the rest encoded SLICE texts at a time,
-        each slice stored as it is done (a killed run keeps it) and counted on an `embed LABEL`
+        """Vectors of all texts: cached ones read back, the rest encoded block by block, each
+        block stored as it is done (a killed run keeps it) and counted on an `embed LABEL`
         progress bar."""
-        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-        found: dict[str, np.ndarray] = {}
-        distinct = sorted(set(keys))
-        for i in range(0, len(distinct), 500):
-            part = distinct[i : i + 500]
-            rows = self._conn.execute(
-                f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(part))})",
-                [embedder.model_id, *part],
-            ).fetchall()
-            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
-        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
-        self.hits += len(texts) - sum(1 for k in keys if k in todo)
-        self.misses += len(todo)
-        todo_keys, todo_texts = list(todo), list(todo.values())
-        bar = progress(f"embed {label}", total=len(todo), unit="text") if todo else None
-        for positions, vecs in encode_blocks(embedder, todo_texts):
-            part = [todo_keys[i] for i in positions]
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
-                [
-                    (embedder.model_id, k, v.astype(np.float32).tobytes())
-                    for k, v in zip(part, vecs, strict=True)
-                ],
-            )
-            self._conn.execute("COMMIT")
-            found.update(zip(part, vecs, strict=True))
-            bar.update(len(part))
-        if bar is not None:
+        bars = []
+
+        def open_bar(n: int) -> None:
+            if n:
+                bars.append(progress(f"embed {label}", total=n, unit="text"))
+
+        def advance(n: int) -> None:
+            if bars:
+                bars[0].update(n)
+
+        vecs = self.values(
+            embedder.model_id, texts, lambda todo: encode_blocks(embedder, todo), open_bar, advance
+        )
+        for bar in bars:
             bar.close()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([found[k] for k in keys]).astype(np.float32)
+        return np.stack(vecs).astype(np.float32)
