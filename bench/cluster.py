@@ -4,7 +4,8 @@ and 5 deleted documents vs a full rebuild of the new corpus; a query job of 1,00
 Ray workers vs 1. Prints a table and a JSON line.
 
     .venv/bin/python bench/cluster.py [--work /tmp/graphrag-cluster] [--questions 1000]
-                                      [--method hipporag] [--skip index,reindex,query]
+                                      [--method hipporag] [--batch-size 50]
+                                      [--skip index,reindex,query]
 
 Every build is a fresh `graphrag-engine` process (LLM-free index, alpha 0). The re-index starts
 from a copy of the local MuSiQue index (its caches included, as a scheduled job finds them); its
@@ -125,7 +126,7 @@ def bench_reindex(work: Path) -> dict:
     }
 
 
-def bench_query(work: Path, n: int, method: str) -> dict:
+def bench_query(work: Path, n: int, method: str, batch_size: int) -> dict:
     """A retrieval-only query job of n questions on 1 and on 2 Ray workers."""
     records: list[dict] = []
     for name in QUESTION_FILES:
@@ -138,6 +139,7 @@ def bench_query(work: Path, n: int, method: str) -> dict:
         seconds, _ = cli(
             "query", str(work / "index-local"), str(questions), "--method", method, "--out",
             str(run), "--retrieval-only", "--executor", "ray", "--workers", str(workers),
+            "--batch-size", str(batch_size),
         )  # fmt: skip
         summary = json.loads((run / "summary.json").read_text())
         out[f"{workers}_workers"] = {
@@ -147,6 +149,7 @@ def bench_query(work: Path, n: int, method: str) -> dict:
         }
     out["questions"] = n
     out["method"] = method
+    out["batch_size"] = batch_size
     out["speedup_2_over_1_run"] = round(out["1_workers"]["run_s"] / out["2_workers"]["run_s"], 2)
     out["speedup_2_over_1_wall"] = round(out["1_workers"]["wall_s"] / out["2_workers"]["wall_s"], 2)
     return out
@@ -157,6 +160,7 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/graphrag-cluster")
     ap.add_argument("--questions", type=int, default=1000)
     ap.add_argument("--method", default="hipporag")
+    ap.add_argument("--batch-size", type=int, default=50, help="questions per query batch")
     ap.add_argument("--skip", default="", help="comma list of sections to skip")
     args = ap.parse_args()
     work = Path(args.work)
@@ -171,7 +175,7 @@ def main() -> None:
         result["reindex"] = bench_reindex(work)
         print("reindex:", json.dumps(result["reindex"]), flush=True)
     if "query" not in skip:
-        result["query"] = bench_query(work, args.questions, args.method)
+        result["query"] = bench_query(work, args.questions, args.method, args.batch_size)
         print("query:", json.dumps(result["query"]), flush=True)
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result))

@@ -128,3 +128,41 @@ def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
     np.testing.assert_allclose(a.vectors("unit_vectors"), b.vectors("unit_vectors"), atol=1e-5)
     units = set(b.table("units")["text"].to_pylist())
     assert b.manifest["stats"]["stages"]["ner"]["tagged"] == len(units)
+
+
+def test_a_killed_driver_resumes_from_the_caches(shared_data, tmp_path: Path) -> None:
+    """The index job's driver (and the private cluster it started) is killed once the chunk
+    vectors are committed to the cache; the same command again embeds no chunk twice and
+    builds the index a local run builds."""
+    pytest.importorskip("ray")
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with (shared_data / "musique_corpus.jsonl").open() as fh:
+        lines = [next(fh) for _ in range(150)]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(lines))
+    out = tmp_path / "ray"
+    cmd = [sys.executable, "jobs/index_job.py", str(corpus), "--out", str(out), "--executor", "ray"]
+    env = {**os.environ, "GRAPHRAG_PROGRESS": "0", "HF_HUB_OFFLINE": "1"}
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(cmd, cwd=root, env=env, start_new_session=True)
+    deadline = time.time() + 300
+    while not (out / "ner_cache.sqlite").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "manifest.json").exists()
+    again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    stages = json.loads((out / "manifest.json").read_text())["stats"]["stages"]
+    n_chunks = stages["ingest_chunk"]["chunks"]
+    assert stages["embed_chunks"]["embedded"] == 0 and stages["embed_chunks"]["cached"] == n_chunks
+    local = tmp_path / "local"
+    assert main(["index", str(corpus), "--out", str(local)]) == 0
+    a, b = open_index(local), open_index(out)
+    for t in TABLES:
+        assert a.table(t).equals(b.table(t)), t

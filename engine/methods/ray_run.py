@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -96,6 +97,13 @@ def run_query_on_ray(
         gold_share = warn_gold(index, questions)
         bs = cfg.batch_size
         n_batches = (len(questions) + bs - 1) // bs
+        if n_batches < workers:
+            print(
+                f"warning: {len(questions)} questions in batches of {bs} make {n_batches} "
+                f"batch(es) for {workers} Ray workers, so some stay idle; give --batch-size "
+                f"{max(1, -(-len(questions) // workers))} or less to use them all",
+                file=sys.stderr,
+            )
         todo = deque(b for b in range(n_batches) if not batch_done(out, b))
         resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)
         started = time.perf_counter()
