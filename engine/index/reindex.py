@@ -15,7 +15,6 @@ addition.
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from engine.errors import BusyError
 from engine.index.ingest import DocumentReader
 from engine.index.pipeline import build_index
 from engine.store import open_index
+from engine.store.locks import try_lock
 
 REINDEX_LOCK = ".reindex.lock"
 
@@ -58,16 +58,12 @@ class SourceDiff:
 @contextmanager
 def reindex_lock(out: Path) -> Iterator[None]:
     """Hold the index's re-index lock for the duration; refuse at once when it is held."""
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out / REINDEX_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+    fd = try_lock(out / REINDEX_LOCK)
+    if fd is None:
         raise BusyError(
             f"{out}: another re-index of this index is running; this run changed nothing "
             "(the next scheduled run picks up whatever it misses)"
-        ) from None
+        )
     try:
         yield
     finally:

@@ -24,7 +24,6 @@ checkpoint of an unfinished one, and sends only the LLM prompts that are not in 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -48,6 +47,7 @@ from engine.retrieve.context import QueryContext
 from engine.retrieve.ranking import passages_of
 from engine.retrieve.types import Context, Retrieved, StageClock
 from engine.store.index_store import Index
+from engine.store.locks import try_lock
 
 GOLD_WARN_SHARE = 0.5
 """`query` warns when fewer of the questions' gold passages than this share are in the index."""
@@ -223,16 +223,12 @@ def _check_run_dir(out: Path, identity: dict[str, Any], index: Index) -> None:
 
 def _lock_run_dir(out: Path) -> int:
     """Hold the run folder's lock for this process; a second `query` into it is refused."""
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+    fd = try_lock(out / ".lock")
+    if fd is None:
         raise BadInputError(
             f"{out}: another query process is writing this run folder; wait for it to finish "
             "or give a new --out"
-        ) from None
+        )
     return fd
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from engine.models.embed import Embedder
-from engine.models.text_cache import TextCache
+from engine.models.text_cache import TextCache, in_blocks
 from engine.progress import progress
 
 SLICE = 4096
@@ -17,15 +17,9 @@ SLICE = 4096
 
 
 def encode_blocks(embedder: Embedder, texts: list[str]) -> Iterator[tuple[Sequence[int], Any]]:
-    """(positions, vectors) of the texts, block by block as they are done: the embedder's own
-    `encode_blocks` where it has one (a Ray Data pipeline, blocks in any order), else SLICE
-    texts per `encode` call, in order."""
-    own = getattr(embedder, "encode_blocks", None)
-    if own is not None:
-        yield from own(texts)
-        return
-    for lo in range(0, len(texts), SLICE):
-        yield range(lo, min(lo + SLICE, len(texts))), embedder.encode(texts[lo : lo + SLICE])
+    """(positions, vectors) of the texts: the embedder's own `encode_blocks` (Ray), else SLICE
+    texts per `encode` call."""
+    return in_blocks(getattr(embedder, "encode_blocks", None), embedder.encode, texts, SLICE)
 
 
 class EmbeddingCache(TextCache):

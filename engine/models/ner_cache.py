@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 
-from engine.models.text_cache import TextCache
+from engine.models.text_cache import TextCache, in_blocks
 
 Mentions = list[tuple[str, str]]
 BLOCK = 1024
@@ -14,15 +14,9 @@ BLOCK = 1024
 
 
 def tag_blocks(tagger, texts: list[str]) -> Iterator[tuple[Sequence[int], list[Mentions]]]:
-    """(positions, mentions) of the texts, block by block as they are done: the tagger's own
-    `ner_blocks` where it has one (a Ray Data pipeline, blocks in any order), else BLOCK texts
-    per `ner` call, in order."""
-    own = getattr(tagger, "ner_blocks", None)
-    if own is not None:
-        yield from own(texts)
-        return
-    for lo in range(0, len(texts), BLOCK):
-        yield range(lo, min(lo + BLOCK, len(texts))), tagger.ner(texts[lo : lo + BLOCK])
+    """(positions, mentions) of the texts: the tagger's own `ner_blocks` (Ray), else BLOCK
+    texts per `ner` call."""
+    return in_blocks(getattr(tagger, "ner_blocks", None), tagger.ner, texts, BLOCK)
 
 
 class NERCache(TextCache):

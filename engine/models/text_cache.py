@@ -14,6 +14,18 @@ Blocks = Callable[[list[str]], Iterator[tuple[Sequence[int], Sequence[Any]]]]
 """What computes the missing values: texts -> (positions, values) block by block, any order."""
 
 
+def in_blocks(
+    own: Blocks | None, call: Callable[[list[str]], Sequence[Any]], texts: list[str], size: int
+) -> Iterator[tuple[Sequence[int], Sequence[Any]]]:
+    """(positions, values) of the texts block by block: `own(texts)` where the model offers
+    blocks of its own (a Ray Data pipeline, any order), else `call` on `size` texts at a time."""
+    if own is not None:
+        yield from own(texts)
+        return
+    for lo in range(0, len(texts), size):
+        yield range(lo, min(lo + size, len(texts))), call(texts[lo : lo + size])
+
+
 class TextCache:
     """(model, sha1(text)) -> one value, in column `column` of table `table`; subclasses say
     how a value is stored (`_dump`) and read back (`_load`)."""

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import IndexFormatError
+from engine.store.locks import try_lock
 from engine.store.schemas import SCHEMA_VERSION, schema_for
 
 MANIFEST = "manifest.json"
@@ -146,14 +147,11 @@ class IndexWriter:
     def __post_init__(self) -> None:
         self.root = Path(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
+        self._lock_fd = try_lock(self.root / ".lock")
+        if self._lock_fd is None:
             raise IndexFormatError(
                 f"{self.root}: another process is writing this index; wait for it to finish"
-            ) from None
+            )
         if not self.force:  # refuse a target we could not commit to before any work is done
             try:
                 _read_manifest_or_none(self.root)
