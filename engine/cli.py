@@ -275,6 +275,10 @@ def cmd_query(args: argparse.Namespace) -> int:
 
         if args.workers < 1:
             raise BadInputError(f"query --workers: give at least 1, got {args.workers}")
+        if args.gpus_per_worker is not None and args.gpus_per_worker < 0:
+            raise BadInputError(
+                f"query --gpus-per-worker: give 0 or more, got {args.gpus_per_worker}"
+            )
         ray = RayPlacement(args.address or "local", args.workers, args.gpus_per_worker)
     run = engine.run_many if len(args.method) > 1 else engine.run
     runs = run(

@@ -49,3 +49,14 @@ def test_kuberay_manifest_runs_the_reindex_job() -> None:
         assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "graphrag-data"
     workers = cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
     assert workers["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
+def test_query_on_ray_refuses_bad_placements(tmp_path, capsys) -> None:
+    from engine.cli import main
+
+    base = ["query", "none", "demo", "--method", "none", "--out", str(tmp_path / "r")]
+    assert main([*base, "--executor", "ray", "--workers", "0"]) == 2
+    assert "--workers: give at least 1" in capsys.readouterr().err
+    assert main([*base, "--executor", "ray", "--gpus-per-worker", "-1"]) == 2
+    assert "--gpus-per-worker: give 0 or more" in capsys.readouterr().err
+    assert not (tmp_path / "r" / "run.json").exists()

@@ -113,7 +113,9 @@ def run_query_on_ray(
         gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
         warn_missing_gpus(ray, gpus)
         worker = _worker_class().options(num_gpus=gpus)
-        actors = [worker.remote(str(index.root), cfg, str(out)) for _ in range(workers)]
+        # absolute paths: an actor's working folder is its node's, not the driver's
+        root = "none" if isinstance(index, NoIndex) else str(Path(index.root).resolve())
+        actors = [worker.remote(root, cfg, str(out.resolve())) for _ in range(workers)]
         try:
             if on_start is not None:
                 on_start(actors)
