@@ -27,21 +27,27 @@ def actor_device(device: str) -> str:
     return "cuda" if device.startswith("cuda") else device
 
 
-def _quiet_actor() -> None:
+def quiet_actor() -> None:
+    """What every Ray process holding a model sets first: no downloads, no progress bars."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
+
+
+def actor_embedder(embedder: dict):
+    """The EmbedderConfig an actor builds from the driver's (its device as the actor sees it)."""
+    from engine.config import EmbedderConfig  # in the actor process
+
+    return EmbedderConfig(**{**embedder, "device": actor_device(embedder["device"])})
 
 
 class EmbedBlocks:
     """Ray Data actor: holds one embedder; the vectors of a block of texts."""
 
     def __init__(self, embedder: dict) -> None:
-        _quiet_actor()
-        from engine.config import EmbedderConfig  # in the actor process
+        quiet_actor()
         from engine.models import make_embedder  # in the actor process
 
-        cfg = EmbedderConfig(**{**embedder, "device": actor_device(embedder["device"])})
-        self.embedder = make_embedder(cfg)
+        self.embedder = make_embedder(actor_embedder(embedder))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {"pos": batch["pos"], "out": self.embedder.encode(batch["text"].tolist())}
@@ -51,7 +57,7 @@ class TagBlocks:
     """Ray Data actor: holds one entity recognizer; the mentions of a block of texts (JSON)."""
 
     def __init__(self, ner_backend: str) -> None:
-        _quiet_actor()
+        quiet_actor()
         from engine.models.ner import entity_recognizer  # in the actor process
 
         self.recognizer = entity_recognizer(ner_backend)

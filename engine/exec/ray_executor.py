@@ -11,7 +11,14 @@ import numpy as np
 
 from engine.config import EmbedderConfig
 from engine.errors import ConfigError
-from engine.exec.ray_data import EmbedBlocks, TagBlocks, actor_device, stream_blocks
+from engine.exec.ray_data import (
+    EmbedBlocks,
+    TagBlocks,
+    actor_device,
+    actor_embedder,
+    quiet_actor,
+    stream_blocks,
+)
 
 __all__ = ["RayExecutor", "actor_device", "connect", "warn_missing_gpus"]
 
@@ -26,17 +33,7 @@ def _worker_class():
         """Holds the models once; answers shards of texts."""
 
         def __init__(self, embedder: dict, ner_backend: str) -> None:
-            import os
-
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
-            from engine.exec.local import LocalExecutor  # in the actor process
-
-            embedder = {**embedder, "device": actor_device(embedder["device"])}
-            self.local = LocalExecutor(EmbedderConfig(**embedder), ner_backend)
-
-        def model_ids(self) -> tuple[str, str]:
-            return self.local.model_id, self.local.ner_model_id
+            self.local = _actor_models(embedder, ner_backend)
 
         def encode(self, texts: list[str]) -> np.ndarray:
             return self.local.encode(texts)
@@ -253,14 +250,16 @@ class RayExecutor:
             self._ray.shutdown()
 
 
+def _actor_models(embedder: dict, ner_backend: str):
+    """The embedder and NER of the driver's config, as a process on the cluster holds them."""
+    quiet_actor()
+    from engine.exec.local import LocalExecutor  # in the actor process
+
+    return LocalExecutor(actor_embedder(embedder), ner_backend)
+
+
 def _model_ids(embedder: dict, ner_backend: str) -> tuple[str, str]:
     """Ids of the embedder and the entity recognizer a config names (run on the cluster, where
     the models are)."""
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from engine.exec.local import LocalExecutor  # in the task's process
-
-    embedder = {**embedder, "device": actor_device(embedder["device"])}
-    local = LocalExecutor(EmbedderConfig(**embedder), ner_backend)
+    local = _actor_models(embedder, ner_backend)
     return local.model_id, local.ner_model_id

@@ -29,7 +29,6 @@ from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EmbeddingCache
 from engine.models.ner_cache import NERCache
-from engine.progress import progress
 from engine.store import IndexWriter
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
@@ -200,16 +199,9 @@ def _units(b: Build) -> dict[str, Any]:
 def _ner(b: Build) -> dict[str, Any]:
     """Entity mentions of every unit (blocks of units per executor call, cached by text)."""
     b.models["ner"] = b.executor.ner_model_id
-    bars = []
     cache = NERCache(b.out / NER_CACHE)
     texts = [u["text"] for u in b.unit_rows]
-    b.mentions = cache.extract(
-        b.executor, b.models["ner"], texts,
-        on_todo=lambda n: bars.append(progress("ner", total=n, unit="unit")),
-        on_done=lambda n: bars[0].update(n),
-    )  # fmt: skip
-    for bar in bars:
-        bar.close()
+    b.mentions = cache.extract(b.executor, b.models["ner"], texts)
     return {
         "items": len(b.unit_rows),
         "cached": cache.hits,

@@ -21,6 +21,7 @@ from typing import Any
 
 from engine.config import QueryConfig
 from engine.eval.datasets import Question
+from engine.exec.ray_data import quiet_actor
 from engine.exec.ray_executor import actor_device, connect, warn_missing_gpus
 from engine.methods import method_spec
 from engine.methods.run import (
@@ -55,8 +56,7 @@ def _worker_class():
         """Holds the index and the method's models; answers whole batches."""
 
         def __init__(self, index_root: str, cfg: QueryConfig, out: str) -> None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
+            quiet_actor()
             from engine.retrieve.context import QueryContext  # in the actor process
             from engine.store import open_index  # in the actor process
 

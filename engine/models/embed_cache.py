@@ -10,7 +10,6 @@ import numpy as np
 
 from engine.models.embed import Embedder
 from engine.models.text_cache import TextCache, in_blocks
-from engine.progress import progress
 
 SLICE = 4096
 """Texts per embedder call; each slice is stored before the next starts."""
@@ -37,21 +36,9 @@ class EmbeddingCache(TextCache):
         """Vectors of all texts: cached ones read back, the rest encoded block by block, each
         block stored as it is done (a killed run keeps it) and counted on an `embed LABEL`
         progress bar."""
-        bars = []
-
-        def open_bar(n: int) -> None:
-            if n:
-                bars.append(progress(f"embed {label}", total=n, unit="text"))
-
-        def advance(n: int) -> None:
-            if bars:
-                bars[0].update(n)
-
         vecs = self.values(
-            embedder.model_id, texts, lambda todo: encode_blocks(embedder, todo), open_bar, advance
+            embedder.model_id, texts, lambda t: encode_blocks(embedder, t), f"embed {label}", "text"
         )
-        for bar in bars:
-            bar.close()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack(vecs).astype(np.float32)

@@ -4,7 +4,7 @@ only the units whose text is new (the embedding cache does the same for vectors)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from engine.models.text_cache import TextCache, in_blocks
 
@@ -30,15 +30,9 @@ class NERCache(TextCache):
     def _load(self, stored: str) -> Mentions:
         return [tuple(m) for m in json.loads(stored)]
 
-    def extract(
-        self,
-        tagger,
-        model_id: str,
-        texts: list[str],
-        on_todo: Callable[[int], None] | None = None,
-        on_done: Callable[[int], None] | None = None,
-    ) -> list[Mentions]:
+    def extract(self, tagger, model_id: str, texts: list[str]) -> list[Mentions]:
         """Mentions of every text: cached ones read back, the rest tagged block by block by
-        `tagger` (its `ner_blocks`, or `ner` calls) and each block stored as it returns."""
-        found = self.values(model_id, texts, lambda t: tag_blocks(tagger, t), on_todo, on_done)
+        `tagger` (its `ner_blocks`, or `ner` calls), each block stored as it returns and counted
+        on the `ner` progress bar."""
+        found = self.values(model_id, texts, lambda t: tag_blocks(tagger, t), "ner", "unit")
         return [[tuple(m) for m in f] for f in found]

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.progress import progress
+
 Blocks = Callable[[list[str]], Iterator[tuple[Sequence[int], Sequence[Any]]]]
 """What computes the missing values: texts -> (positions, values) block by block, any order."""
 
@@ -53,31 +55,25 @@ class TextCache:
         return stored
 
     def values(
-        self,
-        model_id: str,
-        texts: list[str],
-        compute: Blocks,
-        on_todo: Callable[[int], None] | None = None,
-        on_done: Callable[[int], None] | None = None,
+        self, model_id: str, texts: list[str], compute: Blocks, label: str, unit: str
     ) -> list[Any]:
         """The value of every text, in order: cached ones read back, the rest computed by
-        `compute` and each block stored as it returns (a killed run keeps it). `on_todo` hears
-        how many texts must be computed, `on_done` how many each computed block held."""
+        `compute` and each block stored as it returns (a killed run keeps it), counted on a
+        `label` progress bar (shown when something is computed)."""
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         found = dict(self._lookup(model_id, sorted(set(keys))))
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
-        settled = len(texts) - sum(1 for k in keys if k in todo)
-        self.hits += settled
+        self.hits += len(texts) - sum(1 for k in keys if k in todo)
         self.misses += len(todo)
-        if on_todo is not None:
-            on_todo(len(todo))
+        bar = progress(label, total=len(todo), unit=unit) if todo else None
         todo_keys = list(todo)
         for positions, outs in compute(list(todo.values())):
             part = [todo_keys[i] for i in positions]
             self._store(model_id, zip(part, outs, strict=True))
             found.update(zip(part, outs, strict=True))
-            if on_done is not None:
-                on_done(len(part))
+            bar.update(len(part))
+        if bar is not None:
+            bar.close()
         return [found[k] for k in keys]
 
     def _lookup(self, model_id: str, keys: list[str]) -> Iterator[tuple[str, Any]]:
