@@ -4,6 +4,7 @@ and writes a plot.
 
     .venv/bin/python bench/scale.py [--scales 1,4,16] [--work /tmp/graphrag-scale]
                                     [--methods bm25,naive,hipporag] [--questions 200]
+                                    [--previous LOG]  # rows of an earlier run join the table
 
 A corpus of scale s holds real passages up to s times the characters of MuSiQue's corpus:
 MuSiQue, MuSiQue train, 2WikiMultiHopQA, HotpotQA and HotpotQA train passages in that order,
@@ -103,6 +104,12 @@ def query_rates(index_dir: Path, methods: list[str], n_questions: int, work: Pat
     return rates
 
 
+def earlier_rows(log: Path) -> list[dict]:
+    """The scale rows an earlier run printed (one JSON object per line starting with "scale")."""
+    with open(log, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.startswith('{"scale"')]
+
+
 def plot(rows: list[dict], path: Path) -> None:
     """Index seconds, peak RSS and index size against corpus characters; q/s against size."""
     import matplotlib
@@ -144,6 +151,11 @@ def main() -> None:
     ap.add_argument("--methods", default="bm25,naive,hipporag")
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--plot", default=str(REPO / "bench" / "out" / "scale.png"))
+    ap.add_argument(
+        "--previous",
+        type=Path,
+        help="a log of an earlier run: its scale rows (JSON lines) join this run's table and plot",
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
@@ -151,7 +163,7 @@ def main() -> None:
     pool = passages()
     with open(DATA / POOL[0], encoding="utf-8") as f:
         unit = sum(len(json.loads(line)["text"]) for line in f)
-    rows = []
+    rows = earlier_rows(args.previous) if args.previous else []
     for scale in (float(s) for s in args.scales.split(",")):
         name = f"x{scale:g}"
         corpus = work / f"{name}.jsonl"
@@ -169,6 +181,7 @@ def main() -> None:
         }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
+    rows.sort(key=lambda r: r["scale"])
     print(
         f"{'scale':>6}{'passages':>10}{'copies':>8}{'M chars':>9}{'index s':>9}{'s/M chars':>10}"
         f"{'RSS MiB':>9}{'idx MiB':>9}  q/s"

@@ -1,0 +1,228 @@
+"""The embedding floor of an LLM-free index: how many seconds its texts cost the embedder, per
+kind (chunks, units, entities, relations), with the engine's fp32 MiniLM and with an int8 ONNX
+Runtime MiniLM built here from the packaged weights; and what the machine's matrix product peak
+allows at best.
+
+    .venv/bin/python bench/embed_floor.py --index DIR [--sample 800]
+
+DIR is an LLM-free index of MuSiQue (`graphrag-engine index ../shared/data/musique_corpus.jsonl
+--out DIR --config C`, C holding `graph: {alpha: 0.0}`). Each kind's texts are rebuilt exactly
+as the index stage embeds them; a seeded sample of `--sample` texts per kind is embedded with
+each path and the rate extrapolated to the kind's count. The FLOP count is the encoder's dense
+layers and attention at each text's real token length (what padding to actual lengths leaves).
+The int8 path needs `pip install onnx onnxruntime`; without them its columns are skipped. It
+prints a table and one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # bench/kernels.py must not shadow it
+
+from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
+from engine.store import open_index  # noqa: E402
+
+LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
+
+
+def index_texts(index_dir: Path) -> dict[str, list[str]]:
+    """The texts each vector table of the index was embedded from, as graph_stages forms them."""
+    ix = open_index(index_dir)
+    title = dict(
+        zip(
+            *(
+                ix.table("documents", ["doc_id", "title"]).column(c).to_pylist()
+                for c in ("doc_id", "title")
+            ),
+            strict=True,
+        )
+    )
+    chunks = ix.table("chunks", ["doc_id", "text"]).to_pylist()
+    entities = ix.table("entities", ["entity_id", "name", "description"]).to_pylist()
+    name_of = {e["entity_id"]: e["name"] for e in entities}
+    relations = ix.table("relations", ["src", "dst", "description"]).to_pylist()
+    return {
+        "chunks": [
+            f"{title[c['doc_id']]}\n{c['text']}" if title[c["doc_id"]] else c["text"]
+            for c in chunks
+        ],
+        "units": ix.table("units", ["text"]).column("text").to_pylist(),
+        "entities": [
+            f"{e['name']}: {e['description']}" if e["description"] else e["name"] for e in entities
+        ],
+        "relations": [
+            f"{name_of[r['src']]} - {name_of[r['dst']]}"
+            + (f": {r['description']}" if r["description"] else "")
+            for r in relations
+        ],
+    }
+
+
+def encoder_flops(n_tokens: np.ndarray) -> float:
+    """Multiply-adds x 2 of the encoder over texts of these token lengths (dense + attention)."""
+    dense = 2 * LAYERS * (4 * WIDTH * WIDTH + 2 * WIDTH * FFN) * n_tokens
+    attention = 2 * LAYERS * 2 * WIDTH * n_tokens.astype(np.float64) ** 2
+    return float((dense + attention).sum())
+
+
+def matmul_gflops(size: int = 2048, reps: int = 8) -> float:
+    """This machine's float32 matrix product rate through torch (the dense layers' ceiling)."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b
+    started = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    return reps * 2 * size**3 / (time.perf_counter() - started) / 1e9
+
+
+class OnnxInt8MiniLM:
+    """MiniLM exported to ONNX and dynamically quantized to int8 (per channel), mean-pooled and
+    normalized as sentence-transformers does."""
+
+    def __init__(self, st: SentenceTransformerEmbedder, work: Path, batch_size: int = 64) -> None:
+        import onnxruntime as ort
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        model, self.tokenizer = st.model[0].auto_model.eval(), st.tokenizer
+        self.max_len, self.batch_size = st.model.max_seq_length, batch_size
+
+        class Hidden(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.encoder = model  # a submodule, so its weights export as initializers
+
+            def forward(self, ids, mask, types):
+                return self.encoder(
+                    input_ids=ids, attention_mask=mask, token_type_ids=types
+                ).last_hidden_state
+
+        example = self.tokenizer(["a b", "c"], padding=True, return_tensors="pt")
+        fp32, int8 = work / "minilm.onnx", work / "minilm-int8.onnx"
+        axes = {"b": 0, "s": 1}
+        torch.onnx.export(
+            Hidden(),
+            (example["input_ids"], example["attention_mask"], example["token_type_ids"]),
+            str(fp32),
+            input_names=["ids", "mask", "types"],
+            output_names=["hidden"],
+            dynamic_axes={
+                n: {v: k for k, v in axes.items()} for n in ("ids", "mask", "types", "hidden")
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        self.session = ort.InferenceSession(str(int8), options, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """(n, 384) float32, L2-normalized; batches of similar length, as sentence-transformers."""
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), WIDTH), np.float32)
+        for lo in range(0, len(texts), self.batch_size):
+            rows = order[lo : lo + self.batch_size]
+            enc = self.tokenizer(
+                [texts[i] for i in rows],
+                padding=True,
+                truncation=True,
+                max_length=self.max_len,
+                return_tensors="np",
+            )
+            hidden = self.session.run(
+                None,
+                {
+                    "ids": enc["input_ids"],
+                    "mask": enc["attention_mask"],
+                    "types": enc["token_type_ids"],
+                },
+            )[0]
+            mask = enc["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(1) / mask.sum(1)
+            out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return out
+
+
+def main() -> None:
+    """Embed a sample of each kind with each path; print seconds per kind at full count."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", required=True, type=Path)
+    ap.add_argument("--sample", type=int, default=800)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    kinds = index_texts(args.index)
+    st = SentenceTransformerEmbedder()
+    rng = np.random.default_rng(0)
+    paths: dict[str, object] = {"fp32": st}
+    try:
+        paths["int8"] = OnnxInt8MiniLM(st, Path(tempfile.mkdtemp(prefix="embed-floor-")))
+    except ImportError as err:
+        print(f"int8 ONNX path skipped ({err}): pip install onnx onnxruntime", file=sys.stderr)
+    peak = matmul_gflops()
+    rows = []
+    for kind, texts in kinds.items():
+        pick = rng.choice(len(texts), min(args.sample, len(texts)), replace=False)
+        sample = [texts[i] for i in pick]
+        lengths = np.array(
+            [min(len(ids), st.model.max_seq_length) for ids in st.tokenizer(sample)["input_ids"]]
+        )
+        flops = encoder_flops(lengths) * len(texts) / len(sample)
+        row = {
+            "kind": kind,
+            "texts": len(texts),
+            "mean_tokens": round(float(lengths.mean()), 1),
+            "tflop": round(flops / 1e12, 2),
+        }
+        reference = None
+        for name, model in paths.items():
+            model.encode(sample[:16])  # warm
+            started = time.perf_counter()
+            vecs = model.encode(sample)
+            seconds = (time.perf_counter() - started) * len(texts) / len(sample)
+            row[f"{name}_s"] = round(seconds, 1)
+            if reference is None:
+                reference = vecs
+            else:
+                row[f"{name}_cosine_min"] = round(float((vecs * reference).sum(1).min()), 4)
+        row["peak_s"] = round(flops / (peak * 1e9), 1)
+        rows.append(row)
+    total = {
+        k: round(sum(r[k] for r in rows if k in r), 1)
+        for k in ("fp32_s", "int8_s", "peak_s", "tflop")
+        if k in rows[0]
+    }
+    print(
+        f"matrix product peak (torch, float32): {peak:.0f} GFLOP/s; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{'kind':<10}{'texts':>8}{'tokens':>8}{'TFLOP':>7}{'fp32 s':>8}{'int8 s':>8}{'int8 cos min':>13}{'at peak s':>10}"
+    )
+    for r in rows:
+        print(
+            f"{r['kind']:<10}{r['texts']:>8}{r['mean_tokens']:>8}{r['tflop']:>7}{r['fp32_s']:>8}"
+            f"{r.get('int8_s', '-'):>8}{r.get('int8_cosine_min', '-'):>13}{r['peak_s']:>10}"
+        )
+    print(
+        f"{'all':<10}{'':>8}{'':>8}{total['tflop']:>7}{total['fp32_s']:>8}{total.get('int8_s', '-'):>8}{'':>13}{total['peak_s']:>10}"
+    )
+    print(
+        json.dumps(
+            {"bench": "embed_floor", "gflops_peak": round(peak, 1), "rows": rows, "total": total}
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
