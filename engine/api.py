@@ -20,6 +20,7 @@ import json
 import sys
 import tempfile
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,10 +193,11 @@ class Engine:
         configs = [self.config(m, **overrides) for m in methods]
         source, qs = self.questions(questions, limit)
         root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-runs-"))
-        return {
-            label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast, ray)
-            for label, cfg in zip(labels, configs, strict=True)
-        }
+        with _one_cluster(ray, dry_run):
+            return {
+                label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast, ray)
+                for label, cfg in zip(labels, configs, strict=True)
+            }
 
     def _run(
         self, label: str, cfg: QueryConfig, source: str, questions: list[Question], folder: Path,
@@ -231,6 +233,16 @@ class Engine:
         if key not in self._backends:
             self._backends[key] = make_backend(llm)
         return self._backends[key]
+
+
+def _one_cluster(ray: RayPlacement | None, dry_run: bool) -> AbstractContextManager:
+    """One Ray session for every method of a sharded multi-method run (each run joins it
+    instead of starting and stopping a cluster of its own); nothing without Ray placement."""
+    if ray is None or dry_run:
+        return nullcontext()
+    from engine.exec.ray_executor import ray_session  # ray is an optional extra
+
+    return ray_session(ray.address, ray.workers)
 
 
 def _resolve(method: str) -> QueryConfig:

@@ -243,8 +243,9 @@ class IndexConfig:
     """Ray actors per model stage: the Ray Data pool size (`concurrency`) for embedding and
     NER, and the model actors that hold an in-process LLM (one per worker CPU or GPU)."""
     ray_gpus_per_worker: float | None = None
-    """GPUs each Ray actor asks for; unset: 1 when the embedder or an in-process LLM (transformers
-    on CUDA, vllm) is configured on a GPU, else 0. A fraction shares a GPU between actors."""
+    """GPUs each Ray actor asks for; unset: 1 when the embedder, the reranker or an in-process LLM
+    (transformers on CUDA, vllm) is configured on a GPU, else 0. A fraction shares a GPU between
+    actors."""
 
     def gpus_per_worker(self) -> float:
         """ray_gpus_per_worker, or the GPU the configured models need per actor."""

@@ -1,4 +1,5 @@
-"""Ray Data pipelines for the model stages of an index built on Ray (embedding and NER).
+"""Ray Data pipelines for the model stages of an index built on Ray (embedding and NER), and
+for the questions of a query job sharded over Ray (their embeddings).
 
 The texts a stage still needs (the caches answer the rest) go through `map_batches` over an
 actor pool: one model per actor, `workers` actors (Ray Data's `concurrency`), the configured
@@ -50,7 +51,9 @@ class EmbedBlocks:
         self.embedder = make_embedder(actor_embedder(embedder))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"pos": batch["pos"], "out": self.embedder.encode(batch["text"].tolist())}
+        vectors = self.embedder.encode(batch["text"].tolist())
+        model = np.full(len(vectors), self.embedder.model_id, dtype=object)
+        return {"pos": batch["pos"], "out": vectors, "model": model}
 
 
 class TagBlocks:
@@ -69,8 +72,9 @@ class TagBlocks:
 
 def stream_blocks(
     udf: type, args: tuple, texts: list[str], workers: int, gpus: float
-) -> Iterator[tuple[list[int], np.ndarray]]:
-    """(positions, outputs) of `udf` over the texts, block by block as the pool finishes them."""
+) -> Iterator[dict[str, np.ndarray]]:
+    """What `udf` returns for the texts ("pos": their positions, "out": the results, ...), block
+    by block as the pool finishes them."""
     import ray.data  # ray is an optional extra
 
     if not texts:
@@ -91,5 +95,18 @@ def stream_blocks(
         num_cpus=1,
         num_gpus=gpus or None,
     )  # Ray Data restarts a dead pool actor and retries its block (max_restarts -1 by default)
-    for out in ds.iter_batches(batch_size=None, batch_format="numpy"):
-        yield out["pos"].tolist(), out["out"]
+    yield from ds.iter_batches(batch_size=None, batch_format="numpy")
+
+
+def embed_texts(
+    embedder: dict, texts: list[str], workers: int, gpus: float
+) -> tuple[np.ndarray, str]:
+    """Vectors of the texts in input order (a pipeline over a pool of embedders) and the id of
+    the model that made them."""
+    vectors, model_id = None, ""
+    for out in stream_blocks(EmbedBlocks, (embedder,), texts, workers, gpus):
+        if vectors is None:
+            vectors = np.zeros((len(texts), out["out"].shape[1]), np.float32)
+        vectors[out["pos"]] = out["out"]
+        model_id = str(out["model"][0])
+    return (vectors if vectors is not None else np.zeros((0, 0), np.float32)), model_id

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +22,7 @@ from engine.exec.ray_data import (
     stream_blocks,
 )
 
-__all__ = ["RayExecutor", "actor_device", "connect", "warn_missing_gpus"]
+__all__ = ["RayExecutor", "actor_device", "connect", "ray_session", "warn_missing_gpus"]
 
 
 def _worker_class():
@@ -85,6 +87,23 @@ def connect(ray, address: str, workers: int) -> None:
         f"cannot reach the Ray cluster at {target!r} ({problem}); start one with "
         "`ray start --head`, or use --address local for a private one"
     )
+
+
+@contextmanager
+def ray_session(address: str, workers: int) -> Iterator[Any]:
+    """The `ray` module, connected for the duration: the session already open, else the cluster
+    `address` names (or a private one of `workers` CPUs); shuts down only what it started, so
+    several runs inside one session share one cluster."""
+    import ray  # ray is an optional extra
+
+    started = not ray.is_initialized()
+    if started:
+        connect(ray, address, workers)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def warn_missing_gpus(ray, gpus_per_worker: float) -> None:
@@ -169,16 +188,13 @@ class RayExecutor:
         gpus_per_worker: float = 0.0,
     ) -> None:
         try:
-            import ray
+            import ray  # noqa: F401 (only to say what is missing before any work)
         except ImportError:
             raise ConfigError(
                 "executor 'ray' needs Ray: pip install 'graphrag-engine[ray]'"
             ) from None
-        self._ray = ray
-        self._started = False
-        if not ray.is_initialized():
-            connect(ray, address, workers)
-            self._started = True
+        self._session = ExitStack()
+        self._ray = ray = self._session.enter_context(ray_session(address, workers))
         warn_missing_gpus(ray, gpus_per_worker)
         self.embedder_cfg, self.ner_backend = embedder, ner_backend
         self.workers, self.gpus = workers, gpus_per_worker
@@ -210,7 +226,8 @@ class RayExecutor:
             yield range(len(texts)), self.encode(texts)
             return
         args = (asdict(self.embedder_cfg),)
-        yield from stream_blocks(EmbedBlocks, args, texts, self.workers, self.gpus)
+        for out in stream_blocks(EmbedBlocks, args, texts, self.workers, self.gpus):
+            yield out["pos"].tolist(), out["out"]
 
     def ner_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], list]]:
         """(positions, mentions) of the texts, block by block: a Ray Data pipeline over a pool
@@ -219,8 +236,8 @@ class RayExecutor:
             yield range(len(texts)), self.ner(texts)
             return
         args = (self.ner_backend,)
-        for positions, found in stream_blocks(TagBlocks, args, texts, self.workers, self.gpus):
-            yield positions, [[tuple(m) for m in json.loads(f)] for f in found]
+        for out in stream_blocks(TagBlocks, args, texts, self.workers, self.gpus):
+            yield out["pos"].tolist(), [[tuple(m) for m in json.loads(f)] for f in out["out"]]
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Vectors of the texts, computed by the model actors in parallel."""
@@ -246,8 +263,7 @@ class RayExecutor:
         """Release the actors (and the cluster this executor started)."""
         for a in self._actors:
             self._ray.kill(a)
-        if self._started:
-            self._ray.shutdown()
+        self._session.close()
 
 
 def _actor_models(embedder: dict, ner_backend: str):

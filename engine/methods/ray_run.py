@@ -6,12 +6,15 @@ actors free up and writes every batch that comes back as the run folder's part, 
 is the one a local run writes (same parts, results, summary), a job killed at any point resumes
 where it stopped (in either mode), and batches already written are never asked again. An actor
 that dies is restarted by Ray and its batch retried. Actors read the index and share the run
-folder's LLM cache, so on a multi-node cluster both sit on shared storage.
+folder's LLM cache, so on a multi-node cluster both sit on shared storage. For a method that
+searches vectors, the questions are embedded first by a Ray Data pipeline over a pool of
+embedders (engine/exec/ray_data.py), and each batch travels with its questions' vectors.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import sys
 import time
@@ -19,10 +22,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.config import QueryConfig
 from engine.eval.datasets import Question
-from engine.exec.ray_data import quiet_actor
-from engine.exec.ray_executor import actor_device, connect, warn_missing_gpus
+from engine.exec.ray_data import embed_texts, quiet_actor
+from engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
 from engine.methods import method_spec
 from engine.methods.run import (
     batch_done,
@@ -67,7 +72,9 @@ def _worker_class():
         def pid(self) -> int:
             return os.getpid()
 
-        def answer(self, b: int, batch: list[Question], fail_fast: bool):
+        def answer(self, b: int, batch: list[Question], fail_fast: bool, vectors=None):
+            if vectors is not None:  # (question vectors, model id) from the pipeline
+                self.ctx.preset_query_vectors([q.question for q in batch], *vectors)
             return b, run_batch(self.ctx, self.retrieve, b, batch, fail_fast)
 
         def usage(self) -> dict[str, dict[str, Any]]:
@@ -90,8 +97,6 @@ def run_query_on_ray(
 ) -> dict[str, Any]:
     """Run `cfg.method` over `questions` into `out` on `workers` Ray actors; returns the
     summary. `on_start(actors)` is called once the actors exist (fault-injection tests)."""
-    import ray  # ray is an optional extra
-
     out = Path(out)
     with run_folder(index, cfg, out, questions_src, questions):
         gold_share = warn_gold(index, questions)
@@ -107,46 +112,77 @@ def run_query_on_ray(
         todo = deque(b for b in range(n_batches) if not batch_done(out, b))
         resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)
         started = time.perf_counter()
-        own_cluster = not ray.is_initialized()
-        if own_cluster:
-            connect(ray, address, workers)
-        gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
-        warn_missing_gpus(ray, gpus)
-        worker = _worker_class().options(num_gpus=gpus)
-        # absolute paths: an actor's working folder is its node's, not the driver's
-        root = "none" if isinstance(index, NoIndex) else str(Path(index.root).resolve())
-        actors = [worker.remote(root, cfg, str(out.resolve())) for _ in range(workers)]
-        try:
-            if on_start is not None:
-                on_start(actors)
-            bar = progress(f"query {cfg.method} on ray", total=len(questions), unit="q")
-            bar.update(resumed)
-            in_flight: dict[Any, Any] = {}
-
-            def hand_out(actor) -> None:
-                if todo:
-                    b = todo.popleft()
-                    batch = questions[b * bs : (b + 1) * bs]
-                    in_flight[actor.answer.remote(b, batch, fail_fast)] = actor
-
-            for actor in actors:
-                for _ in range(IN_FLIGHT):
-                    hand_out(actor)
-            while in_flight:
-                (ref,), _ = ray.wait(list(in_flight), num_returns=1)
-                actor = in_flight.pop(ref)
-                b, rows = ray.get(ref)
-                write_part(out, b, rows)
-                bar.update(len(rows))
-                hand_out(actor)
-            bar.close()
-            usage: dict[str, dict[str, Any]] = {}
-            for part in ray.get([a.usage.remote() for a in actors]):
-                usage = sum_usage(usage, part)
-        finally:
-            for a in actors:
-                ray.kill(a)
-            if own_cluster:
-                ray.shutdown()
+        with ray_session(address, workers) as ray:
+            usage = _answer_on_actors(
+                ray, index, questions, cfg, out, todo, resumed, workers, gpus_per_worker,
+                fail_fast, on_start,
+            )  # fmt: skip
         seconds = time.perf_counter() - started
         return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
+
+
+def _answer_on_actors(
+    ray, index: Index, questions: list[Question], cfg: QueryConfig, out: Path, todo: deque,
+    resumed: int, workers: int, gpus_per_worker: float | None, fail_fast: bool, on_start,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Hand the batches in `todo` to `workers` actors as they free up, write each part as it
+    returns; the actors' LLM usage, summed."""
+    gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
+    warn_missing_gpus(ray, gpus)
+    vectors = _question_vectors(index, questions, cfg, todo, workers, gpus)
+    worker = _worker_class().options(num_gpus=gpus)
+    # absolute paths: an actor's working folder is its node's, not the driver's
+    root = "none" if isinstance(index, NoIndex) else str(Path(index.root).resolve())
+    actors = [worker.remote(root, cfg, str(out.resolve())) for _ in range(workers)]
+    bs = cfg.batch_size
+    try:
+        if on_start is not None:
+            on_start(actors)
+        bar = progress(f"query {cfg.method} on ray", total=len(questions), unit="q")
+        bar.update(resumed)
+        in_flight: dict[Any, Any] = {}
+
+        def hand_out(actor) -> None:
+            if todo:
+                b = todo.popleft()
+                batch = questions[b * bs : (b + 1) * bs]
+                given = None if vectors is None else (vectors[0][b * bs : (b + 1) * bs], vectors[1])
+                in_flight[actor.answer.remote(b, batch, fail_fast, given)] = actor
+
+        for actor in actors:
+            for _ in range(IN_FLIGHT):
+                hand_out(actor)
+        while in_flight:
+            (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+            actor = in_flight.pop(ref)
+            b, rows = ray.get(ref)
+            write_part(out, b, rows)
+            bar.update(len(rows))
+            hand_out(actor)
+        bar.close()
+        usage: dict[str, dict[str, Any]] = {}
+        for part in ray.get([a.usage.remote() for a in actors]):
+            usage = sum_usage(usage, part)
+        return usage
+    finally:
+        for a in actors:
+            ray.kill(a)
+
+
+def _question_vectors(
+    index: Index, questions: list[Question], cfg: QueryConfig, todo: deque, workers: int,
+    gpus: float,
+) -> tuple[np.ndarray, str] | None:  # fmt: skip
+    """Every question's vector (rows in question order; zeros for batches already written) and
+    the embedder's id, from one Ray Data pipeline over `workers` embedders, when the method
+    searches vectors (its `needs` says so); None otherwise. The actors then take the questions'
+    vectors from there and load an embedder only for the texts a method derives."""
+    if isinstance(index, NoIndex) or "vectors" not in method_spec(cfg.method).needs:
+        return None
+    bs = cfg.batch_size
+    rows = [i for b in todo for i in range(b * bs, min((b + 1) * bs, len(questions)))]
+    embedder = dataclasses.asdict(cfg.models.embedder)
+    found, model_id = embed_texts(embedder, [questions[i].question for i in rows], workers, gpus)
+    vectors = np.zeros((len(questions), found.shape[1] if rows else 0), np.float32)
+    vectors[rows] = found
+    return vectors, model_id

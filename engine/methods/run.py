@@ -369,9 +369,14 @@ def _run_batches(
     return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
 
 
+def part_path(out: Path, b: int, suffix: str = ".parquet") -> Path:
+    """Where batch `b` of the run in `out` keeps its part (or, by suffix, its checkpoint)."""
+    return out / "parts" / f"{b:05d}{suffix}"
+
+
 def batch_done(out: Path, b: int) -> bool:
     """Whether batch `b` of the run in `out` is finished (its part written, nothing failed)."""
-    done_path = out / "parts" / f"{b:05d}.parquet"
+    done_path = part_path(out, b)
     return done_path.exists() and not done_path.with_suffix(".failed").exists()
 
 
@@ -379,7 +384,7 @@ def run_batch(
     ctx: QueryContext, method, b: int, batch: list[Question], fail_fast: bool
 ) -> list[dict[str, Any]]:
     """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers."""
-    ckpt = ctx.run_dir / "parts" / f"{b:05d}.retrieved.json"
+    ckpt = part_path(ctx.run_dir, b, ".retrieved.json")
     clock = StageClock()
     if ckpt.exists() and not ctx.dry_run:
         r = Retrieved.from_json(json.loads(ckpt.read_text()))
@@ -394,7 +399,7 @@ def run_batch(
 def write_part(out: Path, b: int, rows: list[dict[str, Any]]) -> None:
     """Commit batch `b`: its part file atomically, and a `.failed` marker naming the questions
     whose answer prompt failed (removed once none did)."""
-    done_path = out / "parts" / f"{b:05d}.parquet"
+    done_path = part_path(out, b)
     failed_marker = done_path.with_suffix(".failed")
     tmp = done_path.with_name(done_path.name + ".tmp")
     pq.write_table(part_table(rows), tmp)
@@ -441,7 +446,7 @@ def finish_run(
     gold_share: float | None,
 ) -> dict[str, Any]:
     """Merge the batch parts into results.parquet / results.jsonl and write summary.json."""
-    rows = [r for b in range(n_batches) for r in read_rows(out / "parts" / f"{b:05d}.parquet")]
+    rows = [r for b in range(n_batches) for r in read_rows(part_path(out, b))]
     tmp = out / "results.parquet.tmp"
     pq.write_table(results_table(rows), tmp)
     os.replace(tmp, out / "results.parquet")

@@ -46,6 +46,7 @@ class QueryContext:
         self.dry_run = dry_run
         self.ledger = UsageLedger()  # every LLM of the run (query LLM, fine-tuned scorers)
         self._memo: dict[Any, Any] = {}
+        self._preset_vectors: dict[str, np.ndarray] = {}
 
     def memo(self, key: Any, build: Callable[[], T]) -> T:
         """A structure derived from the index (adjacency, a BM25 index, a graph), built once
@@ -150,13 +151,17 @@ class QueryContext:
     def embedder(self):
         """The embedder the index was built with (a different one would compare apples to pears)."""
         emb = make_embedder(self.cfg.models.embedder)
+        self._check_embedder(emb.model_id)
+        return emb
+
+    def _check_embedder(self, model_id: str) -> None:
+        """Refuse query vectors of another model than the index's."""
         built = self.built_with.get("embedder")
-        if built and built != emb.model_id:
+        if built and built != model_id:
             raise BadInputError(
                 f"{self.index.root}: the index was embedded with {built}, the query config uses "
-                f"{emb.model_id}; set models.embedder to the index's model"
+                f"{model_id}; set models.embedder to the index's model"
             )
-        return emb
 
     @cached_property
     def llm(self):
@@ -187,5 +192,17 @@ class QueryContext:
         return [len(e.ids) for e in self.tokenizer.encode_batch(texts)] if texts else []
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """One batched embedding call for a list of query texts."""
-        return np.asarray(self.embedder.encode(texts), dtype=np.float32)
+        """One batched embedding call for a list of query texts (those given to
+        `preset_query_vectors` are taken from there, not embedded again)."""
+        preset = self._preset_vectors
+        missing = list(dict.fromkeys(t for t in texts if t not in preset))
+        if not preset or len(missing) == len(texts):
+            return np.asarray(self.embedder.encode(texts), dtype=np.float32)
+        found = dict(zip(missing, self.embedder.encode(missing), strict=True)) if missing else {}
+        return np.stack([preset[t] if t in preset else found[t] for t in texts]).astype(np.float32)
+
+    def preset_query_vectors(self, texts: list[str], vectors: np.ndarray, model_id: str) -> None:
+        """Vectors of query texts embedded elsewhere (the Ray query job's question pipeline) by
+        `model_id`, which must be the index's embedder; replaces any set before."""
+        self._check_embedder(model_id)
+        self._preset_vectors = dict(zip(texts, np.asarray(vectors, np.float32), strict=True))
