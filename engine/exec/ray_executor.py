@@ -21,6 +21,7 @@ from engine.exec.ray_data import (
     quiet_actor,
     stream_blocks,
 )
+from engine.exec.ray_llm import RayDataVLLM, ray_data_llm_available
 
 __all__ = ["RayExecutor", "actor_device", "connect", "ray_session", "warn_missing_gpus"]
 
@@ -254,9 +255,13 @@ class RayExecutor:
         return out
 
     def llm_backend(self, llm_cfg) -> RayLLMBackend | None:
-        """In-process LLM backends (transformers, vllm) move into the actors; servers stay remote."""
+        """In-process LLM backends move onto the cluster: vLLM through Ray's batch LLM
+        processor where `ray.data.llm` and vLLM are installed (engine/exec/ray_llm.py), else
+        one engine per model actor (transformers, vllm); servers stay remote."""
         if llm_cfg.backend not in ("transformers", "vllm"):
             return None
+        if llm_cfg.backend == "vllm" and ray_data_llm_available():
+            return RayDataVLLM(asdict(llm_cfg), self.workers)
         return RayLLMBackend(self, asdict(llm_cfg))
 
     def close(self) -> None:

@@ -86,7 +86,12 @@ def make_backend(cfg: LLMConfig):
 
         if not cfg.model:
             raise ConfigError("llm.model: the vllm backend needs a local model folder")
-        return VLLMBackend(cfg.model, cfg.tensor_parallel_size, cfg.gpu_memory_utilization)
+        return VLLMBackend(
+            cfg.model,
+            cfg.tensor_parallel_size,
+            cfg.gpu_memory_utilization,
+            constrained=cfg.constrained,
+        )
     raise ConfigError(f"llm.backend: unknown backend {cfg.backend!r}")
 
 

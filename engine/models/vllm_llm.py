@@ -37,6 +37,7 @@ class VLLMBackend:
         tensor_parallel_size: int = 1,
         gpu_memory_utilization: float = 0.9,
         max_model_len: int | None = None,
+        constrained: bool = True,
     ) -> None:
         try:
             import vllm  # noqa: F401
@@ -52,6 +53,7 @@ class VLLMBackend:
             "gpu_memory_utilization": gpu_memory_utilization,
             **({"max_model_len": max_model_len} if max_model_len else {}),
         }
+        self.constrained = constrained
         self._engine = None  # started on first generate: a dry run needs only the tokenizer
         self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
         self.model_id = f"vllm:{model}"
@@ -84,7 +86,9 @@ class VLLMBackend:
         `on_done` at once, while the others are still being generated."""
         from vllm import SamplingParams
 
-        extra = _guided(params.json_schema) if params.json_schema is not None else {}
+        constrain = self.constrained and params.json_schema is not None
+        extra = _guided(params.json_schema) if constrain else {}
+        decoding = ("schema" if constrain else "free") if params.json_schema is not None else None
         sampling = SamplingParams(
             max_tokens=params.max_tokens,
             temperature=params.temperature,
@@ -113,6 +117,7 @@ class VLLMBackend:
                     len(o.outputs[0].token_ids),
                     latency_s=latency,
                     finish_reason=o.outputs[0].finish_reason or "stop",
+                    decoding=decoding,
                 )
             if on_done is not None:
                 on_done(indices, [done[i] for i in indices])
