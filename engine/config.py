@@ -176,6 +176,11 @@ class GraphConfig:
     """Embed chunks, units, entities and relations (dense methods need it)."""
     unit_max_tokens: int = 512
     """Completion budget of one LLM unit-extraction answer."""
+    relation_vectors: Literal["index", "lazy"] = "index"
+    """When relation texts are embedded: 'index' at build time; 'lazy' by the first query that
+    searches relations (LightRAG-style global/hybrid, ROGRAG, ReGraphRAG), kept in the index's
+    embedding cache for later runs. Lazy saves a build the most texts of an LLM-free index
+    (46k of MuSiQue's 78k); methods that never search relations then never pay for them."""
 
     def validate(self, where: str) -> None:
         """alpha is a share of the corpus tokens."""

@@ -1,4 +1,5 @@
-"""Entity-name keys shared by indexing (entity resolution) and querying (exact matching)."""
+"""Entity-name keys shared by indexing (entity resolution) and querying (exact matching), and
+the text a relation is embedded from (at build time, or lazily by a query)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,8 @@ def normalize_name(name: str) -> str:
     s = _PUNCT.sub(" ", s)
     s = re.sub(r"^(the|a|an)\s+", "", s.strip())
     return re.sub(r"\s+", " ", s).strip()
+
+
+def relation_text(src_name: str, dst_name: str, description: str | None) -> str:
+    """What a relation's vector embeds: "src - dst", then ": description" when it has one."""
+    return f"{src_name} - {dst_name}" + (f": {description}" if description else "")

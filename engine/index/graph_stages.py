@@ -27,12 +27,12 @@ from engine.index.resolve import resolve
 from engine.index.units import llm_units, select_core_chunks, sentence_units
 from engine.models import make_llm
 from engine.models.base import Usage
-from engine.models.embed_cache import EmbeddingCache
+from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner_cache import NERCache
+from engine.names import relation_text
 from engine.store import IndexWriter
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
-EMBED_CACHE = "embed_cache.sqlite"
 NER_CACHE = "ner_cache.sqlite"
 
 
@@ -282,23 +282,24 @@ def _embed(b: Build) -> dict[str, Any]:
     entity_texts = [
         f"{e['name']}: {e['description']}" if e["description"] else e["name"] for e in b.entities
     ]
-    rel_texts = [
-        f"{name_of[r['src']]} - {name_of[r['dst']]}"
-        + (f": {r['description']}" if r["description"] else "")
-        for r in b.relations
-    ]
+    lazy = b.config.graph.relation_vectors == "lazy"  # a query embeds them when it asks
+    rel_texts = (
+        []
+        if lazy
+        else [
+            relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
+            for r in b.relations
+        ]
+    )
     # one pass over the three tables' texts: one pipeline (and model load) on Ray, not three
     vecs = cache.encode(emb, unit_texts + entity_texts + rel_texts, "units+entities+relations")
     lo = 0
-    for name, texts in (
-        ("unit_vectors", unit_texts),
-        ("entity_vectors", entity_texts),
-        ("relation_vectors", rel_texts),
-    ):
+    tables = [("unit_vectors", unit_texts), ("entity_vectors", entity_texts)]
+    for name, texts in tables + ([] if lazy else [("relation_vectors", rel_texts)]):
         b.writer.write_vectors(name, vecs[lo : lo + len(texts)], emb.model_id)
         lo += len(texts)
     return {
-        "items": len(b.unit_rows) + len(b.entities) + len(b.relations),
+        "items": len(b.unit_rows) + len(b.entities) + len(rel_texts),
         "cached": cache.hits - hits0,
         "embedded": cache.misses - miss0,
     }

@@ -11,6 +11,9 @@ import numpy as np
 from engine.models.embed import Embedder
 from engine.models.text_cache import TextCache, in_blocks
 
+EMBED_CACHE = "embed_cache.sqlite"
+"""The embedding cache's file name beside an index (the build's, and lazy query vectors')."""
+
 SLICE = 4096
 """Texts per embedder call; each slice is stored before the next starts."""
 

@@ -8,6 +8,8 @@ are built once through `memo`.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -19,8 +21,10 @@ from engine.config import QueryConfig
 from engine.errors import BadInputError, IndexFormatError
 from engine.models import make_embedder, make_llm
 from engine.models.base import UsageLedger
+from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner import entity_recognizer
 from engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
+from engine.names import relation_text
 from engine.store.index_store import Index
 from kernels.graph import CSRGraph
 
@@ -89,10 +93,40 @@ class QueryContext:
 
     def _vectors(self, name: str) -> np.ndarray:
         if not self.index.has(name):
+            if (
+                name == "relation_vectors"
+                and self._built_config("graph").get("relation_vectors") == "lazy"
+            ):
+                return self._lazy_relation_vectors()
             raise IndexFormatError(
                 f"{self.index.root}: the index has no {name}; rebuild it with graph.embed: true"
             )
         return self.index.vectors(name)
+
+    def _built_config(self, section: str) -> dict[str, Any]:
+        """A section of the config the index was built with."""
+        return (self.index.manifest.get("config") or {}).get(section) or {}
+
+    def _lazy_relation_vectors(self) -> np.ndarray:
+        """Relation vectors of an index built with graph.relation_vectors: lazy, embedded now
+        (relations table order) through the embedding cache beside the index, so only the first
+        run pays; an index folder this process cannot write embeds them for this run alone."""
+        names = self.index.table("entities", ["entity_id", "name"]).to_pydict()
+        name_of = dict(zip(names["entity_id"], names["name"], strict=True))
+        rels = self.index.table("relations", ["src", "dst", "description"]).to_pydict()
+        texts = [
+            relation_text(name_of[s], name_of[d], desc)
+            for s, d, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True)
+        ]
+        root = Path(self.index.root)
+        if not os.access(root, os.W_OK):
+            print(
+                f"{root}: relation vectors are lazy and the folder is read-only; embedding "
+                f"{len(texts)} relations for this run only",
+                file=sys.stderr,
+            )
+            return np.asarray(self.embedder.encode(texts), dtype=np.float32)
+        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, "relations")
 
     @cached_property
     def units(self) -> dict[str, list]:

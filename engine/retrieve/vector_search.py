@@ -65,7 +65,9 @@ def ann_index(ctx: QueryContext, table: str, vectors: np.ndarray) -> AnnIndex | 
     )
     if not cfg.cache:
         return _build(vectors, params, table).to_gpu()
-    entry = ctx.index.manifest["files"][table]
+    entry = ctx.index.manifest["files"].get(table)
+    if entry is None:  # vectors embedded by the query (lazy relation vectors): hash the values
+        entry = {"model": ctx.built_with.get("embedder", ""), "sha256": array_sha256(vectors)}
     meta = {
         "table": table,
         "rows": int(vectors.shape[0]),
@@ -81,6 +83,11 @@ def ann_index(ctx: QueryContext, table: str, vectors: np.ndarray) -> AnnIndex | 
         ann = _build(vectors, params, table)
         _save(ann, path, meta)
     return ann.to_gpu()
+
+
+def array_sha256(vectors: np.ndarray) -> str:
+    """sha256 of an array's values (row-major float32 bytes)."""
+    return hashlib.sha256(np.ascontiguousarray(vectors, dtype=np.float32).tobytes()).hexdigest()
 
 
 def _load(path: Path, meta: dict, params: AnnParams) -> AnnIndex | None:

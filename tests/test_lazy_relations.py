@@ -1,0 +1,77 @@
+"""graph.relation_vectors: lazy: the build embeds no relation texts; the first query that
+searches relations embeds them into the index's embedding cache, later runs read them back, a
+read-only index folder embeds them for the run alone, and retrieval equals an index built with
+relation vectors (the same texts, the same model)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+
+from engine.eval.datasets import demo_questions_path, load_questions
+from engine.methods import query_config
+from engine.methods.lightrag import lightrag
+from engine.models.embed_cache import EMBED_CACHE
+from engine.retrieve.context import QueryContext
+from engine.retrieve.types import StageClock
+from engine.store import open_index
+
+
+def _global_search(index_dir, run_dir):
+    cfg = query_config("lightrag")
+    cfg.generation.enabled = False
+    cfg.options.keywords, cfg.options.mode = "ner", "global"
+    ctx = QueryContext(open_index(index_dir), cfg, run_dir)
+    questions = load_questions(demo_questions_path())
+    return ctx, lightrag(ctx, questions, StageClock())
+
+
+def _cached_vectors(index_dir) -> int:
+    import sqlite3
+
+    with sqlite3.connect(index_dir / EMBED_CACHE) as conn:
+        return conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+
+
+def test_lazy_relation_vectors_equal_built_ones(
+    run_cli, demo_index, tmp_path, capsys, monkeypatch
+) -> None:
+    cfg = tmp_path / "lazy.yaml"
+    cfg.write_text("graph:\n  relation_vectors: lazy\n")
+    lazy = tmp_path / "lazy"
+    assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
+    built = open_index(demo_index)
+    index = open_index(lazy)
+    assert index.has("entity_vectors") and not index.has("relation_vectors")
+    n_rel = index.rows("relations")
+    assert n_rel == built.rows("relations") > 0
+    stages = index.manifest["stats"]["stages"]["embed"]
+    assert stages["items"] == built.manifest["stats"]["stages"]["embed"]["items"] - n_rel
+
+    before = _cached_vectors(lazy)
+    ctx, first = _global_search(lazy, tmp_path / "run1")
+    assert _cached_vectors(lazy) == before + n_rel  # embedded once, into the index's cache
+    ref_ctx, reference = _global_search(demo_index, tmp_path / "run0")
+    np.testing.assert_allclose(
+        ctx.vectors("relation_vectors"), ref_ctx.vectors("relation_vectors"), atol=1e-6
+    )
+    assert np.array_equal(first.ranking.ids, reference.ranking.ids)
+    assert [c.texts() for c in first.contexts] == [c.texts() for c in reference.contexts]
+
+    _, again = _global_search(lazy, tmp_path / "run2")
+    assert _cached_vectors(lazy) == before + n_rel  # read back, nothing new
+    assert np.array_equal(again.ranking.ids, first.ranking.ids)
+
+    # a folder this process cannot write (root writes anyway, so access is what is faked)
+    readonly = tmp_path / "readonly"
+    shutil.copytree(lazy, readonly)
+    (readonly / EMBED_CACHE).unlink()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    capsys.readouterr()
+    _, alone = _global_search(readonly, tmp_path / "run3")
+    assert "for this run only" in capsys.readouterr().err
+    assert not (readonly / EMBED_CACHE).exists()
+    assert np.array_equal(alone.ranking.ids, first.ranking.ids)
