@@ -1,7 +1,7 @@
 """The embedding floor of an LLM-free index: how many seconds its texts cost the embedder, per
-kind (chunks, units, entities, relations), with the engine's fp32 MiniLM and with an int8 ONNX
-Runtime MiniLM built here from the packaged weights; and what the machine's matrix product peak
-allows at best.
+kind (chunks, units, entities, relations), with the engine's fp32 MiniLM and with its int8 ONNX
+Runtime MiniLM (embedder.backend: onnx-int8, built here from the packaged weights); and what the
+machine's matrix product peak allows at best.
 
     .venv/bin/python bench/embed_floor.py --index DIR [--sample 800]
 
@@ -10,7 +10,7 @@ DIR is an LLM-free index of MuSiQue (`graphrag-engine index ../shared/data/musiq
 as the index stage embeds them; a seeded sample of `--sample` texts per kind is embedded with
 each path and the rate extrapolated to the kind's count. The FLOP count is the encoder's dense
 layers and attention at each text's real token length (what padding to actual lengths leaves).
-The int8 path needs `pip install onnx onnxruntime`; without them its columns are skipped. It
+The int8 path needs the `onnx` extra; without it its columns are skipped. It
 prints a table and one JSON line.
 """
 
@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +27,9 @@ import numpy as np
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # bench/kernels.py must not shadow it
 
+from engine.errors import ConfigError  # noqa: E402
 from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
+from engine.models.onnx_embed import OnnxInt8Embedder  # noqa: E402
 from engine.store import open_index  # noqa: E402
 
 LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
@@ -86,75 +87,6 @@ def matmul_gflops(size: int = 2048, reps: int = 8) -> float:
     return reps * 2 * size**3 / (time.perf_counter() - started) / 1e9
 
 
-class OnnxInt8MiniLM:
-    """MiniLM exported to ONNX and dynamically quantized to int8 (per channel), mean-pooled and
-    normalized as sentence-transformers does."""
-
-    def __init__(self, st: SentenceTransformerEmbedder, work: Path, batch_size: int = 64) -> None:
-        import onnxruntime as ort
-        import torch
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        model, self.tokenizer = st.model[0].auto_model.eval(), st.tokenizer
-        self.max_len, self.batch_size = st.model.max_seq_length, batch_size
-
-        class Hidden(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.encoder = model  # a submodule, so its weights export as initializers
-
-            def forward(self, ids, mask, types):
-                return self.encoder(
-                    input_ids=ids, attention_mask=mask, token_type_ids=types
-                ).last_hidden_state
-
-        example = self.tokenizer(["a b", "c"], padding=True, return_tensors="pt")
-        fp32, int8 = work / "minilm.onnx", work / "minilm-int8.onnx"
-        axes = {"b": 0, "s": 1}
-        torch.onnx.export(
-            Hidden(),
-            (example["input_ids"], example["attention_mask"], example["token_type_ids"]),
-            str(fp32),
-            input_names=["ids", "mask", "types"],
-            output_names=["hidden"],
-            dynamic_axes={
-                n: {v: k for k, v in axes.items()} for n in ("ids", "mask", "types", "hidden")
-            },
-            opset_version=17,
-            dynamo=False,
-        )
-        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
-        self.session = ort.InferenceSession(str(int8), options, providers=["CPUExecutionProvider"])
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """(n, 384) float32, L2-normalized; batches of similar length, as sentence-transformers."""
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        out = np.zeros((len(texts), WIDTH), np.float32)
-        for lo in range(0, len(texts), self.batch_size):
-            rows = order[lo : lo + self.batch_size]
-            enc = self.tokenizer(
-                [texts[i] for i in rows],
-                padding=True,
-                truncation=True,
-                max_length=self.max_len,
-                return_tensors="np",
-            )
-            hidden = self.session.run(
-                None,
-                {
-                    "ids": enc["input_ids"],
-                    "mask": enc["attention_mask"],
-                    "types": enc["token_type_ids"],
-                },
-            )[0]
-            mask = enc["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(1) / mask.sum(1)
-            out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
-        return out
-
-
 def main() -> None:
     """Embed a sample of each kind with each path; print seconds per kind at full count."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -167,9 +99,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     paths: dict[str, object] = {"fp32": st}
     try:
-        paths["int8"] = OnnxInt8MiniLM(st, Path(tempfile.mkdtemp(prefix="embed-floor-")))
-    except ImportError as err:
-        print(f"int8 ONNX path skipped ({err}): pip install onnx onnxruntime", file=sys.stderr)
+        paths["int8"] = OnnxInt8Embedder()  # the engine's onnx-int8 backend, built here once
+    except ConfigError as err:
+        print(f"int8 ONNX path skipped: {err}", file=sys.stderr)
     peak = matmul_gflops()
     rows = []
     for kind, texts in kinds.items():

@@ -108,6 +108,12 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
 def _local_embedder(backend: str, model: str, device: str, batch_size: int) -> Embedder:
     if backend == "bge-m3":
         return BGEM3Embedder(model, device, batch_size)
+    if backend == "onnx-int8":
+        from engine.models.onnx_embed import OnnxInt8Embedder  # onnxruntime: optional extra
+
+        if device != "cpu":
+            raise ConfigError("embedder.backend 'onnx-int8' runs on the CPU; set device: cpu")
+        return OnnxInt8Embedder(model, batch_size)
     return SentenceTransformerEmbedder(model, device, batch_size)
 
 

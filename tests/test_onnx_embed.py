@@ -1,0 +1,84 @@
+"""The int8 ONNX Runtime embedder (embedder.backend: onnx-int8): built here from the packaged
+MiniLM weights (no download), kept in its cache and reused, its vectors close to fp32's on real
+MuSiQue passages, and ranking MuSiQue's gold passages as fp32 does."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engine.config import EmbedderConfig
+from engine.errors import ConfigError
+from engine.models import make_embedder
+
+pytest.importorskip("onnxruntime")
+
+
+@pytest.fixture(scope="module")
+def int8(tmp_path_factory):
+    import os
+
+    from engine.models import onnx_embed
+
+    cache = tmp_path_factory.mktemp("onnx-cache")
+    old = os.environ.get(onnx_embed.CACHE_ENV)
+    os.environ[onnx_embed.CACHE_ENV] = str(cache)
+    try:
+        yield onnx_embed.OnnxInt8Embedder(), cache
+    finally:
+        if old is None:
+            del os.environ[onnx_embed.CACHE_ENV]
+        else:
+            os.environ[onnx_embed.CACHE_ENV] = old
+
+
+def test_built_once_and_reused(int8, monkeypatch) -> None:
+    from engine.models import onnx_embed
+
+    embedder, cache = int8
+    (built,) = cache.glob("*.onnx")
+    assert embedder.model_id == "onnx-int8:all-MiniLM-L6-v2"
+    monkeypatch.setenv(onnx_embed.CACHE_ENV, str(cache))
+    monkeypatch.setattr(onnx_embed, "export_int8", lambda *a: pytest.fail("exported again"))
+    again = onnx_embed.OnnxInt8Embedder()
+    assert list(cache.glob("*")) == [built]
+    texts = ["Port Calloway was founded in 1843.", "A river runs through it."]
+    assert np.array_equal(again.encode(texts), embedder.encode(texts))
+    assert embedder.encode([]).shape == (0, 384)
+
+
+def test_vectors_and_rankings_follow_fp32(int8, minilm, shared_data) -> None:
+    embedder, _ = int8
+    questions = [json.loads(x) for x in (shared_data / "musique_dev.jsonl").open()][:20]
+    wanted = {p for q in questions for p in q["context_passage_ids"]}
+    passages = {}
+    with (shared_data / "musique_corpus.jsonl").open() as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["id"] in wanted:
+                passages[rec["id"]] = f"{rec['title']}\n{rec['text']}"
+    ids, texts = list(passages), list(passages.values())
+    fast, ref = embedder.encode(texts), minilm.encode(texts)
+    cosine = (fast * ref).sum(1)
+    assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+    assert cosine.min() > 0.97 and cosine.mean() > 0.99, (cosine.min(), cosine.mean())
+
+    asked = [q["question"] for q in questions]
+    top_fast = np.argsort(-(embedder.encode(asked) @ fast.T), axis=1)[:, :5]
+    top_ref = np.argsort(-(minilm.encode(asked) @ ref.T), axis=1)[:, :5]
+    overlap = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(top_fast, top_ref, strict=True)])
+    assert overlap > 0.85, overlap
+    gold = [{ids.index(p) for p in q["supporting_passage_ids"]} for q in questions]
+    hits = [
+        np.mean([len(g & set(t)) / len(g) for g, t in zip(gold, top, strict=True)])
+        for top in (top_fast, top_ref)
+    ]
+    # recall@5 over the 20 questions' passages: one gold passage moves it by 0.025-0.05
+    assert abs(hits[0] - hits[1]) <= 0.1, hits
+
+
+def test_onnx_runs_on_the_cpu_only() -> None:
+    with pytest.raises(ConfigError, match="runs on the CPU"):
+        make_embedder(EmbedderConfig(backend="onnx-int8", device="cuda"))
