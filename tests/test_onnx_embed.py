@@ -82,3 +82,27 @@ def test_vectors_and_rankings_follow_fp32(int8, minilm, shared_data) -> None:
 def test_onnx_runs_on_the_cpu_only() -> None:
     with pytest.raises(ConfigError, match="runs on the CPU"):
         make_embedder(EmbedderConfig(backend="onnx-int8", device="cuda"))
+
+
+def test_an_int8_index_is_queried_with_its_embedder(int8, run_cli, tmp_path) -> None:
+    """A query config that leaves the embedder at its default embeds as the index did."""
+    from engine.methods import query_config
+    from engine.retrieve.context import QueryContext
+    from engine.store import open_index
+
+    embedder, _ = int8
+    cfg = tmp_path / "int8.yaml"
+    cfg.write_text("models:\n  embedder:\n    backend: onnx-int8\n")
+    out = tmp_path / "idx"
+    built = run_cli("index", "--demo", "--out", str(out), "--config", str(cfg))
+    assert built.returncode == 0, built.stderr
+    index = open_index(out)
+    assert index.manifest["models"]["embedder"] == embedder.model_id
+    ctx = QueryContext(index, query_config("naive"), tmp_path / "run")
+    asked = ["Who founded Port Calloway?"]
+    assert np.array_equal(ctx.encode_queries(asked), embedder.encode(asked))
+    from engine.eval.datasets import demo_questions_path
+
+    ran = run_cli("query", str(out), str(demo_questions_path()), "--method", "naive",
+                  "--retrieval-only", "--out", str(tmp_path / "q"))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr

@@ -39,6 +39,7 @@ from engine.methods.run import (
     write_part,
 )
 from engine.progress import progress
+from engine.retrieve.context import embedder_config
 from engine.store.index_store import Index, NoIndex
 
 IN_FLIGHT = 2
@@ -181,7 +182,7 @@ def _question_vectors(
         return None
     bs = cfg.batch_size
     rows = [i for b in todo for i in range(b * bs, min((b + 1) * bs, len(questions)))]
-    embedder = dataclasses.asdict(cfg.models.embedder)
+    embedder = dataclasses.asdict(embedder_config(cfg, index))
     found, model_id = embed_texts(embedder, [questions[i].question for i in rows], workers, gpus)
     vectors = np.zeros((len(questions), found.shape[1] if rows else 0), np.float32)
     vectors[rows] = found

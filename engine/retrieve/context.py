@@ -8,6 +8,7 @@ are built once through `memo`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from engine.config import QueryConfig
+from engine.config import EmbedderConfig, QueryConfig
 from engine.errors import BadInputError, IndexFormatError
 from engine.models import make_embedder, make_llm
 from engine.models.base import UsageLedger
@@ -29,6 +30,16 @@ from engine.store.index_store import Index
 from kernels.graph import CSRGraph
 
 T = TypeVar("T")
+
+
+def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
+    """The embedder a query uses: its config's, or, where that is left at the default, the
+    backend and model the index was built with (a query must embed as its index did)."""
+    own = cfg.models.embedder
+    built = ((index.manifest.get("config") or {}).get("models") or {}).get("embedder")
+    if not built or own != EmbedderConfig():
+        return own
+    return dataclasses.replace(own, backend=built["backend"], model=built["model"])
 
 
 class QueryContext:
@@ -184,7 +195,7 @@ class QueryContext:
     @cached_property
     def embedder(self):
         """The embedder the index was built with (a different one would compare apples to pears)."""
-        emb = make_embedder(self.cfg.models.embedder)
+        emb = make_embedder(embedder_config(self.cfg, self.index))
         self._check_embedder(emb.model_id)
         return emb
 
