@@ -1,0 +1,123 @@
+"""LLM-free indexing, default vs the fast paths: fp32 MiniLM with every table embedded (the
+default), relation vectors left lazy (`graph.relation_vectors: lazy`), and the int8 ONNX Runtime
+embedder with lazy relations (`embedder.backend: onnx-int8`); index seconds per stage and the
+ratio to the default, all measured in this run, then Recall@2/@5 of dense and PPR retrieval on
+the set's dev questions against each index (retrieval does not use relation vectors, so the
+default and lazy rows must agree exactly).
+
+    .venv/bin/python bench/fast_index.py [--sets musique] [--variants default,lazy,int8]
+                                         [--work DIR]
+
+Each index is a fresh `graphrag-engine index` process with fresh caches (the int8 model itself
+is exported once into its own cache before the timed runs). Prints a table and one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+from child_index import index_in_child  # noqa: E402
+from retrieval import DATA, SETS  # noqa: E402
+
+from engine.cli import main as cli  # noqa: E402
+
+VARIANTS = {
+    "default": "graph:\n  alpha: 0.0\n",
+    "lazy": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n",
+    "int8": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\nmodels:\n  embedder:\n"
+    "    backend: onnx-int8\n",
+}
+METHODS = ("naive", "hipporag")
+
+
+def recall(index: Path, questions: Path, work: Path) -> dict[str, dict]:
+    """Recall@2/@5 (mean, 95% CI) of each retrieval method against one index."""
+    runs = []
+    for method in METHODS:
+        out = work / method
+        args = ["query", str(index), str(questions), "--method", method, "--retrieval-only"]
+        assert cli([*args, "--out", str(out)]) == 0
+        runs.append(str(out))
+    report = work / "report"
+    assert cli(["eval", *runs, "--out", str(report), "--k", "2,5"]) == 0
+    rows = list(csv.DictReader((report / "summary.csv").open()))
+    return {
+        m: {
+            f"R@{k}": [
+                round(float(r[c]), 3)
+                for r in rows
+                if r["run"] == m and r["metric"] == f"recall@{k}"
+                for c in ("mean", "ci_low", "ci_high")
+            ]
+            for k in (2, 5)
+        }
+        for m in METHODS
+    }
+
+
+def main() -> None:
+    """Index each set once per variant, time it, score retrieval; print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="musique")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--work", default="/tmp/graphrag-fast-index")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    variants = args.variants.split(",")
+    if "int8" in variants:  # export once, outside the timed builds
+        os.environ.setdefault("GRAPHRAG_ONNX_CACHE", str(work / "onnx"))
+        from engine.models.onnx_embed import OnnxInt8Embedder
+
+        OnnxInt8Embedder()
+    rows = []
+    for name in args.sets.split(","):
+        corpus, questions = SETS[name]
+        for variant in variants:
+            out = work / name / variant
+            shutil.rmtree(out, ignore_errors=True)
+            run = index_in_child(DATA / corpus, out, VARIANTS[variant])
+            stages = run["manifest"]["stats"]["stages"]
+            row = {
+                "set": name,
+                "variant": variant,
+                "seconds": round(run["seconds"], 1),
+                "peak_rss_mib": run["peak_rss_mib"],
+                "stage_seconds": {k: v.get("seconds") for k, v in stages.items()},
+                "embedded": stages["embed_chunks"]["items"] + stages["embed"]["items"],
+                "recall": recall(out, DATA / questions, work / name / f"runs-{variant}"),
+            }
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    base = {r["set"]: r["seconds"] for r in rows if r["variant"] == variants[0]}
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    print(
+        f"{'set':<9}{'variant':<9}{'index s':>8}{'x ' + variants[0]:>11}{'texts':>8}"
+        f"{'chunks s':>9}{'tables s':>9}{'NER s':>7}"
+        + "".join(f"{m + ' R@2/R@5':>22}" for m in METHODS)
+    )
+    for r in rows:
+        st = r["stage_seconds"]
+        cells = "".join(
+            f"{r['recall'][m]['R@2'][0]:>14.3f} / {r['recall'][m]['R@5'][0]:.3f}" for m in METHODS
+        )
+        print(
+            f"{r['set']:<9}{r['variant']:<9}{r['seconds']:>8}{base[r['set']] / r['seconds']:>10.2f}x"
+            f"{r['embedded']:>8}{st.get('embed_chunks', 0):>9.1f}{st.get('embed', 0):>9.1f}"
+            f"{st.get('ner', 0):>7.1f}{cells}"
+        )
+    print(json.dumps({"bench": "fast_index", "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
