@@ -28,14 +28,7 @@ def ray_data_llm_available() -> bool:
 def sampling_params(params: GenParams, constrained: bool = True) -> dict[str, Any]:
     """vLLM sampling parameters of a stage, as Ray's vLLM stage takes them (a plain dict; the
     stage's JSON schema as `structured_outputs` when it has one and constraint is on)."""
-    out: dict[str, Any] = {
-        "max_tokens": params.max_tokens,
-        "temperature": params.temperature,
-        "top_p": params.top_p,
-        "seed": params.seed,
-    }
-    if params.stop:
-        out["stop"] = list(params.stop)
+    out = params.sampling()
     if constrained and params.json_schema is not None:
         out["structured_outputs"] = {"json": params.json_schema}
     return out

@@ -49,6 +49,16 @@ class GenParams:
         """Canonical JSON of the parameters, for cache keys."""
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
+    def sampling(self) -> dict[str, Any]:
+        """The sampling fields as OpenAI-style servers and vLLM name them (stop only when set)."""
+        fields = {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+        }
+        return {**fields, "stop": list(self.stop)} if self.stop else fields
+
     def with_seed(self, seed: int) -> GenParams:
         """Same parameters with another seed."""
         return replace(self, seed=seed)

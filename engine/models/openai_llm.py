@@ -208,13 +208,8 @@ class OpenAICompatLLM:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": as_messages(prompt),
-            "max_tokens": params.max_tokens,
-            "temperature": params.temperature,
-            "top_p": params.top_p,
-            "seed": params.seed,
+            **params.sampling(),
         }
-        if params.stop:
-            body["stop"] = list(params.stop)
         t0 = time.perf_counter()
         decoding = None
         while True:

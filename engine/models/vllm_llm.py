@@ -89,14 +89,7 @@ class VLLMBackend:
         constrain = self.constrained and params.json_schema is not None
         extra = _guided(params.json_schema) if constrain else {}
         decoding = ("schema" if constrain else "free") if params.json_schema is not None else None
-        sampling = SamplingParams(
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            seed=params.seed,
-            stop=list(params.stop) or None,
-            **extra,
-        )
+        sampling = SamplingParams(**params.sampling(), **extra)
         engine = self.engine.llm_engine
         call = uuid.uuid4().hex  # request ids unique across calls on this engine
         for i, p in enumerate(prompts):
