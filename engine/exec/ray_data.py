@@ -18,6 +18,8 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from engine.progress import progress
+
 BLOCK = 512
 """Texts per Ray Data block (one actor call)."""
 
@@ -99,14 +101,17 @@ def stream_blocks(
 
 
 def embed_texts(
-    embedder: dict, texts: list[str], workers: int, gpus: float
+    embedder: dict, texts: list[str], workers: int, gpus: float, label: str = "texts"
 ) -> tuple[np.ndarray, str]:
     """Vectors of the texts in input order (a pipeline over a pool of embedders) and the id of
-    the model that made them."""
+    the model that made them, counted on an `embed LABEL` progress bar."""
     vectors, model_id = None, ""
+    bar = progress(f"embed {label}", total=len(texts), unit="text")
     for out in stream_blocks(EmbedBlocks, (embedder,), texts, workers, gpus):
         if vectors is None:
             vectors = np.zeros((len(texts), out["out"].shape[1]), np.float32)
         vectors[out["pos"]] = out["out"]
         model_id = str(out["model"][0])
+        bar.update(len(out["pos"]))
+    bar.close()
     return (vectors if vectors is not None else np.zeros((0, 0), np.float32)), model_id
