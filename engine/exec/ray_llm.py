@@ -17,6 +17,9 @@ from typing import Any
 
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 
+ANSWER_COLUMNS = ("pos", "generated_text", "num_input_tokens", "num_generated_tokens")
+"""What an answered row keeps (a failed row keeps everything, `__inference_error__` included)."""
+
 
 def ray_data_llm_available() -> bool:
     """Whether Ray's batch LLM integration and vLLM are both importable here."""
@@ -94,7 +97,7 @@ class RayDataVLLM:
         processor = build_processor(
             config,
             preprocess=lambda row: {**row, "sampling_params": sampling},
-            postprocess=lambda row: row,
+            postprocess=lambda row: {k: row.get(k) for k in ANSWER_COLUMNS},
         )
         schema_given = "structured_outputs" in sampling
         done: list[Completion | None] = [None] * len(prompts)
