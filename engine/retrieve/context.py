@@ -32,11 +32,16 @@ from kernels.graph import CSRGraph
 T = TypeVar("T")
 
 
+def built_config(index: Index, section: str) -> dict[str, Any]:
+    """A section of the config the index was built with (empty when it records none)."""
+    return (index.manifest.get("config") or {}).get(section) or {}
+
+
 def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
     """The embedder a query uses: its config's, or, where that is left at the default, the
     backend and model the index was built with (a query must embed as its index did)."""
     own = cfg.models.embedder
-    built = ((index.manifest.get("config") or {}).get("models") or {}).get("embedder")
+    built = built_config(index, "models").get("embedder")
     if not built or own != EmbedderConfig():
         return own
     return dataclasses.replace(own, backend=built["backend"], model=built["model"])
@@ -106,17 +111,13 @@ class QueryContext:
         if not self.index.has(name):
             if (
                 name == "relation_vectors"
-                and self._built_config("graph").get("relation_vectors") == "lazy"
+                and built_config(self.index, "graph").get("relation_vectors") == "lazy"
             ):
                 return self._lazy_relation_vectors()
             raise IndexFormatError(
                 f"{self.index.root}: the index has no {name}; rebuild it with graph.embed: true"
             )
         return self.index.vectors(name)
-
-    def _built_config(self, section: str) -> dict[str, Any]:
-        """A section of the config the index was built with."""
-        return (self.index.manifest.get("config") or {}).get(section) or {}
 
     def _lazy_relation_vectors(self) -> np.ndarray:
         """Relation vectors of an index built with graph.relation_vectors: lazy, embedded now
@@ -229,7 +230,7 @@ class QueryContext:
     @cached_property
     def tokenizer(self):
         """The tokenizer the index counted chunk tokens with, for counting context tokens."""
-        chunking = self.index.manifest.get("config", {}).get("chunking", {})
+        chunking = built_config(self.index, "chunking")
         return load_tokenizer(chunking.get("tokenizer", DEFAULT_TOKENIZER))
 
     def count_tokens(self, texts: list[str]) -> list[int]:
