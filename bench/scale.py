@@ -138,6 +138,13 @@ def plot(rows: list[dict], path: Path) -> None:
     axes[1].set_xlabel("index size, MiB")
     axes[1].set_ylabel("questions/s")
     axes[1].legend()
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    for ax in axes:  # plain numbers at 1, 2, 5 x 10^k on the log axes
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(ScalarFormatter())
+            axis.set_minor_formatter(NullFormatter())
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
