@@ -73,11 +73,13 @@ class Run:
 class RayPlacement:
     """Where a sharded query run goes: the cluster (`local` starts one, `auto` joins the
     running one, or ray://host:port), its actors, and GPUs per actor (None: what the models
-    need)."""
+    need), and whether the questions are embedded by a Ray Data pipeline first (None: for
+    runs of engine.methods.ray_run.PIPELINE_MIN_QUESTIONS questions or more)."""
 
     address: str = "local"
     workers: int = 2
     gpus_per_worker: float | None = None
+    question_pipeline: bool | None = None
 
 
 def _label(method: str | QueryConfig) -> str:
@@ -208,7 +210,7 @@ class Engine:
 
             summary = run_query_on_ray(
                 self.index, questions, cfg, folder, source, ray.address, ray.workers,
-                ray.gpus_per_worker, fail_fast,
+                ray.gpus_per_worker, fail_fast, question_pipeline=ray.question_pipeline,
             )  # fmt: skip
             return Run(label, folder, summary)
         backend = None if dry_run else self._shared_backend(cfg)

@@ -75,7 +75,7 @@ def test_sharded_runs_equal_local_runs(cluster, musique_subset, local_runs, tmp_
 
     runs = Engine(musique_subset["index"]).run_many(
         METHODS, musique_subset["questions"], tmp_path, retrieval_only=True, batch_size=BATCH,
-        ray=RayPlacement(workers=2),
+        ray=RayPlacement(workers=2, question_pipeline=True),
     )  # fmt: skip
     for method, run in runs.items():
         assert run.summary["questions"] == 30 and run.summary["resumed_questions"] == 0

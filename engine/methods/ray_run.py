@@ -42,6 +42,13 @@ from engine.progress import progress
 from engine.retrieve.context import embedder_config
 from engine.store.index_store import Index, NoIndex
 
+PIPELINE_MIN_QUESTIONS = 5000
+"""From this many questions on, a method that searches vectors gets its questions embedded by a
+Ray Data pipeline before the query actors start. Below it the actors embed their own batches:
+the pipeline's start-up (an actor pool that loads the embedder, then gives the CPUs back) cost
+10 to 20 s per run on the 2-CPU test cluster (the two sharded 30-question runs of
+tests/test_ray_query.py took 43 s with it, 20 s without), more than the embedding it moves."""
+
 IN_FLIGHT = 2
 """Batches queued per actor, so an actor never waits for the driver between batches."""
 
@@ -95,9 +102,11 @@ def run_query_on_ray(
     gpus_per_worker: float | None = None,
     fail_fast: bool = False,
     on_start=None,
+    question_pipeline: bool | None = None,
 ) -> dict[str, Any]:
     """Run `cfg.method` over `questions` into `out` on `workers` Ray actors; returns the
-    summary. `on_start(actors)` is called once the actors exist (fault-injection tests)."""
+    summary. `on_start(actors)` is called once the actors exist (fault-injection tests);
+    `question_pipeline` forces the question pipeline on or off (None: PIPELINE_MIN_QUESTIONS)."""
     out = Path(out)
     with run_folder(index, cfg, out, questions_src, questions):
         gold_share = warn_gold(index, questions)
@@ -114,9 +123,11 @@ def run_query_on_ray(
         resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)
         started = time.perf_counter()
         with ray_session(address, workers) as ray:
+            if question_pipeline is None:
+                question_pipeline = len(questions) >= PIPELINE_MIN_QUESTIONS
             usage = _answer_on_actors(
                 ray, index, questions, cfg, out, todo, resumed, workers, gpus_per_worker,
-                fail_fast, on_start,
+                fail_fast, on_start, question_pipeline,
             )  # fmt: skip
         seconds = time.perf_counter() - started
         return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
@@ -125,12 +136,15 @@ def run_query_on_ray(
 def _answer_on_actors(
     ray, index: Index, questions: list[Question], cfg: QueryConfig, out: Path, todo: deque,
     resumed: int, workers: int, gpus_per_worker: float | None, fail_fast: bool, on_start,
+    question_pipeline: bool,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Hand the batches in `todo` to `workers` actors as they free up, write each part as it
     returns; the actors' LLM usage, summed."""
     gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
     warn_missing_gpus(ray, gpus)
-    vectors = _question_vectors(index, questions, cfg, todo, workers, gpus)
+    vectors = (
+        _question_vectors(index, questions, cfg, todo, workers, gpus) if question_pipeline else None
+    )
     worker = _worker_class().options(num_gpus=gpus)
     # absolute paths: an actor's working folder is its node's, not the driver's
     root = "none" if isinstance(index, NoIndex) else str(Path(index.root).resolve())
