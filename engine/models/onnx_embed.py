@@ -119,7 +119,8 @@ class OnnxInt8Embedder:
         if not path.exists():
             export_int8(st, path)
         self.tokenizer, self.max_len = st.tokenizer, st.max_seq_length
-        self.dim = int(st.get_sentence_embedding_dimension())
+        width = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        self.dim = int(width())
         self.batch_size = batch_size
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, _threads())
