@@ -30,6 +30,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # bench/kernels.py must 
 from engine.errors import ConfigError  # noqa: E402
 from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
 from engine.models.onnx_embed import OnnxInt8Embedder  # noqa: E402
+from engine.names import entity_text, relation_text, titled_chunk  # noqa: E402
 from engine.store import open_index  # noqa: E402
 
 LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
@@ -52,18 +53,11 @@ def index_texts(index_dir: Path) -> dict[str, list[str]]:
     name_of = {e["entity_id"]: e["name"] for e in entities}
     relations = ix.table("relations", ["src", "dst", "description"]).to_pylist()
     return {
-        "chunks": [
-            f"{title[c['doc_id']]}\n{c['text']}" if title[c["doc_id"]] else c["text"]
-            for c in chunks
-        ],
+        "chunks": [titled_chunk(title[c["doc_id"]], c["text"]) for c in chunks],
         "units": ix.table("units", ["text"]).column("text").to_pylist(),
-        "entities": [
-            f"{e['name']}: {e['description']}" if e["description"] else e["name"] for e in entities
-        ],
+        "entities": [entity_text(e["name"], e["description"]) for e in entities],
         "relations": [
-            f"{name_of[r['src']]} - {name_of[r['dst']]}"
-            + (f": {r['description']}" if r["description"] else "")
-            for r in relations
+            relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"]) for r in relations
         ],
     }
 

@@ -1,11 +1,13 @@
-"""LLM-free indexing, default vs the fast paths: fp32 MiniLM with every table embedded (the
-default), relation vectors left lazy (`graph.relation_vectors: lazy`), and the int8 ONNX Runtime
-embedder with lazy relations (`embedder.backend: onnx-int8`); index seconds per stage and the
-ratio to the default, all measured in this run, then Recall@2/@5 of dense and PPR retrieval on
-the set's dev questions against each index (retrieval does not use relation vectors, so the
-default and lazy rows must agree exactly).
+"""LLM-free indexing, the default against the fast paths, each a fresh index in one run: fp32
+MiniLM with 64 texts a forward pass and every table embedded (`batch64`, the default before
+token-budget batches), the default (batches of 2,048 padded tokens), relation vectors left lazy
+(`graph.relation_vectors: lazy`), the int8 ONNX Runtime embedder with lazy relations
+(`embedder.backend: onnx-int8`), and `fast`: int8 with lazy relation and unit vectors (for an
+index no Clue-RAG run will query). Index seconds per stage and the ratio to the first variant,
+then Recall@2/@5 of dense and PPR retrieval on the set's dev questions against each index
+(neither uses relation or unit vectors, so the fp32 rows must agree, as must the int8 ones).
 
-    .venv/bin/python bench/fast_index.py [--sets musique] [--variants default,lazy,int8]
+    .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast]
                                          [--work DIR]
 
 Each index is a fresh `graphrag-engine index` process with fresh caches (the int8 model itself
@@ -32,10 +34,13 @@ from retrieval import DATA, SETS  # noqa: E402
 from engine.cli import main as cli  # noqa: E402
 
 VARIANTS = {
+    "batch64": "graph:\n  alpha: 0.0\nmodels:\n  embedder:\n    batch_size: 64\n",
     "default": "graph:\n  alpha: 0.0\n",
     "lazy": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n",
     "int8": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\nmodels:\n  embedder:\n"
     "    backend: onnx-int8\n",
+    "fast": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n  unit_vectors: lazy\n"
+    "models:\n  embedder:\n    backend: onnx-int8\n",
 }
 METHODS = ("naive", "hipporag")
 

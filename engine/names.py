@@ -1,5 +1,6 @@
 """Entity-name keys shared by indexing (entity resolution) and querying (exact matching), and
-the text a relation is embedded from (at build time, or lazily by a query)."""
+the texts chunks, entities and relations are embedded from (at build time, by a query, or by a
+bench that re-measures them)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,13 @@ def normalize_name(name: str) -> str:
 def relation_text(src_name: str, dst_name: str, description: str | None) -> str:
     """What a relation's vector embeds: "src - dst", then ": description" when it has one."""
     return f"{src_name} - {dst_name}" + (f": {description}" if description else "")
+
+
+def entity_text(name: str, description: str | None) -> str:
+    """What an entity's vector embeds: its name, then ": description" when it has one."""
+    return f"{name}: {description}" if description else name
+
+
+def titled_chunk(title: str | None, text: str) -> str:
+    """What a chunk's vector embeds: its document's title above its text (title when present)."""
+    return f"{title}\n{text}" if title else text

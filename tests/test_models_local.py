@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.config import EmbedderConfig
 from engine.models import LLM, GenParams, LLMRequiredError, NoLLM, ResponseCache
 from engine.models.embed import packaged_minilm_path
 from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
@@ -147,6 +148,74 @@ def test_embedder_is_normalized_batched_and_meaningful(minilm) -> None:
     one = np.stack([minilm.encode([t])[0] for t in texts])
     np.testing.assert_allclose(vecs, one, atol=1e-5)
     assert minilm.encode([]).shape == (0, 384)
+
+
+def test_length_batches_hold_the_token_budget() -> None:
+    from engine.models.embed import length_batches
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 300, 2000).tolist() + [5000, 4]
+    groups = length_batches(lengths, 2048, max_texts=64)
+    seen = np.concatenate(groups)
+    assert sorted(seen.tolist()) == list(range(len(lengths)))  # every text once
+    longest = [max(lengths[i] for i in g) for g in groups]
+    assert longest == sorted(longest, reverse=True)  # longest first, similar lengths together
+    for g, top in zip(groups, longest, strict=True):
+        assert len(g) <= 64 and (len(g) == 1 or len(g) * top <= 2048)
+    assert len(groups[0]) == 1 and lengths[groups[0][0]] == 5000  # alone when over budget
+    # greedy: a group stops only where the next text would break a bound
+    for g, top in zip(groups[:-1], longest, strict=False):
+        assert len(g) == 64 or (len(g) + 1) * top > 2048
+
+
+def test_token_budget_batches_equal_fixed_batches(minilm, shared_data: Path) -> None:
+    """The CPU default (batches of a token budget) gives the vectors fixed batches give, on
+    real MuSiQue passages, sentences and titles mixed."""
+    rows = [
+        json.loads(line)
+        for line, _ in zip((shared_data / "musique_corpus.jsonl").open(), range(60), strict=False)
+    ]
+    texts = [f"{r['title']}\n{r['text']}" for r in rows] + [r["title"] for r in rows]
+    texts += [s for r in rows for s in r["text"].split(". ")][:120]
+    assert minilm.batch_size is None
+    budget = minilm.encode(texts)
+    minilm.batch_size = 64
+    try:
+        fixed = minilm.encode(texts)
+    finally:
+        minilm.batch_size = None
+    np.testing.assert_allclose(budget, fixed, atol=2e-5)
+
+
+def test_ner_workers_tag_as_this_process_does(shared_data: Path) -> None:
+    """A large local NER job spread over worker processes returns the mentions tagging here
+    returns, block by block, each position once."""
+    from engine.exec.local import LocalExecutor
+    from engine.models.ner_cache import BLOCK
+
+    texts = [
+        s
+        for line, _ in zip((shared_data / "musique_corpus.jsonl").open(), range(800), strict=False)
+        for s in json.loads(line)["text"].split(". ")
+    ][: 2 * BLOCK + 100]
+    assert len(texts) == 2 * BLOCK + 100
+    local = LocalExecutor(EmbedderConfig(), "spacy")
+    here = dict(
+        (i, m) for pos, found in local.ner_blocks(texts) for i, m in zip(pos, found, strict=True)
+    )
+    try:
+        assert local.start_ner_workers()
+        blocks = list(local.ner_blocks(texts))
+    finally:
+        local.close()
+    assert local._ner_pool is None
+    spread = {}
+    for pos, found in blocks:
+        for i, m in zip(pos, found, strict=True):
+            assert i not in spread
+            spread[i] = m
+    assert len(blocks) == 3 and spread == here == dict(enumerate(local.ner(texts)))
+    assert sum(map(len, here.values())) > 1000
 
 
 def test_bi_encoder_reranker(minilm) -> None:

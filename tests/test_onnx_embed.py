@@ -106,3 +106,41 @@ def test_an_int8_index_is_queried_with_its_embedder(int8, run_cli, tmp_path) -> 
     ran = run_cli("query", str(out), str(demo_questions_path()), "--method", "naive",
                   "--retrieval-only", "--out", str(tmp_path / "q"))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
+
+
+def _copy_of_minilm(tmp_path):
+    """A copy of the packaged MiniLM folder (config files only; weights linked)."""
+    import shutil
+
+    from engine.models.embed import packaged_minilm_path
+
+    src = packaged_minilm_path()
+    dst = tmp_path / "minilm-copy"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.safetensors"))
+    (dst / "model.safetensors").symlink_to(f"{src}/model.safetensors")
+    return dst
+
+
+def test_the_layout_is_read_without_loading_weights(tmp_path) -> None:
+    from engine.models.onnx_embed import _mean_pooling_layout
+
+    folder = _copy_of_minilm(tmp_path)
+    assert _mean_pooling_layout(folder) == (256, 384)
+    pooling = folder / "1_Pooling" / "config.json"
+    conf = json.loads(pooling.read_text())
+    conf.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(conf))
+    with pytest.raises(ConfigError, match="not a transformer with mean pooling"):
+        _mean_pooling_layout(folder)
+
+
+def test_a_dense_head_is_refused(tmp_path) -> None:
+    from engine.models.onnx_embed import OnnxInt8Embedder
+
+    folder = _copy_of_minilm(tmp_path)
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.append({"idx": 3, "name": "3", "path": "3_Dense",
+                    "type": "sentence_transformers.models.Dense"})  # fmt: skip
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ConfigError, match="use the sentence-transformers backend"):
+        OnnxInt8Embedder(str(folder))

@@ -1,12 +1,18 @@
-"""The default executor: models run in this process."""
+"""The default executor: models run in this process; a large NER job is spread over worker
+processes, one spaCy each, since spaCy tags on one core."""
 
 from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from engine.config import EmbedderConfig
 from engine.models import make_embedder
-from engine.models.ner import entity_recognizer
+from engine.models.ner import entity_recognizer, load_recognizer, tag_block
+from engine.models.ner_cache import BLOCK, Mentions
 
 
 class LocalExecutor:
@@ -19,6 +25,7 @@ class LocalExecutor:
         self._embedder = None
         self._ner_backend = ner_backend
         self._ner = None
+        self._ner_pool = None
 
     @property
     def embedder(self):
@@ -50,9 +57,37 @@ class LocalExecutor:
         """Entities of every text."""
         return self._recognizer().extract(texts)
 
+    def start_ner_workers(self) -> bool:
+        """Start one spaCy worker process per core in the background (they load while earlier
+        stages run) for `ner_blocks`; False where it would not help (one core, rules NER)."""
+        if self._ner_pool is None:
+            cores = len(os.sched_getaffinity(0))
+            if cores < 2 or self._recognizer().backend != "spacy":
+                return False
+            spawn = multiprocessing.get_context("spawn")  # no fork of a threaded model process
+            self._ner_pool = spawn.Pool(cores, load_recognizer, (self._ner_backend,))
+        return True
+
+    def ner_blocks(self, texts: list[str]) -> Iterator[tuple[Sequence[int], list[Mentions]]]:
+        """(positions, mentions) of blocks of texts, from the worker processes once started,
+        else tagged here; blocks come back as they finish."""
+        if self._ner_pool is None:
+            for lo in range(0, len(texts), BLOCK):
+                yield range(lo, min(lo + BLOCK, len(texts))), self.ner(texts[lo : lo + BLOCK])
+            return
+        jobs = [
+            (self._ner_backend, lo, texts[lo : lo + BLOCK]) for lo in range(0, len(texts), BLOCK)
+        ]
+        for lo, found in self._ner_pool.imap_unordered(tag_block, jobs):
+            yield range(lo, lo + len(found)), found
+
     def llm_backend(self, llm_cfg) -> None:
         """LLMs run in this process (make_llm builds them)."""
         return None
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Stop the NER worker processes, if any were started."""
+        if self._ner_pool is not None:
+            self._ner_pool.terminate()
+            self._ner_pool.join()
+            self._ner_pool = None

@@ -16,6 +16,7 @@ import importlib.util
 from typing import Any
 
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
+from engine.models.vllm_llm import prompt_ids
 
 ANSWER_COLUMNS = ("pos", "generated_text", "num_input_tokens", "num_generated_tokens")
 """What an answered row keeps (a failed row keeps everything, `__inference_error__` included)."""
@@ -45,7 +46,7 @@ def prompt_rows(prompts: list[Prompt]) -> list[dict[str, Any]]:
 def completion_of(row: dict[str, Any], schema_given: bool) -> tuple[int, Completion]:
     """(position, Completion) of one answered row; a row vLLM failed on is a failed Completion."""
     error = row.get("__inference_error__") or None
-    decoding = ("schema" if schema_given else None) if error is None else None
+    decoding = "schema" if schema_given and error is None else None
     return int(row["pos"]), Completion(
         "" if error else str(row.get("generated_text") or ""),
         int(row.get("num_input_tokens") or 0),
@@ -67,13 +68,7 @@ class RayDataVLLM:
 
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Prompt tokens after the chat template."""
-        texts = [
-            self.tokenizer.apply_chat_template(
-                as_messages(p), tokenize=False, add_generation_prompt=True
-            )
-            for p in prompts
-        ]
-        return [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return [len(prompt_ids(self.tokenizer, p)) for p in prompts]
 
     def generate(
         self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None

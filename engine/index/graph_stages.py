@@ -29,11 +29,14 @@ from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner_cache import NERCache
-from engine.names import relation_text
+from engine.names import entity_text, relation_text
 from engine.store import IndexWriter
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 NER_CACHE = "ner_cache.sqlite"
+NER_WORKERS_FROM = 1000
+"""Chunks from which a local build tags its units in NER worker processes: below it, their
+start-up (a few seconds of imports and model load each) outweighs what they save."""
 
 
 @dataclass
@@ -109,6 +112,9 @@ def run_graph_stages(
             build.cache = EmbeddingCache(out / EMBED_CACHE)
             models["embedder"] = executor.model_id
         stats["executor"] = executor.name
+        start_ner_workers = getattr(executor, "start_ner_workers", None)
+        if start_ner_workers is not None and len(chunks.ids) >= NER_WORKERS_FROM:
+            stats["ner_workers"] = start_ner_workers()  # they load while the chunks embed
         run_stages(build, STAGES)
     finally:
         executor.close()
@@ -273,35 +279,38 @@ def _communities(b: Build) -> dict[str, Any]:
     return values
 
 
+PLURAL = {"unit_vectors": "units", "entity_vectors": "entities", "relation_vectors": "relations"}
+
+
 def _embed(b: Build) -> dict[str, Any]:
-    """Vectors of units, entities ("name: description") and relations ("src - dst: description")."""
-    cache, emb = b.cache, b.embedder
+    """Vectors of units, entities ("name: description") and relations ("src - dst: description"),
+    but not of a table the config leaves lazy (a query embeds it when it first asks)."""
+    cache, emb, g = b.cache, b.embedder, b.config.graph
     hits0, miss0 = cache.hits, cache.misses
     name_of = {e["entity_id"]: e["name"] for e in b.entities}
-    unit_texts = [u["text"] for u in b.unit_rows]
-    entity_texts = [
-        f"{e['name']}: {e['description']}" if e["description"] else e["name"] for e in b.entities
-    ]
-    lazy = b.config.graph.relation_vectors == "lazy"  # a query embeds them when it asks
-    rel_texts = (
-        []
-        if lazy
-        else [
+    tables = {
+        "unit_vectors": [u["text"] for u in b.unit_rows] if g.unit_vectors == "index" else None,
+        "entity_vectors": [entity_text(e["name"], e["description"]) for e in b.entities],
+        "relation_vectors": [
             relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
             for r in b.relations
         ]
-    )
-    # one pass over the three tables' texts: one pipeline (and model load) on Ray, not three
-    vecs = cache.encode(emb, unit_texts + entity_texts + rel_texts, "units+entities+relations")
+        if g.relation_vectors == "index"
+        else None,
+    }
+    built = {name: texts for name, texts in tables.items() if texts is not None}
+    # one pass over the tables' texts: one pipeline (and model load) on Ray, not three
+    everything = [t for texts in built.values() for t in texts]
+    vecs = cache.encode(emb, everything, "+".join(PLURAL[n] for n in built))
     lo = 0
-    tables = [("unit_vectors", unit_texts), ("entity_vectors", entity_texts)]
-    for name, texts in tables + ([] if lazy else [("relation_vectors", rel_texts)]):
+    for name, texts in built.items():
         b.writer.write_vectors(name, vecs[lo : lo + len(texts)], emb.model_id)
         lo += len(texts)
     return {
-        "items": len(b.unit_rows) + len(b.entities) + len(rel_texts),
+        "items": len(everything),
         "cached": cache.hits - hits0,
         "embedded": cache.misses - miss0,
+        "lazy": [name for name, texts in tables.items() if texts is None],
     }
 
 

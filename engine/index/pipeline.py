@@ -22,6 +22,7 @@ from engine.index.chunking import chunk_documents
 from engine.index.forecast import forecast_index
 from engine.index.graph_stages import run_graph_stages
 from engine.index.ingest import Document, DocumentReader
+from engine.names import titled_chunk
 from engine.progress import progress
 from engine.store import IndexWriter, open_index
 
@@ -87,7 +88,7 @@ def build_index(
                 if keep:
                     chunks.ids.append(c.chunk_id)
                     chunks.texts.append(c.text)
-                    chunks.titled.append(f"{doc.title}\n{c.text}" if doc.title else c.text)
+                    chunks.titled.append(titled_chunk(doc.title, c.text))
                     chunks.n_tokens.append(c.n_tokens)
             n_chunks += len(doc_chunks)
             n_tokens += sum(c.n_tokens for c in doc_chunks)

@@ -100,14 +100,14 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
     if cfg.backend == "openai":
         from engine.models.openai_llm import OpenAIEmbedder  # httpx only for servers
 
-        return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size)
+        return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size or 64)
     return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
 
 
 @lru_cache(maxsize=4)
-def _local_embedder(backend: str, model: str, device: str, batch_size: int) -> Embedder:
+def _local_embedder(backend: str, model: str, device: str, batch_size: int | None) -> Embedder:
     if backend == "bge-m3":
-        return BGEM3Embedder(model, device, batch_size)
+        return BGEM3Embedder(model, device, batch_size or 32)
     if backend == "onnx-int8":
         from engine.models.onnx_embed import OnnxInt8Embedder  # onnxruntime: optional extra
 

@@ -6,6 +6,7 @@ from a local path, and an OpenAI-compatible embeddings endpoint (engine.models.o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -16,6 +17,34 @@ from engine.progress import silence_library_bars
 from kernels.similarity import l2_normalize
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+
+
+BATCH_TOKENS = 2048
+"""Padded tokens per CPU forward pass when the config leaves batch_size unset (bench/
+embed_batch.py): long texts go a few at a time, short ones many, so a layer's activations stay
+in cache and little is padded."""
+MAX_BATCH = 256
+"""Texts per forward pass at most under a token budget."""
+
+
+def length_batches(
+    lengths: Sequence[int], max_tokens: int, max_texts: int = MAX_BATCH
+) -> list[np.ndarray]:
+    """Positions of the texts, longest first, in groups whose padded size (texts x longest
+    length) stays within `max_tokens` and `max_texts` (one text at least per group)."""
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+    groups, lo = [], 0
+    while lo < len(order):
+        n = max(1, min(max_texts, max_tokens // max(1, int(lengths[order[lo]]))))
+        groups.append(order[lo : lo + n])
+        lo += n
+    return groups
+
+
+def token_lengths(tokenizer, texts: list[str], limit: int) -> list[int]:
+    """Each text's token count as the model sees it (special tokens in, cut at `limit`)."""
+    ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+    return [len(x) for x in ids]
 
 
 class Embedder(Protocol):
@@ -41,7 +70,9 @@ def packaged_minilm_path() -> str:
 class SentenceTransformerEmbedder:
     """sentence-transformers model from a local folder (default: packaged all-MiniLM-L6-v2)."""
 
-    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(
+        self, model: str | None = None, device: str = "cpu", batch_size: int | None = None
+    ) -> None:
         from sentence_transformers import SentenceTransformer
 
         path = packaged_minilm_path() if model in (None, DEFAULT_EMBEDDER) else model
@@ -51,7 +82,8 @@ class SentenceTransformerEmbedder:
             )
         silence_library_bars()
         self.model = SentenceTransformer(path, device=device, local_files_only=True)
-        self.batch_size = batch_size
+        self.batch_size = batch_size  # None: BATCH_TOKENS padded tokens on the CPU, else 64
+        self.device = device
         self.model_id = f"sentence-transformers:{DEFAULT_EMBEDDER if model in (None, DEFAULT_EMBEDDER) else Path(path).name}"
 
     @property
@@ -69,13 +101,22 @@ class SentenceTransformerEmbedder:
         return self.model.tokenizer
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """(n, d) float32, L2-normalized, `batch_size` texts per forward pass (the caller's
-        progress bar counts them: sentence-transformers' own unlabelled bar stays off)."""
+        """(n, d) float32, L2-normalized, in batches of `batch_size` texts or of a token budget
+        (the caller's progress bar counts them: sentence-transformers' own bar stays off)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.batch_size is None and self.device == "cpu":
+            lengths = token_lengths(self.tokenizer, texts, self.model.max_seq_length)
+            out = np.zeros((len(texts), self.dim), np.float32)
+            for rows in length_batches(lengths, BATCH_TOKENS):
+                out[rows] = self._encode([texts[i] for i in rows], len(rows))
+            return out
+        return self._encode(texts, self.batch_size or 64)
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         vecs = self.model.encode(
             texts,
-            batch_size=self.batch_size,
+            batch_size=batch_size,
             convert_to_numpy=True,
             normalize_embeddings=True,
             show_progress_bar=False,

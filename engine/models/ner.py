@@ -66,6 +66,17 @@ def entity_recognizer(backend: str = "auto") -> EntityRecognizer:
     return EntityRecognizer(backend)
 
 
+def load_recognizer(backend: str) -> None:
+    """Load the recognizer of a NER worker process when it starts (its pool's initializer)."""
+    entity_recognizer(backend)
+
+
+def tag_block(job: tuple[str, int, list[str]]) -> tuple[int, list[list[tuple[str, str]]]]:
+    """(first position, mentions) of one block of texts, tagged in a NER worker process."""
+    backend, first, texts = job
+    return first, entity_recognizer(backend).extract(texts)
+
+
 class EntityRecognizer:
     """Batch NER: `extract(texts)` -> per text a list of (surface name, type)."""
 

@@ -10,6 +10,7 @@ it has its own model id: an index built with it is queried with it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -19,7 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from engine.errors import ConfigError
-from engine.models.embed import DEFAULT_EMBEDDER, packaged_minilm_path
+from engine.models.embed import (
+    BATCH_TOKENS,
+    DEFAULT_EMBEDDER,
+    length_batches,
+    packaged_minilm_path,
+    token_lengths,
+)
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"
 """Where int8 exports are kept (default ~/.cache/graphrag-engine/onnx)."""
@@ -91,36 +98,29 @@ def _export(torch, module, example, path: Path) -> None:
 class OnnxInt8Embedder:
     """int8 ONNX Runtime version of a local mean-pooling sentence-transformers model."""
 
-    def __init__(self, model: str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, model: str | None = None, batch_size: int | None = None) -> None:
         try:
             import onnxruntime as ort
         except ImportError:
             raise ConfigError(
                 "embedder.backend 'onnx-int8' needs ONNX Runtime: pip install 'graphrag-engine[onnx]'"
             ) from None
-        from sentence_transformers import SentenceTransformer
+        from transformers import AutoTokenizer
 
         default = model in (None, DEFAULT_EMBEDDER)
         folder = Path(packaged_minilm_path() if default else model)
         if not folder.exists():
             raise ConfigError(f"embedder.model: {folder} does not exist (give a local folder)")
-        st = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
-        pool = st[1] if len(st) > 1 else None
-        # sentence-transformers >= 6 names the mode; older releases set one flag per mode
-        mode = getattr(pool, "pooling_mode", None)
-        if not (mode in ("mean", ["mean"]) or getattr(pool, "pooling_mode_mean_tokens", False)):
-            raise ConfigError(
-                f"embedder.backend 'onnx-int8': {folder} does not mean-pool its tokens; use "
-                "the sentence-transformers backend for it"
-            )
+        self.max_len, self.dim = _mean_pooling_layout(folder)
         cache = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache/graphrag-engine/onnx")
         cache.mkdir(parents=True, exist_ok=True)
         path = cache / f"{folder.name}-{_weights_hash(folder)}-int8.onnx"
-        if not path.exists():
-            export_int8(st, path)
-        self.tokenizer, self.max_len = st.tokenizer, st.max_seq_length
-        width = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
-        self.dim = int(width())
+        if not path.exists():  # the fp32 model is loaded only to export it
+            from sentence_transformers import SentenceTransformer
+
+            export_int8(SentenceTransformer(str(folder), device="cpu", local_files_only=True), path)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        self.max_len = self.max_len or min(self.tokenizer.model_max_length, 512)
         self.batch_size = batch_size
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, _threads())
@@ -128,11 +128,21 @@ class OnnxInt8Embedder:
         self.model_id = f"onnx-int8:{DEFAULT_EMBEDDER if default else folder.name}"
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """(n, d) float32, L2-normalized; texts of similar length share a batch."""
+        """(n, d) float32, L2-normalized; texts of similar length share a batch, of
+        `batch_size` texts or, unset, of BATCH_TOKENS padded tokens."""
         out = np.zeros((len(texts), self.dim), np.float32)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        for lo in range(0, len(texts), self.batch_size):
-            rows = order[lo : lo + self.batch_size]
+        if not texts:
+            return out
+        if self.batch_size is None:
+            groups = length_batches(
+                token_lengths(self.tokenizer, texts, self.max_len), BATCH_TOKENS
+            )
+        else:
+            order = np.argsort([-len(t) for t in texts], kind="stable")
+            groups = [
+                order[lo : lo + self.batch_size] for lo in range(0, len(texts), self.batch_size)
+            ]
+        for rows in groups:
             enc = self.tokenizer(
                 [texts[i] for i in rows],
                 padding=True,
@@ -147,6 +157,34 @@ class OnnxInt8Embedder:
             pooled = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
             out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
+
+
+_PLAIN_MODULES = {"Transformer", "Pooling", "Normalize"}
+
+
+def _mean_pooling_layout(folder: Path) -> tuple[int | None, int]:
+    """(max sequence length when set, vector width) of a sentence-transformers folder whose modules are
+    a transformer, mean pooling and at most a normalization, read from its config files (so
+    the fp32 weights are not loaded); anything else is refused with what to use instead."""
+    refuse = (
+        f"embedder.backend 'onnx-int8': {folder} is not a transformer with mean pooling; use "
+        "the sentence-transformers backend for it"
+    )
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        pooling = next(m for m in modules if m["type"].endswith(".Pooling"))
+        pool = json.loads((folder / pooling["path"] / "config.json").read_text())
+        seq = json.loads((folder / "sentence_bert_config.json").read_text())
+    except (OSError, ValueError, KeyError, StopIteration):
+        raise ConfigError(refuse) from None
+    if any(m["type"].rsplit(".", 1)[-1] not in _PLAIN_MODULES for m in modules):
+        raise ConfigError(refuse)
+    # sentence-transformers >= 6 names the mode; older releases set one flag per mode
+    mode = pool.get("pooling_mode")
+    if not (mode in ("mean", ["mean"]) or pool.get("pooling_mode_mean_tokens", False)):
+        raise ConfigError(refuse)
+    limit = seq.get("max_seq_length")
+    return (int(limit) if limit else None), int(pool["word_embedding_dimension"])
 
 
 def _threads() -> int:

@@ -28,6 +28,15 @@ def _guided(schema: dict) -> dict:
         return {"guided_decoding": GuidedDecodingParams(json=schema)}
 
 
+def prompt_ids(tokenizer, prompt: Prompt) -> list[int]:
+    """Token ids of a prompt after the model's chat template (rendered as text, then tokenized:
+    `tokenize=True` returns a dict rather than ids in recent transformers)."""
+    text = tokenizer.apply_chat_template(
+        as_messages(prompt), tokenize=False, add_generation_prompt=True
+    )
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 class VLLMBackend:
     """vllm.LLM over a local model folder; one engine per process (per GPU set)."""
 
@@ -67,17 +76,9 @@ class VLLMBackend:
             self._engine = VLLMEngine(**self._engine_args)
         return self._engine
 
-    def _prompt_ids(self, prompt: Prompt) -> list[int]:
-        """Token ids of a prompt after the chat template (rendered as text, then tokenized:
-        `tokenize=True` returns a dict rather than ids in recent transformers)."""
-        text = self.tokenizer.apply_chat_template(
-            as_messages(prompt), tokenize=False, add_generation_prompt=True
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Prompt tokens after the chat template."""
-        return [len(self._prompt_ids(p)) for p in prompts]
+        return [len(prompt_ids(self.tokenizer, p)) for p in prompts]
 
     def generate(
         self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
@@ -93,7 +94,7 @@ class VLLMBackend:
         engine = self.engine.llm_engine
         call = uuid.uuid4().hex  # request ids unique across calls on this engine
         for i, p in enumerate(prompts):
-            ids = self._prompt_ids(p)
+            ids = prompt_ids(self.tokenizer, p)
             engine.add_request(f"{call}-{i}", {"prompt_token_ids": ids}, sampling)
         t0 = time.perf_counter()
         done: list[Completion | None] = [None] * len(prompts)

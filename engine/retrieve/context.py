@@ -25,7 +25,7 @@ from engine.models.base import UsageLedger
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner import entity_recognizer
 from engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
-from engine.names import relation_text
+from engine.names import relation_text, titled_chunk
 from engine.store.index_store import Index
 from kernels.graph import CSRGraph
 
@@ -45,6 +45,29 @@ def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
     if not built or own != EmbedderConfig():
         return own
     return dataclasses.replace(own, backend=built["backend"], model=built["model"])
+
+
+def _relation_texts(index: Index) -> list[str]:
+    """Each relation's embedded text, in relations table order."""
+    names = index.table("entities", ["entity_id", "name"]).to_pydict()
+    name_of = dict(zip(names["entity_id"], names["name"], strict=True))
+    rels = index.table("relations", ["src", "dst", "description"]).to_pydict()
+    return [
+        relation_text(name_of[s], name_of[d], desc)
+        for s, d, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True)
+    ]
+
+
+def _unit_texts(index: Index) -> list[str]:
+    """Each knowledge unit's text, in units table order."""
+    return index.table("units", ["text"]).column("text").to_pylist()
+
+
+LAZY_TEXTS: dict[str, Callable[[Index], list[str]]] = {
+    "relation_vectors": _relation_texts,
+    "unit_vectors": _unit_texts,
+}
+"""The vector tables an index may leave lazy (config key = table name), and their texts."""
 
 
 class QueryContext:
@@ -83,10 +106,7 @@ class QueryContext:
         ext = dict(zip(docs["doc_id"], docs["external_id"], strict=True))
         title = dict(zip(docs["doc_id"], docs["title"], strict=True))
         ch = self.index.table("chunks", ["chunk_id", "doc_id", "text"]).to_pydict()
-        titled = [
-            f"{title[d]}\n{t}" if title[d] else t
-            for d, t in zip(ch["doc_id"], ch["text"], strict=True)
-        ]
+        titled = [titled_chunk(title[d], t) for d, t in zip(ch["doc_id"], ch["text"], strict=True)]
         return {
             "ids": ch["chunk_id"],
             "texts": ch["text"],
@@ -109,36 +129,29 @@ class QueryContext:
 
     def _vectors(self, name: str) -> np.ndarray:
         if not self.index.has(name):
-            if (
-                name == "relation_vectors"
-                and built_config(self.index, "graph").get("relation_vectors") == "lazy"
-            ):
-                return self._lazy_relation_vectors()
+            if name in LAZY_TEXTS and built_config(self.index, "graph").get(name) == "lazy":
+                return self._lazy_vectors(name)
             raise IndexFormatError(
                 f"{self.index.root}: the index has no {name}; rebuild it with graph.embed: true"
             )
         return self.index.vectors(name)
 
-    def _lazy_relation_vectors(self) -> np.ndarray:
-        """Relation vectors of an index built with graph.relation_vectors: lazy, embedded now
-        (relations table order) through the embedding cache beside the index, so only the first
-        run pays; an index folder this process cannot write embeds them for this run alone."""
-        names = self.index.table("entities", ["entity_id", "name"]).to_pydict()
-        name_of = dict(zip(names["entity_id"], names["name"], strict=True))
-        rels = self.index.table("relations", ["src", "dst", "description"]).to_pydict()
-        texts = [
-            relation_text(name_of[s], name_of[d], desc)
-            for s, d, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True)
-        ]
+    def _lazy_vectors(self, name: str) -> np.ndarray:
+        """A vector table the index left lazy (graph.unit_vectors / graph.relation_vectors:
+        lazy), embedded now in its table's row order through the embedding cache beside the
+        index, so only the first run pays; an index folder this process cannot write embeds
+        them for this run alone."""
+        texts = LAZY_TEXTS[name](self.index)
+        kind = name.split("_")[0]
         root = Path(self.index.root)
         if not os.access(root, os.W_OK):
             print(
-                f"{root}: relation vectors are lazy and the folder is read-only; embedding "
-                f"{len(texts)} relations for this run only",
+                f"{root}: {kind} vectors are lazy and the folder is read-only; embedding "
+                f"{len(texts)} {kind}s for this run only",
                 file=sys.stderr,
             )
             return np.asarray(self.embedder.encode(texts), dtype=np.float32)
-        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, "relations")
+        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kind + "s")
 
     @cached_property
     def units(self) -> dict[str, list]:

@@ -1,7 +1,7 @@
-"""graph.relation_vectors: lazy: the build embeds no relation texts; the first query that
-searches relations embeds them into the index's embedding cache, later runs read them back, a
-read-only index folder embeds them for the run alone, and retrieval equals an index built with
-relation vectors (the same texts, the same model)."""
+"""graph.relation_vectors / graph.unit_vectors: lazy: the build embeds no relation (unit)
+texts; the first query that searches them embeds them into the index's embedding cache, later
+runs read them back, a read-only index folder embeds them for the run alone, and retrieval
+equals an index built with the vectors (the same texts, the same model)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from engine.eval.datasets import demo_questions_path, load_questions
 from engine.methods import query_config
+from engine.methods.clue_rag import clue_rag
 from engine.methods.lightrag import lightrag
 from engine.models.embed_cache import EMBED_CACHE
 from engine.retrieve.context import QueryContext
@@ -75,3 +76,37 @@ def test_lazy_relation_vectors_equal_built_ones(
     assert "for this run only" in capsys.readouterr().err
     assert not (readonly / EMBED_CACHE).exists()
     assert np.array_equal(alone.ranking.ids, first.ranking.ids)
+
+
+def _clue_rag(index_dir, run_dir):
+    cfg = query_config("clue")
+    cfg.generation.enabled = False
+    ctx = QueryContext(open_index(index_dir), cfg, run_dir)
+    return ctx, clue_rag(ctx, load_questions(demo_questions_path()), StageClock())
+
+
+def test_lazy_unit_vectors_equal_built_ones(run_cli, demo_index, tmp_path) -> None:
+    cfg = tmp_path / "lazy.yaml"
+    cfg.write_text("graph:\n  unit_vectors: lazy\n")
+    lazy = tmp_path / "lazy"
+    assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
+    built, index = open_index(demo_index), open_index(lazy)
+    assert index.has("entity_vectors") and index.has("relation_vectors")
+    assert not index.has("unit_vectors")
+    n_units = index.rows("units")
+    assert n_units == built.rows("units") > 0
+    embed = index.manifest["stats"]["stages"]["embed"]
+    assert embed["lazy"] == ["unit_vectors"]
+    assert embed["items"] == built.manifest["stats"]["stages"]["embed"]["items"] - n_units
+
+    before = _cached_vectors(lazy)
+    ctx, first = _clue_rag(lazy, tmp_path / "run1")
+    assert _cached_vectors(lazy) == before + n_units
+    ref_ctx, reference = _clue_rag(demo_index, tmp_path / "run0")
+    np.testing.assert_allclose(ctx.unit_vectors, ref_ctx.unit_vectors, atol=1e-6)
+    assert np.array_equal(first.ranking.ids, reference.ranking.ids)
+    np.testing.assert_allclose(first.ranking.scores, reference.ranking.scores, atol=1e-5)
+    assert first.extras == reference.extras
+    _, again = _clue_rag(lazy, tmp_path / "run2")
+    assert _cached_vectors(lazy) == before + n_units
+    assert np.array_equal(again.ranking.ids, first.ranking.ids)
