@@ -2,12 +2,12 @@
 MiniLM with 64 texts a forward pass and every table embedded (`batch64`, the default before
 token-budget batches), the default (batches of 2,048 padded tokens), relation vectors left lazy
 (`graph.relation_vectors: lazy`), the int8 ONNX Runtime embedder with lazy relations
-(`embedder.backend: onnx-int8`), and `fast`: int8 with lazy relation and unit vectors (for an
-index no Clue-RAG run will query). Index seconds per stage and the ratio to the first variant,
+(`embedder.backend: onnx-int8`), `fast32`: fp32 with lazy relation and unit vectors (for an
+index no Clue-RAG run will query), and `fast`: the same with int8. Index seconds per stage and the ratio to the first variant,
 then Recall@2/@5 of dense and PPR retrieval on the set's dev questions against each index
 (neither uses relation or unit vectors, so the fp32 rows must agree, as must the int8 ones).
 
-    .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast]
+    .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast32,fast]
                                          [--work DIR]
 
 Each index is a fresh `graphrag-engine index` process with fresh caches (the int8 model itself
@@ -39,6 +39,7 @@ VARIANTS = {
     "lazy": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n",
     "int8": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\nmodels:\n  embedder:\n"
     "    backend: onnx-int8\n",
+    "fast32": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n  unit_vectors: lazy\n",
     "fast": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n  unit_vectors: lazy\n"
     "models:\n  embedder:\n    backend: onnx-int8\n",
 }

@@ -61,7 +61,8 @@ class LocalExecutor:
         """Start one spaCy worker process per core in the background (they load while earlier
         stages run) for `ner_blocks`; False where it would not help (one core, rules NER)."""
         if self._ner_pool is None:
-            cores = len(os.sched_getaffinity(0))
+            affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere all cores
+            cores = len(affinity(0)) if affinity else os.cpu_count() or 1
             if cores < 2 or self._recognizer().backend != "spacy":
                 return False
             spawn = multiprocessing.get_context("spawn")  # no fork of a threaded model process

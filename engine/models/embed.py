@@ -41,10 +41,21 @@ def length_batches(
     return groups
 
 
-def token_lengths(tokenizer, texts: list[str], limit: int) -> list[int]:
-    """Each text's token count as the model sees it (special tokens in, cut at `limit`)."""
-    ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
-    return [len(x) for x in ids]
+def token_lengths(tokenizer, texts: list[str], limit: int, block: int = 4096) -> list[int]:
+    """Each text's token count as the model sees it (special tokens in, cut at `limit`),
+    `block` texts at a time so a large call holds one block's encodings, not all of them."""
+    lengths: list[int] = []
+    for lo in range(0, len(texts), block):
+        ids = tokenizer(
+            texts[lo : lo + block],
+            add_special_tokens=True,
+            truncation=True,
+            max_length=limit,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
+        lengths.extend(len(x) for x in ids)
+    return lengths
 
 
 class Embedder(Protocol):
