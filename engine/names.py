@@ -32,3 +32,11 @@ def entity_text(name: str, description: str | None) -> str:
 def titled_chunk(title: str | None, text: str) -> str:
     """What a chunk's vector embeds: its document's title above its text (title when present)."""
     return f"{title}\n{text}" if title else text
+
+
+VECTOR_TABLE_KINDS = {
+    "unit_vectors": "units",
+    "entity_vectors": "entities",
+    "relation_vectors": "relations",
+}
+"""What each graph vector table holds, as progress lines and the embedding cache name it."""

@@ -187,11 +187,15 @@ def test_token_budget_batches_equal_fixed_batches(minilm, shared_data: Path) -> 
     np.testing.assert_allclose(budget, fixed, atol=2e-5)
 
 
-def test_ner_workers_tag_as_this_process_does(shared_data: Path) -> None:
+def test_ner_workers_tag_as_this_process_does(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A large local NER job spread over worker processes returns the mentions tagging here
-    returns, block by block, each position once."""
+    returns, block by block, each position once; the workers start only for texts the NER
+    cache lacks, so re-tagging cached texts starts none."""
+    from engine.exec import local as local_exec
     from engine.exec.local import LocalExecutor
-    from engine.models.ner_cache import BLOCK
+    from engine.models.ner_cache import BLOCK, NERCache
 
     texts = [
         s
@@ -199,23 +203,29 @@ def test_ner_workers_tag_as_this_process_does(shared_data: Path) -> None:
         for s in json.loads(line)["text"].split(". ")
     ][: 2 * BLOCK + 100]
     assert len(texts) == 2 * BLOCK + 100
+    monkeypatch.setattr(local_exec, "NER_WORKERS_FROM", 2 * BLOCK)
     local = LocalExecutor(EmbedderConfig(), "spacy")
     here = dict(
-        (i, m) for pos, found in local.ner_blocks(texts) for i, m in zip(pos, found, strict=True)
+        (i, m)
+        for pos, found in local.ner_blocks(texts[: 2 * BLOCK - 1])
+        for i, m in zip(pos, found, strict=True)
     )
+    assert local.ner_workers == 0  # below the threshold: tagged in this process
+    cache = NERCache(tmp_path / "ner.sqlite")
     try:
-        assert local.start_ner_workers()
-        blocks = list(local.ner_blocks(texts))
+        spread = cache.extract(local, local.ner_model_id, texts)
+        assert local.ner_workers >= 2 and local._ner_pool is not None
     finally:
         local.close()
     assert local._ner_pool is None
-    spread = {}
-    for pos, found in blocks:
-        for i, m in zip(pos, found, strict=True):
-            assert i not in spread
-            spread[i] = m
-    assert len(blocks) == 3 and spread == here == dict(enumerate(local.ner(texts)))
-    assert sum(map(len, here.values())) > 1000
+    assert spread == local.ner(texts) and [spread[i] for i in here] == list(here.values())
+    assert sum(map(len, spread)) > 1000
+    again = LocalExecutor(EmbedderConfig(), "spacy")
+    try:
+        assert NERCache(tmp_path / "ner.sqlite").extract(again, local.ner_model_id, texts) == spread
+        assert again.ner_workers == 0  # every text was cached
+    finally:
+        again.close()
 
 
 def test_bi_encoder_reranker(minilm) -> None:

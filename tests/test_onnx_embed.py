@@ -1,6 +1,7 @@
 """The int8 ONNX Runtime embedder (embedder.backend: onnx-int8): built here from the packaged
 MiniLM weights (no download), kept in its cache and reused, its vectors close to fp32's on real
-MuSiQue passages, and ranking MuSiQue's gold passages as fp32 does."""
+MuSiQue passages and the same in any batch, ranking MuSiQue's gold passages as fp32 does; the
+per-token int8 rewrite against a numpy reference."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def test_built_once_and_reused(int8, monkeypatch) -> None:
 
     embedder, cache = int8
     (built,) = cache.glob("*.onnx")
-    assert embedder.model_id == "onnx-int8:all-MiniLM-L6-v2"
+    assert embedder.model_id == "onnx-int8-per-token:all-MiniLM-L6-v2"
+    assert built.name.endswith("-int8-per-token.onnx")
     monkeypatch.setenv(onnx_embed.CACHE_ENV, str(cache))
     monkeypatch.setattr(onnx_embed, "export_int8", lambda *a: pytest.fail("exported again"))
     again = onnx_embed.OnnxInt8Embedder()
@@ -63,13 +65,16 @@ def test_vectors_and_rankings_follow_fp32(int8, minilm, shared_data) -> None:
     fast, ref = embedder.encode(texts), minilm.encode(texts)
     cosine = (fast * ref).sum(1)
     assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
-    assert cosine.min() > 0.97 and cosine.mean() > 0.99, (cosine.min(), cosine.mean())
+    # per-tensor int8 (ONNX Runtime's dynamic quantization) kept a mean of 0.993 here
+    assert cosine.min() > 0.99 and cosine.mean() > 0.997, (cosine.min(), cosine.mean())
+    one_at_a_time = np.stack([embedder.encode([t])[0] for t in texts[:12]])
+    assert np.array_equal(one_at_a_time, fast[:12])  # a text's scales are its own
 
     asked = [q["question"] for q in questions]
     top_fast = np.argsort(-(embedder.encode(asked) @ fast.T), axis=1)[:, :5]
     top_ref = np.argsort(-(minilm.encode(asked) @ ref.T), axis=1)[:, :5]
     overlap = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(top_fast, top_ref, strict=True)])
-    assert overlap > 0.85, overlap
+    assert overlap > 0.9, overlap
     gold = [{ids.index(p) for p in q["supporting_passage_ids"]} for q in questions]
     hits = [
         np.mean([len(g & set(t)) / len(g) for g, t in zip(gold, top, strict=True)])
@@ -144,3 +149,53 @@ def test_a_dense_head_is_refused(tmp_path) -> None:
     (folder / "modules.json").write_text(json.dumps(modules))
     with pytest.raises(ConfigError, match="use the sentence-transformers backend"):
         OnnxInt8Embedder(str(folder))
+
+
+def test_per_token_rewrite_equals_a_numpy_reference(tmp_path) -> None:
+    """A MatMul by a weight, rewritten, gives numpy's per-token uint8 x 7-bit int8 product
+    (to one rounding step of a token's activations), far closer to float32 than one scale for
+    the whole tensor; a MatMul of two activations is left as it is."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from engine.models.onnx_int8 import WEIGHT_LEVELS, quantize_per_token
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(16, 8)).astype(np.float32)
+    x = rng.normal(size=(3, 5, 16)).astype(np.float32)
+    x[0, 0] *= 40  # one outlier token
+    x[1] = np.abs(x[1])  # rows with no negative value: zero point 0
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("MatMul", ["y", "t"], ["z"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "n", 16]),
+         helper.make_tensor_value_info("t", TensorProto.FLOAT, ["b", 8, 2])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["b", "n", 2])],
+        [numpy_helper.from_array(w, "w")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    rewritten = quantize_per_token(model)
+    assert [n.op_type for n in rewritten.graph.node].count("MatMul") == 1  # the y x t product
+    onnx.checker.check_model(rewritten)
+    eye = np.broadcast_to(np.eye(8, 2, dtype=np.float32), (3, 8, 2)).copy()
+    got = ort.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
+    y = got.run(None, {"x": x, "t": eye})[0].reshape(-1, 2)  # y's first two columns
+
+    rows = x.reshape(-1, 16)
+    lo, hi = np.minimum(rows.min(1), 0), np.maximum(rows.max(1), 0)
+    scale = (hi - lo) / 255
+    zp = np.round(-lo / scale)
+    xq = np.clip(np.round(rows / scale[:, None]) + zp[:, None], 0, 255)
+    w_scale = np.abs(w).max(0) / WEIGHT_LEVELS
+    w_int = np.round(w / w_scale)
+    ref = ((xq - zp[:, None]) * scale[:, None]) @ (w_int * w_scale)
+    step = scale[:, None] * np.abs(w).max()  # one activation rounded the other way
+    assert np.all(np.abs(y - ref[:, :2]) <= step + 1e-5)
+    exact = (rows @ w)[:, :2]
+    t_lo, t_scale = min(rows.min(), 0), (rows.max() - min(rows.min(), 0)) / 255
+    t_zp = np.round(-t_lo / t_scale)
+    per_tensor = ((np.clip(np.round(rows / t_scale) + t_zp, 0, 255) - t_zp) * t_scale) @ w
+    others = slice(1, None)  # every token but the outlier, whose scale sets the tensor's
+    err_token = np.abs(y - exact)[others].max()
+    assert err_token < 0.25 * np.abs(per_tensor[:, :2] - exact)[others].max()

@@ -13,6 +13,12 @@ from engine.config import EmbedderConfig
 from engine.models import make_embedder
 from engine.models.ner import entity_recognizer, load_recognizer, tag_block
 from engine.models.ner_cache import BLOCK, Mentions
+from engine.models.text_cache import in_blocks
+
+NER_WORKERS_FROM = 3500
+"""Texts to tag (ones the NER cache lacks) from which `ner_blocks` spreads them over worker
+processes: below it, their start-up (a few seconds of imports and model load each) outweighs
+what they save. MuSiQue's 3,404 chunks hold 12,061 units."""
 
 
 class LocalExecutor:
@@ -26,6 +32,7 @@ class LocalExecutor:
         self._ner_backend = ner_backend
         self._ner = None
         self._ner_pool = None
+        self.ner_workers = 0  # worker processes started for NER in this executor's life
 
     @property
     def embedder(self):
@@ -58,8 +65,8 @@ class LocalExecutor:
         return self._recognizer().extract(texts)
 
     def start_ner_workers(self) -> bool:
-        """Start one spaCy worker process per core in the background (they load while earlier
-        stages run) for `ner_blocks`; False where it would not help (one core, rules NER)."""
+        """Start one spaCy worker process per core for `ner_blocks`; False where it would not
+        help (one core, rules NER)."""
         if self._ner_pool is None:
             affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere all cores
             cores = len(affinity(0)) if affinity else os.cpu_count() or 1
@@ -67,14 +74,17 @@ class LocalExecutor:
                 return False
             spawn = multiprocessing.get_context("spawn")  # no fork of a threaded model process
             self._ner_pool = spawn.Pool(cores, load_recognizer, (self._ner_backend,))
+            self.ner_workers = cores
         return True
 
     def ner_blocks(self, texts: list[str]) -> Iterator[tuple[Sequence[int], list[Mentions]]]:
-        """(positions, mentions) of blocks of texts, from the worker processes once started,
-        else tagged here; blocks come back as they finish."""
+        """(positions, mentions) of blocks of texts, from worker processes when there are
+        NER_WORKERS_FROM texts or more (so a re-index whose units are cached starts none), else
+        tagged here; blocks come back as they finish."""
+        if self._ner_pool is None and len(texts) >= NER_WORKERS_FROM:
+            self.start_ner_workers()
         if self._ner_pool is None:
-            for lo in range(0, len(texts), BLOCK):
-                yield range(lo, min(lo + BLOCK, len(texts))), self.ner(texts[lo : lo + BLOCK])
+            yield from in_blocks(None, self.ner, texts, BLOCK)
             return
         jobs = [
             (self._ner_backend, lo, texts[lo : lo + BLOCK]) for lo in range(0, len(texts), BLOCK)

@@ -29,14 +29,11 @@ from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner_cache import NERCache
-from engine.names import entity_text, relation_text
+from engine.names import VECTOR_TABLE_KINDS, entity_text, relation_text
 from engine.store import IndexWriter
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 NER_CACHE = "ner_cache.sqlite"
-NER_WORKERS_FROM = 1000
-"""Chunks from which a local build tags its units in NER worker processes: below it, their
-start-up (a few seconds of imports and model load each) outweighs what they save."""
 
 
 @dataclass
@@ -112,9 +109,6 @@ def run_graph_stages(
             build.cache = EmbeddingCache(out / EMBED_CACHE)
             models["embedder"] = executor.model_id
         stats["executor"] = executor.name
-        start_ner_workers = getattr(executor, "start_ner_workers", None)
-        if start_ner_workers is not None and len(chunks.ids) >= NER_WORKERS_FROM:
-            stats["ner_workers"] = start_ner_workers()  # they load while the chunks embed
         run_stages(build, STAGES)
     finally:
         executor.close()
@@ -214,6 +208,7 @@ def _ner(b: Build) -> dict[str, Any]:
         "tagged": cache.misses,
         "backend": b.models["ner"].split(":")[0],
         "mentions": sum(len(m) for m in b.mentions),
+        "worker_processes": getattr(b.executor, "ner_workers", 0),
     }
 
 
@@ -279,9 +274,6 @@ def _communities(b: Build) -> dict[str, Any]:
     return values
 
 
-PLURAL = {"unit_vectors": "units", "entity_vectors": "entities", "relation_vectors": "relations"}
-
-
 def _embed(b: Build) -> dict[str, Any]:
     """Vectors of units, entities ("name: description") and relations ("src - dst: description"),
     but not of a table the config leaves lazy (a query embeds it when it first asks)."""
@@ -301,7 +293,7 @@ def _embed(b: Build) -> dict[str, Any]:
     built = {name: texts for name, texts in tables.items() if texts is not None}
     # one pass over the tables' texts: one pipeline (and model load) on Ray, not three
     everything = [t for texts in built.values() for t in texts]
-    vecs = cache.encode(emb, everything, "+".join(PLURAL[n] for n in built))
+    vecs = cache.encode(emb, everything, "+".join(VECTOR_TABLE_KINDS[n] for n in built))
     lo = 0
     for name, texts in built.items():
         b.writer.write_vectors(name, vecs[lo : lo + len(texts)], emb.model_id)

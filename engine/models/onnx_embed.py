@@ -1,10 +1,12 @@
 """The fast CPU embedder path: a local sentence-transformers model (default: the packaged
-all-MiniLM-L6-v2) exported to ONNX here and quantized to int8 weights (dynamic, per channel),
-run by ONNX Runtime. Nothing is downloaded: the export reads the local weights once and keeps
-the int8 model in a cache folder keyed by the weights' hash, written atomically.
+all-MiniLM-L6-v2) exported to ONNX here and rewritten to int8 with a scale per token and per
+weight column (engine/models/onnx_int8.py), run by ONNX Runtime. Nothing is downloaded: the
+export reads the local weights once and keeps the int8 model in a cache folder keyed by the
+weights' hash, written atomically.
 
-Its vectors are not fp32's (cosine about 0.98 or more on real passages, bench/embed_floor.py), so
-it has its own model id: an index built with it is queried with it.
+Its vectors are not fp32's (cosine about 0.998 on real passages, bench/embed_floor.py), so it
+has its own model id: an index built with it is queried with it. They do not depend on the
+batch a text shares, so one text at a time gives the batched vectors exactly.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from engine.models.embed import (
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"
 """Where int8 exports are kept (default ~/.cache/graphrag-engine/onnx)."""
+SCHEME = "int8-per-token"
+"""The quantization, in the model id and the export's file name (per-tensor int8 came before:
+its vectors differ, so neither its cached vectors nor its export are reused)."""
 
 
 def _weights_hash(folder: Path) -> str:
@@ -46,12 +51,17 @@ def _weights_hash(folder: Path) -> str:
 
 
 def export_int8(st_model, out: Path) -> Path:
-    """Export the transformer of a loaded SentenceTransformer to ONNX, quantize it to int8 and
-    move the result to `out` (atomically); returns `out`."""
+    """Export the transformer of a loaded SentenceTransformer to ONNX, rewrite it to per-token
+    int8 and move the result to `out` (atomically); returns `out`."""
+    import onnx
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from engine.models.onnx_int8 import quantize_per_token
 
     encoder = st_model[0].auto_model.eval()
+    # plain attention with an additive mask: the fused-attention export masks with Where and
+    # IsNaN nodes that cost ONNX Runtime about a tenth of its time (same vectors)
+    encoder.set_attn_implementation("eager")
 
     class Hidden(torch.nn.Module):
         def __init__(self) -> None:
@@ -70,9 +80,7 @@ def export_int8(st_model, out: Path) -> Path:
         with warnings.catch_warnings():  # the TorchScript exporter's notices: nothing to act on
             warnings.simplefilter("ignore")
             _export(torch, Hidden(), example, fp32)
-        quantize_dynamic(
-            str(fp32), str(work / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True
-        )
+        onnx.save(quantize_per_token(onnx.load(str(fp32))), str(work / "model.onnx"))
         fp32.unlink()
         os.replace(work / "model.onnx", out)
     finally:
@@ -96,7 +104,7 @@ def _export(torch, module, example, path: Path) -> None:
 
 
 class OnnxInt8Embedder:
-    """int8 ONNX Runtime version of a local mean-pooling sentence-transformers model."""
+    """Per-token int8 ONNX Runtime version of a local mean-pooling sentence-transformers model."""
 
     def __init__(self, model: str | None = None, batch_size: int | None = None) -> None:
         try:
@@ -114,7 +122,7 @@ class OnnxInt8Embedder:
         self.max_len, self.dim = _mean_pooling_layout(folder)
         cache = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache/graphrag-engine/onnx")
         cache.mkdir(parents=True, exist_ok=True)
-        path = cache / f"{folder.name}-{_weights_hash(folder)}-int8.onnx"
+        path = cache / f"{folder.name}-{_weights_hash(folder)}-{SCHEME}.onnx"
         if not path.exists():  # the fp32 model is loaded only to export it
             from sentence_transformers import SentenceTransformer
 
@@ -125,7 +133,7 @@ class OnnxInt8Embedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, _threads())
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.model_id = f"onnx-int8:{DEFAULT_EMBEDDER if default else folder.name}"
+        self.model_id = f"onnx-{SCHEME}:{DEFAULT_EMBEDDER if default else folder.name}"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(n, d) float32, L2-normalized; texts of similar length share a batch, of

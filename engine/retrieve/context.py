@@ -25,7 +25,7 @@ from engine.models.base import UsageLedger
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner import entity_recognizer
 from engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
-from engine.names import relation_text, titled_chunk
+from engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
 from engine.store.index_store import Index
 from kernels.graph import CSRGraph
 
@@ -142,16 +142,16 @@ class QueryContext:
         index, so only the first run pays; an index folder this process cannot write embeds
         them for this run alone."""
         texts = LAZY_TEXTS[name](self.index)
-        kind = name.split("_")[0]
+        kinds = VECTOR_TABLE_KINDS[name]
         root = Path(self.index.root)
         if not os.access(root, os.W_OK):
             print(
-                f"{root}: {kind} vectors are lazy and the folder is read-only; embedding "
-                f"{len(texts)} {kind}s for this run only",
+                f"{root}: {name} are lazy and the folder is read-only; embedding "
+                f"{len(texts)} {kinds} for this run only",
                 file=sys.stderr,
             )
             return np.asarray(self.embedder.encode(texts), dtype=np.float32)
-        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kind + "s")
+        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kinds)
 
     @cached_property
     def units(self) -> dict[str, list]:
