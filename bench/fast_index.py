@@ -5,7 +5,8 @@ token-budget batches), the default (batches of 2,048 padded tokens), relation ve
 (`embedder.backend: onnx-int8`), `fast32`: fp32 with lazy relation and unit vectors (for an
 index no Clue-RAG run will query), and `fast`: the same with int8. Index seconds per stage and the ratio to the first variant,
 then Recall@2/@5 of dense and PPR retrieval on the set's dev questions against each index
-(neither uses relation or unit vectors, so the fp32 rows must agree, as must the int8 ones).
+(neither uses relation or unit vectors, so the fp32 rows must agree, as must the int8 ones),
+and the largest change of those four recalls from the first variant, in points.
 
     .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast32,fast]
                                          [--work DIR]
@@ -71,6 +72,11 @@ def recall(index: Path, questions: Path, work: Path) -> dict[str, dict]:
     }
 
 
+def recall_shift(got: dict, ref: dict) -> float:
+    """The largest change of a method's R@2 or R@5 from the reference variant's (a fraction)."""
+    return max(abs(got[m][k][0] - ref[m][k][0]) for m in METHODS for k in ("R@2", "R@5"))
+
+
 def main() -> None:
     """Index each set once per variant, time it, score retrieval; print the table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -81,7 +87,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     variants = args.variants.split(",")
-    if "int8" in variants:  # export once, outside the timed builds
+    if any("onnx-int8" in VARIANTS[v] for v in variants):  # export once, outside the timed builds
         os.environ.setdefault("GRAPHRAG_ONNX_CACHE", str(work / "onnx"))
         from engine.models.onnx_embed import OnnxInt8Embedder
 
@@ -111,7 +117,9 @@ def main() -> None:
         f"{'set':<9}{'variant':<9}{'index s':>8}{'x ' + variants[0]:>11}{'texts':>8}"
         f"{'chunks s':>9}{'tables s':>9}{'NER s':>7}"
         + "".join(f"{m + ' R@2/R@5':>22}" for m in METHODS)
+        + f"{'max |dR| pt':>13}"
     )
+    first = {r["set"]: r["recall"] for r in rows if r["variant"] == variants[0]}
     for r in rows:
         st = r["stage_seconds"]
         cells = "".join(
@@ -120,7 +128,7 @@ def main() -> None:
         print(
             f"{r['set']:<9}{r['variant']:<9}{r['seconds']:>8}{base[r['set']] / r['seconds']:>10.2f}x"
             f"{r['embedded']:>8}{st.get('embed_chunks', 0):>9.1f}{st.get('embed', 0):>9.1f}"
-            f"{st.get('ner', 0):>7.1f}{cells}"
+            f"{st.get('ner', 0):>7.1f}{cells}{100 * recall_shift(r['recall'], first[r['set']]):>13.1f}"
         )
     print(json.dumps({"bench": "fast_index", "rows": rows}))
 
