@@ -46,12 +46,22 @@ def edited(passages: list[dict]) -> tuple[list[dict], set[str]]:
     return changed + old[10:] + new, touched
 
 
-def test_reindex_touches_only_changes_and_equals_a_rebuild(passages, tmp_path: Path) -> None:
+def test_reindex_touches_only_changes_and_equals_a_rebuild(
+    passages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.exec import local as local_exec
+    from engine.index import graph_stages
+
+    # NER worker processes: a fresh build of 50 chunks or more starts them early, a re-index
+    # (its NER cache filled) does not; the executor's own threshold is put out of reach
+    monkeypatch.setattr(graph_stages, "NER_EARLY_FROM", 50)
+    monkeypatch.setattr(local_exec, "NER_WORKERS_FROM", 10**9)
     src, index = tmp_path / "src", tmp_path / "index"
     write_source(src, passages[:N_DOCS])
     assert main(["reindex", str(src), "--out", str(index)]) == 0
     before = open_index(index)
     assert before.rows("documents") == N_DOCS
+    assert before.manifest["stats"]["stages"]["ner"]["worker_processes"] >= 2
 
     # unchanged source: nothing is written, the generation stays
     assert main(["reindex", str(src), "--out", str(index)]) == 0
@@ -74,6 +84,7 @@ def test_reindex_touches_only_changes_and_equals_a_rebuild(passages, tmp_path: P
     unit_texts = after.table("units", columns=["text"])["text"].to_pylist()
     assert 0 < stages["ner"]["tagged"] == len(set(unit_texts) - old_units) < len(unit_texts) // 4
     assert stages["ner"]["cached"] == sum(t in old_units for t in unit_texts)
+    assert stages["ner"]["worker_processes"] == 0
 
     # the deleted documents are gone with what only they held: a rebuild from nothing agrees
     full = tmp_path / "full"

@@ -17,8 +17,8 @@ from engine.models.text_cache import in_blocks
 
 NER_WORKERS_FROM = 3500
 """Texts to tag (ones the NER cache lacks) from which `ner_blocks` spreads them over worker
-processes: below it, their start-up (a few seconds of imports and model load each) outweighs
-what they save. MuSiQue's 3,404 chunks hold 12,061 units."""
+processes when none were started before: below it, their start-up (a few seconds of imports
+and model load each) outweighs what they save. MuSiQue's 3,404 chunks hold 12,061 units."""
 
 
 class LocalExecutor:

@@ -44,16 +44,19 @@ def actor_embedder(embedder: dict):
 
 
 class EmbedBlocks:
-    """Ray Data actor: holds one embedder; the vectors of a block of texts."""
+    """Ray Data actor: holds one embedder; the vectors of a block of texts (query-side
+    texts as `query_encoder` embeds them)."""
 
-    def __init__(self, embedder: dict) -> None:
+    def __init__(self, embedder: dict, queries: bool = False) -> None:
         quiet_actor()
         from engine.models import make_embedder  # in the actor process
+        from engine.models.embed import query_encoder  # in the actor process
 
         self.embedder = make_embedder(actor_embedder(embedder))
+        self.encode = query_encoder(self.embedder) if queries else self.embedder.encode
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        vectors = self.embedder.encode(batch["text"].tolist())
+        vectors = self.encode(batch["text"].tolist())
         model = np.full(len(vectors), self.embedder.model_id, dtype=object)
         return {"pos": batch["pos"], "out": vectors, "model": model}
 
@@ -101,13 +104,19 @@ def stream_blocks(
 
 
 def embed_texts(
-    embedder: dict, texts: list[str], workers: int, gpus: float, label: str = "texts"
+    embedder: dict,
+    texts: list[str],
+    workers: int,
+    gpus: float,
+    label: str = "texts",
+    queries: bool = False,
 ) -> tuple[np.ndarray, str]:
-    """Vectors of the texts in input order (a pipeline over a pool of embedders) and the id of
-    the model that made them, counted on an `embed LABEL` progress bar."""
+    """Vectors of the texts in input order (a pipeline over a pool of embedders; query-side
+    texts when `queries`) and the id of the model that made them, counted on an `embed LABEL`
+    progress bar."""
     vectors, model_id = None, ""
     bar = progress(f"embed {label}", total=len(texts), unit="text")
-    for out in stream_blocks(EmbedBlocks, (embedder,), texts, workers, gpus):
+    for out in stream_blocks(EmbedBlocks, (embedder, queries), texts, workers, gpus):
         if vectors is None:
             vectors = np.zeros((len(texts), out["out"].shape[1]), np.float32)
         vectors[out["pos"]] = out["out"]

@@ -34,6 +34,10 @@ from engine.store import IndexWriter
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 NER_CACHE = "ner_cache.sqlite"
+NER_EARLY_FROM = 1000
+"""Chunks from which a fresh local build (its NER cache empty) starts its NER worker processes
+before the chunks embed, so they load meanwhile; otherwise the executor starts them when the
+NER stage has enough untagged units (engine/exec/local.py)."""
 
 
 @dataclass
@@ -109,6 +113,10 @@ def run_graph_stages(
             build.cache = EmbeddingCache(out / EMBED_CACHE)
             models["embedder"] = executor.model_id
         stats["executor"] = executor.name
+        start_ner_workers = getattr(executor, "start_ner_workers", None)
+        if start_ner_workers is not None and len(chunks.ids) >= NER_EARLY_FROM:
+            if not NERCache(out / NER_CACHE).holds(executor.ner_model_id):
+                start_ner_workers()
         run_stages(build, STAGES)
     finally:
         executor.close()

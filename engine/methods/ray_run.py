@@ -198,7 +198,7 @@ def _question_vectors(
     rows = [i for b in todo for i in range(b * bs, min((b + 1) * bs, len(questions)))]
     embedder = dataclasses.asdict(embedder_config(cfg, index))
     asked = [questions[i].question for i in rows]
-    found, model_id = embed_texts(embedder, asked, workers, gpus, "questions")
+    found, model_id = embed_texts(embedder, asked, workers, gpus, "questions", queries=True)
     vectors = np.zeros((len(questions), found.shape[1] if rows else 0), np.float32)
     vectors[rows] = found
     return vectors, model_id

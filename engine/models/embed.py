@@ -6,7 +6,7 @@ from a local path, and an OpenAI-compatible embeddings endpoint (engine.models.o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -59,12 +59,18 @@ def token_lengths(tokenizer, texts: list[str], limit: int, block: int = 4096) ->
 
 
 class Embedder(Protocol):
-    """Maps texts to unit vectors."""
+    """Maps texts to unit vectors (one may also have `encode_queries`: see query_encoder)."""
 
     model_id: str
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32, L2-normalized."""
+
+
+def query_encoder(embedder: Embedder) -> Callable[[list[str]], np.ndarray]:
+    """How `embedder` embeds query-side texts: its `encode_queries` where it has one (the int8
+    embedder keeps queries at fp32 against its int8 index vectors), else `encode`."""
+    return getattr(embedder, "encode_queries", embedder.encode)
 
 
 def packaged_minilm_path() -> str:

@@ -6,7 +6,11 @@ weights' hash, written atomically.
 
 Its vectors are not fp32's (cosine about 0.998 on real passages, bench/embed_floor.py), so it
 has its own model id: an index built with it is queried with it. They do not depend on the
-batch a text shares, so one text at a time gives the batched vectors exactly.
+batch a text shares, so one text at a time gives the batched vectors exactly. Query-side texts
+(`encode_queries`) are embedded at fp32 by the same local weights, against the int8 index
+vectors: asymmetric quantization, as vector indexes score a full-precision query against
+compressed vectors. On the MuSiQue and HotpotQA train sets that halved the dense recall change
+from fp32 (bench/int8_recall.py); the questions are a small part of the embedding work.
 """
 
 from __future__ import annotations
@@ -22,13 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.errors import ConfigError
-from engine.models.embed import (
-    BATCH_TOKENS,
-    DEFAULT_EMBEDDER,
-    length_batches,
-    packaged_minilm_path,
-    token_lengths,
-)
+from engine.models.embed import BATCH_TOKENS, DEFAULT_EMBEDDER, length_batches, packaged_minilm_path
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"
 """Where int8 exports are kept (default ~/.cache/graphrag-engine/onnx)."""
@@ -130,6 +128,8 @@ class OnnxInt8Embedder:
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         self.max_len = self.max_len or min(self.tokenizer.model_max_length, 512)
         self.batch_size = batch_size
+        self._local_model = None if default else str(folder)
+        self._fp32 = None  # the query-side embedder, loaded on the first query
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, _threads())
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -137,34 +137,46 @@ class OnnxInt8Embedder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(n, d) float32, L2-normalized; texts of similar length share a batch, of
-        `batch_size` texts or, unset, of BATCH_TOKENS padded tokens."""
+        `batch_size` texts or, unset, of BATCH_TOKENS padded tokens (each text is tokenized
+        once: its ids are padded here)."""
         out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
             return out
+        ids = self.tokenizer(
+            texts,
+            truncation=True,
+            max_length=self.max_len,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
+        lengths = np.fromiter(map(len, ids), np.int64, len(ids))
         if self.batch_size is None:
-            groups = length_batches(
-                token_lengths(self.tokenizer, texts, self.max_len), BATCH_TOKENS
-            )
+            groups = length_batches(lengths, BATCH_TOKENS)
         else:
-            order = np.argsort([-len(t) for t in texts], kind="stable")
+            order = np.argsort(-lengths, kind="stable")
             groups = [
                 order[lo : lo + self.batch_size] for lo in range(0, len(texts), self.batch_size)
             ]
         for rows in groups:
-            enc = self.tokenizer(
-                [texts[i] for i in rows],
-                padding=True,
-                truncation=True,
-                max_length=self.max_len,
-                return_tensors="np",
-            )
-            feed = {"ids": enc["input_ids"], "mask": enc["attention_mask"]}
-            feed["types"] = enc.get("token_type_ids", np.zeros_like(enc["input_ids"]))
+            width = int(lengths[rows].max())
+            batch = np.full((len(rows), width), self.tokenizer.pad_token_id or 0, np.int64)
+            for j, i in enumerate(rows):
+                batch[j, : lengths[i]] = ids[i]
+            mask = (np.arange(width) < lengths[rows][:, None]).astype(np.int64)
+            feed = {"ids": batch, "mask": mask, "types": np.zeros_like(batch)}
             hidden = self.session.run(None, feed)[0]
-            mask = enc["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
             out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors at fp32 from the same local weights (the index side stays int8)."""
+        if self._fp32 is None:
+            from engine.models.embed import SentenceTransformerEmbedder
+
+            self._fp32 = SentenceTransformerEmbedder(self._local_model, "cpu", self.batch_size)
+        return self._fp32.encode(texts)
 
 
 _PLAIN_MODULES = {"Transformer", "Pooling", "Normalize"}

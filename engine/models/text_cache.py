@@ -76,6 +76,13 @@ class TextCache:
             bar.close()
         return [found[k] for k in keys]
 
+    def holds(self, model_id: str) -> bool:
+        """Whether any value of this model is stored (false for a fresh build's cache)."""
+        found = self._conn.execute(
+            f"SELECT 1 FROM {self.table} WHERE model = ? LIMIT 1", [model_id]
+        ).fetchone()
+        return found is not None
+
     def _lookup(self, model_id: str, keys: list[str]) -> Iterator[tuple[str, Any]]:
         for i in range(0, len(keys), 500):
             part = keys[i : i + 500]

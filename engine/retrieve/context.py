@@ -22,6 +22,7 @@ from engine.config import EmbedderConfig, QueryConfig
 from engine.errors import BadInputError, IndexFormatError
 from engine.models import make_embedder, make_llm
 from engine.models.base import UsageLedger
+from engine.models.embed import query_encoder
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner import entity_recognizer
 from engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
@@ -255,9 +256,10 @@ class QueryContext:
         `preset_query_vectors` are taken from there, not embedded again)."""
         preset = self._preset_vectors
         missing = list(dict.fromkeys(t for t in texts if t not in preset))
+        encode = query_encoder(self.embedder)
         if not preset or len(missing) == len(texts):
-            return np.asarray(self.embedder.encode(texts), dtype=np.float32)
-        found = dict(zip(missing, self.embedder.encode(missing), strict=True)) if missing else {}
+            return np.asarray(encode(texts), dtype=np.float32)
+        found = dict(zip(missing, encode(missing), strict=True)) if missing else {}
         return np.stack([preset[t] if t in preset else found[t] for t in texts]).astype(np.float32)
 
     def preset_query_vectors(self, texts: list[str], vectors: np.ndarray, model_id: str) -> None:
