@@ -26,7 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from engine.errors import ConfigError
-from engine.models.embed import BATCH_TOKENS, DEFAULT_EMBEDDER, length_batches, packaged_minilm_path
+from engine.models.embed import (
+    BATCH_TOKENS,
+    DEFAULT_EMBEDDER,
+    SentenceTransformerEmbedder,
+    length_batches,
+    packaged_minilm_path,
+)
+from engine.models.onnx_int8 import quantize_per_token
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"
 """Where int8 exports are kept (default ~/.cache/graphrag-engine/onnx)."""
@@ -53,8 +60,6 @@ def export_int8(st_model, out: Path) -> Path:
     int8 and move the result to `out` (atomically); returns `out`."""
     import onnx
     import torch
-
-    from engine.models.onnx_int8 import quantize_per_token
 
     encoder = st_model[0].auto_model.eval()
     # plain attention with an additive mask: the fused-attention export masks with Where and
@@ -173,8 +178,6 @@ class OnnxInt8Embedder:
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Query vectors at fp32 from the same local weights (the index side stays int8)."""
         if self._fp32 is None:
-            from engine.models.embed import SentenceTransformerEmbedder
-
             self._fp32 = SentenceTransformerEmbedder(self._local_model, "cpu", self.batch_size)
         return self._fp32.encode(texts)
 

@@ -256,10 +256,11 @@ class QueryContext:
         `preset_query_vectors` are taken from there, not embedded again)."""
         preset = self._preset_vectors
         missing = list(dict.fromkeys(t for t in texts if t not in preset))
-        encode = query_encoder(self.embedder)
         if not preset or len(missing) == len(texts):
-            return np.asarray(encode(texts), dtype=np.float32)
-        found = dict(zip(missing, encode(missing), strict=True)) if missing else {}
+            return np.asarray(query_encoder(self.embedder)(texts), dtype=np.float32)
+        found = {}
+        if missing:  # the embedder is loaded only for texts it was not given
+            found = dict(zip(missing, query_encoder(self.embedder)(missing), strict=True))
         return np.stack([preset[t] if t in preset else found[t] for t in texts]).astype(np.float32)
 
     def preset_query_vectors(self, texts: list[str], vectors: np.ndarray, model_id: str) -> None:
