@@ -119,9 +119,9 @@ class EmbedderConfig:
     backend: Literal["sentence-transformers", "onnx-int8", "bge-m3", "openai"] = (
         "sentence-transformers"
     )
-    """sentence-transformers; onnx-int8 (the same local model exported here to per-token int8
-    ONNX Runtime: faster on CPU, index vectors of its own, queries at fp32; needs the `onnx`
-    extra); bge-m3 (FlagEmbedding); or openai (an embeddings endpoint)."""
+    """sentence-transformers; onnx-int8 (the same local model exported here to int8 ONNX
+    Runtime, per-token activations and calibrated weights: faster on CPU, index vectors of its
+    own, queries at fp32; needs the `onnx` extra); bge-m3 (FlagEmbedding); or openai (an embeddings endpoint)."""
     model: str = "all-MiniLM-L6-v2"
     """A sentence-transformers name or local folder (default: the packaged all-MiniLM-L6-v2)."""
     device: str = "cpu"

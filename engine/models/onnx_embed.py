@@ -1,10 +1,11 @@
 """The fast CPU embedder path: a local sentence-transformers model (default: the packaged
 all-MiniLM-L6-v2) exported to ONNX here and rewritten to int8 with a scale per token and per
-weight column (engine/models/onnx_int8.py), run by ONNX Runtime. Nothing is downloaded: the
+weight column, its weights rounded against activations of the calibration text shipped in
+engine/models/calibration.py (engine/models/onnx_int8.py), run by ONNX Runtime. Nothing is downloaded: the
 export reads the local weights once and keeps the int8 model in a cache folder keyed by the
 weights' hash, written atomically.
 
-Its vectors are not fp32's (cosine about 0.998 on real passages, bench/embed_floor.py), so it
+Its vectors are not fp32's (cosine about 0.999 on real passages, bench/embed_floor.py), so it
 has its own model id: an index built with it is queried with it. They do not depend on the
 batch a text shares, so one text at a time gives the batched vectors exactly. Query-side texts
 (`encode_queries`) are embedded at fp32 by the same local weights, against the int8 index
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.errors import ConfigError
+from engine.models.calibration import CALIBRATION_TEXTS
 from engine.models.embed import (
     BATCH_TOKENS,
     DEFAULT_EMBEDDER,
@@ -33,13 +35,14 @@ from engine.models.embed import (
     length_batches,
     packaged_minilm_path,
 )
-from engine.models.onnx_int8 import quantize_per_token
+from engine.models.onnx_int8 import activation_stats, quantize_per_token
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"
 """Where int8 exports are kept (default ~/.cache/graphrag-engine/onnx)."""
-SCHEME = "int8-per-token"
-"""The quantization, in the model id and the export's file name (per-tensor int8 came before:
-its vectors differ, so neither its cached vectors nor its export are reused)."""
+SCHEME = "int8-gptq"
+"""The quantization, in the model id and the export's file name (per-tensor int8, then per-token
+int8 with weights rounded to nearest, came before: their vectors differ, so neither their cached
+vectors nor their exports are reused)."""
 
 
 def _weights_hash(folder: Path) -> str:
@@ -57,7 +60,7 @@ def _weights_hash(folder: Path) -> str:
 
 def export_int8(st_model, out: Path) -> Path:
     """Export the transformer of a loaded SentenceTransformer to ONNX, rewrite it to per-token
-    int8 and move the result to `out` (atomically); returns `out`."""
+    int8 with weights calibrated on CALIBRATION_TEXTS and move the result to `out` (atomically); returns `out`."""
     import onnx
     import torch
 
@@ -83,7 +86,20 @@ def export_int8(st_model, out: Path) -> Path:
         with warnings.catch_warnings():  # the TorchScript exporter's notices: nothing to act on
             warnings.simplefilter("ignore")
             _export(torch, Hidden(), example, fp32)
-        onnx.save(quantize_per_token(onnx.load(str(fp32))), str(work / "model.onnx"))
+        model = onnx.load(str(fp32))
+        ids = st_model.tokenizer(
+            list(CALIBRATION_TEXTS), truncation=True, max_length=st_model.max_seq_length
+        )["input_ids"]
+        feeds = [  # one text at a time: no padding in the statistics
+            {
+                "ids": np.array([t]),
+                "mask": np.ones((1, len(t)), np.int64),
+                "types": np.zeros((1, len(t)), np.int64),
+            }
+            for t in ids
+        ]
+        stats = activation_stats(model, feeds)
+        onnx.save(quantize_per_token(model, stats), str(work / "model.onnx"))
         fp32.unlink()
         os.replace(work / "model.onnx", out)
     finally:
