@@ -166,6 +166,9 @@ def test_length_batches_hold_the_token_budget() -> None:
     # greedy: a group stops only where the next text would break a bound
     for g, top in zip(groups[:-1], longest, strict=False):
         assert len(g) == 64 or (len(g) + 1) * top > 2048
+    fixed = length_batches(lengths, None, max_texts=64)  # a set batch_size: no token budget
+    assert [len(g) for g in fixed] == [64] * 31 + [len(lengths) - 31 * 64]
+    assert np.array_equal(np.concatenate(fixed), np.argsort(-np.array(lengths), kind="stable"))
 
 
 def test_token_budget_batches_equal_fixed_batches(minilm, shared_data: Path) -> None:

@@ -44,7 +44,7 @@ def test_built_once_and_reused(int8, monkeypatch) -> None:
     assert built.name.endswith("-int8-gptq.onnx")
     monkeypatch.setenv(onnx_embed.CACHE_ENV, str(cache))
     monkeypatch.setattr(onnx_embed, "export_int8", lambda *a: pytest.fail("exported again"))
-    again = onnx_embed.OnnxInt8Embedder()
+    again = onnx_embed.OnnxInt8Embedder(batch_size=1)  # fixed batches of one text
     assert list(cache.glob("*")) == [built]
     texts = ["Port Calloway was founded in 1843.", "A river runs through it."]
     assert np.array_equal(again.encode(texts), embedder.encode(texts))
@@ -260,15 +260,26 @@ def test_smoothed_rewrite_equals_a_numpy_reference() -> None:
         return session.run(None, {"x": x})[0].reshape(-1, 8)
 
     smoothed, plain = run(quantize_per_token(model(), stats)), run(quantize_per_token(model()))
-    s = stats["x"][0] ** SMOOTHING / np.abs(w).max(1) ** (1 - SMOOTHING)
-    w_int, w_scale = gptq_round(w * s[:, None], stats["x"][1] / np.outer(s, s))
-    xs = (rows / s).astype(np.float32)
-    lo, hi = np.minimum(xs.min(1), 0), np.maximum(xs.max(1), 0)
-    scale = (hi - lo) / 255
-    zp = np.round(-lo / scale)
-    xq = np.clip(np.round(xs / scale[:, None]) + zp[:, None], 0, 255)
-    ref = ((xq - zp[:, None]) * scale[:, None]) @ (w_int * w_scale)
-    step = scale[:, None] * np.abs(w_int * w_scale).max()  # one activation rounded the other way
+    gptq_only = quantize_per_token(model(), stats, smoothing=None)
+    muls = [
+        [n.op_type for n in m.graph.node].count("Mul")
+        for m in (quantize_per_token(model(), stats), gptq_only)
+    ]
+    assert muls[0] == muls[1] + 1  # the channel division, and only with smoothing
+
+    def reference(s):
+        w_int, w_scale = gptq_round(w * s[:, None], stats["x"][1] / np.outer(s, s))
+        xs = (rows / s).astype(np.float32)
+        lo, hi = np.minimum(xs.min(1), 0), np.maximum(xs.max(1), 0)
+        scale = (hi - lo) / 255
+        zp = np.round(-lo / scale)
+        xq = np.clip(np.round(xs / scale[:, None]) + zp[:, None], 0, 255)
+        step = scale[:, None] * np.abs(w_int * w_scale).max()  # one activation rounded otherwise
+        return ((xq - zp[:, None]) * scale[:, None]) @ (w_int * w_scale), step
+
+    ref, step = reference(stats["x"][0] ** SMOOTHING / np.abs(w).max(1) ** (1 - SMOOTHING))
     assert np.all(np.abs(smoothed - ref) <= step + 1e-4)
+    ref, step = reference(np.ones(32))
+    assert np.all(np.abs(run(gptq_only) - ref) <= step + 1e-4)
     exact = rows @ w
     assert np.abs(smoothed - exact).mean() < 0.7 * np.abs(plain - exact).mean()

@@ -28,14 +28,17 @@ MAX_BATCH = 256
 
 
 def length_batches(
-    lengths: Sequence[int], max_tokens: int, max_texts: int = MAX_BATCH
+    lengths: Sequence[int], max_tokens: int | None, max_texts: int = MAX_BATCH
 ) -> list[np.ndarray]:
     """Positions of the texts, longest first, in groups whose padded size (texts x longest
-    length) stays within `max_tokens` and `max_texts` (one text at least per group)."""
+    length) stays within `max_tokens` (None: no token budget) and `max_texts` (one text at
+    least per group)."""
     order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
     groups, lo = [], 0
     while lo < len(order):
-        n = max(1, min(max_texts, max_tokens // max(1, int(lengths[order[lo]]))))
+        n = max_texts
+        if max_tokens is not None:
+            n = max(1, min(max_texts, max_tokens // max(1, int(lengths[order[lo]]))))
         groups.append(order[lo : lo + n])
         lo += n
     return groups

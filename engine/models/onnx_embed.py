@@ -174,10 +174,7 @@ class OnnxInt8Embedder:
         if self.batch_size is None:
             groups = length_batches(lengths, BATCH_TOKENS)
         else:
-            order = np.argsort(-lengths, kind="stable")
-            groups = [
-                order[lo : lo + self.batch_size] for lo in range(0, len(texts), self.batch_size)
-            ]
+            groups = length_batches(lengths, None, self.batch_size)
         for rows in groups:
             width = int(lengths[rows].max())
             batch = np.full((len(rows), width), self.tokenizer.pad_token_id or 0, np.int64)

@@ -104,11 +104,12 @@ def gptq_round(w: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return out.astype(np.int8), scale.astype(np.float32)
 
 
-def quantize_per_token(model, stats: Stats | None = None):
+def quantize_per_token(model, stats: Stats | None = None, smoothing: float | None = SMOOTHING):
     """The model (an onnx ModelProto, changed in place and returned) with every MatMul by a 2-D
     weight initializer made an int8 product of per-token uint8 activations and per-column int8
     weights; MatMuls of two activations (attention's) stay float32. With `stats` of an input,
-    its channels are smoothed and its weights GPTQ-rounded; without, weights round to nearest."""
+    its weights are GPTQ-rounded and, unless `smoothing` is None, its channels smoothed with
+    that exponent; without, weights round to nearest."""
     from onnx import helper, numpy_helper
 
     graph = model.graph
@@ -116,12 +117,13 @@ def quantize_per_token(model, stats: Stats | None = None):
     groups = weight_inputs(model)
     added = [numpy_helper.from_array(v, k) for k, v in _CONSTS.items()]
     rewritten = {n.output[0] for consumers in groups.values() for n in consumers}
+    stats = stats or {}
     nodes, rows_of, smooth_of = [], {}, {}
     for x, consumers in groups.items():
-        if stats and x in stats:
+        if x in stats and smoothing is not None:
             w_peak = np.max([np.abs(_weight(weights, n)).max(1) for n in consumers], axis=0)
-            smooth = np.maximum(stats[x][0], 1e-5) ** SMOOTHING
-            smooth_of[x] = smooth / np.maximum(w_peak, 1e-5) ** (1 - SMOOTHING)
+            smooth = np.maximum(stats[x][0], 1e-5) ** smoothing
+            smooth_of[x] = smooth / np.maximum(w_peak, 1e-5) ** (1 - smoothing)
     for node in graph.node:
         if node.output[0] not in rewritten:
             nodes.append(node)
@@ -136,8 +138,8 @@ def quantize_per_token(model, stats: Stats | None = None):
             nodes += _quantize_rows(helper, x, a, x in smooth_of)
         a = rows_of[x]
         p = f"{a}_{y}".replace("/", "_")
-        if x in smooth_of:
-            s = smooth_of[x]
+        if x in stats:
+            s = smooth_of.get(x, np.ones(len(w)))
             w_int, w_scale = gptq_round(w * s[:, None], stats[x][1] / np.outer(s, s))
         else:
             w_scale = (np.maximum(np.abs(w).max(0), 1e-12) / WEIGHT_LEVELS).astype(np.float32)

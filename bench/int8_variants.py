@@ -1,0 +1,106 @@
+"""The int8 embedder's calibration steps one by one: MiniLM exported to fp32 ONNX, then
+rewritten per token with weights rounded to nearest, with GPTQ rounding, and with channel
+smoothing and GPTQ (what `embedder.backend: onnx-int8` builds); cosine of each to
+sentence-transformers fp32 on train passages, and chunks per second (best of three rounds,
+variants interleaved, one process).
+
+    .venv/bin/python bench/int8_variants.py [--set musique] [--n 300]
+
+Prints a table and one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+from retrieval import DATA  # noqa: E402
+
+from engine.models import onnx_embed  # noqa: E402
+from engine.models.calibration import CALIBRATION_TEXTS  # noqa: E402
+from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
+from engine.models.onnx_int8 import activation_stats, quantize_per_token  # noqa: E402
+from engine.names import titled_chunk  # noqa: E402
+
+
+def main() -> None:
+    """Build the three int8 variants from one fp32 export and compare them."""
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", default="musique")
+    ap.add_argument("--n", type=int, default=300)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    corpus = [json.loads(x) for x in (DATA / f"{args.set}_train_corpus.jsonl").open()]
+    picked = np.random.default_rng(0).choice(len(corpus), args.n, replace=False)
+    texts = [titled_chunk(corpus[i].get("title"), corpus[i]["text"]) for i in picked]
+    fp32 = SentenceTransformerEmbedder()
+    ref = fp32.encode(texts)
+    embedder = onnx_embed.OnnxInt8Embedder()  # its tokenizer and pooling run every variant
+    with tempfile.TemporaryDirectory() as work:
+        plain = Path(work) / "fp32.onnx"
+        original = onnx_embed.quantize_per_token
+        onnx_embed.quantize_per_token = lambda model, stats: model  # keep the fp32 export
+        try:
+            onnx_embed.export_int8(fp32.model, plain)
+        finally:
+            onnx_embed.quantize_per_token = original
+        model = onnx.load(str(plain))
+    ids = embedder.tokenizer(list(CALIBRATION_TEXTS), truncation=True, max_length=256)
+    feeds = [
+        {"ids": np.array([t]), "mask": np.ones((1, len(t)), np.int64), "types": np.zeros((1, len(t)), np.int64)}
+        for t in ids["input_ids"]
+    ]  # fmt: skip
+    stats = activation_stats(model, feeds)
+    variants = {
+        "rounded to nearest": quantize_per_token(copy.deepcopy(model), None),
+        "GPTQ": quantize_per_token(copy.deepcopy(model), stats, smoothing=None),
+        "smoothing + GPTQ (onnx-int8)": quantize_per_token(copy.deepcopy(model), stats),
+    }
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    sessions = {
+        k: ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        for k, m in variants.items()
+    }
+    best, cosine = dict.fromkeys(sessions, np.inf), {}
+    for _ in range(3):
+        for name, session in sessions.items():
+            embedder.session = session
+            embedder.encode(texts[:16])
+            started = time.perf_counter()
+            vectors = embedder.encode(texts)
+            best[name] = min(best[name], time.perf_counter() - started)
+            c = (vectors * ref).sum(1)
+            cosine[name] = (round(float(c.mean()), 5), round(float(c.min()), 4))
+    first = next(iter(best))
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.n} {args.set} train passages")
+    print(f"{'int8 variant':<30}{'cosine mean / min':>19}{'chunks/s':>10}{'x nearest':>11}")
+    rows = []
+    for name in sessions:
+        rate = args.n / best[name]
+        rows.append({"variant": name, "cosine": cosine[name], "chunks_per_s": round(rate, 1)})
+        print(
+            f"{name:<30}{cosine[name][0]:>11.5f} / {cosine[name][1]:.4f}{rate:>10.1f}"
+            f"{best[first] / best[name]:>11.3f}"
+        )
+    print(json.dumps({"bench": "int8_variants", "set": args.set, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
