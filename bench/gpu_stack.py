@@ -26,7 +26,6 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import numpy as np  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
 import torch  # noqa: E402
 
 from bench.kernels import power_law_graph  # noqa: E402
@@ -59,9 +58,7 @@ def main() -> None:
     src, dst = power_law_graph(args.nodes, args.edges, 0)
     g = CSRGraph.from_edges(src, dst, n_nodes=args.nodes)
     n = g.n_nodes
-    pt = sp.csr_matrix((g.transition_weights, g.indices, g.indptr), shape=(n, n)).T.tocsr()
-    pt = pt.astype(np.float32)
-    pt.sum_duplicates()
+    pt = g.transition_T().astype(np.float32)
     t_pt = torch.sparse_csr_tensor(
         torch.from_numpy(pt.indptr.astype(np.int64)),
         torch.from_numpy(pt.indices.astype(np.int64)),

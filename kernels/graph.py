@@ -139,6 +139,17 @@ class CSRGraph:
         n = self.n_nodes
         return sp.csr_matrix((self.weights, self.indices, self.indptr), shape=(n, n), copy=False)
 
+    def transition_T(self) -> sp.csr_matrix:
+        """P^T as scipy CSR (float64, duplicates summed): row v holds the step probabilities of
+        the edges u -> v, so P^T x is one random-walk step of the mass x."""
+        if "transition_T" not in self._cache:
+            n = self.n_nodes
+            p = sp.csr_matrix((self.transition_weights, self.indices, self.indptr), shape=(n, n))
+            pt = p.T.tocsr()
+            pt.sum_duplicates()
+            self._cache["transition_T"] = pt
+        return self._cache["transition_T"]
+
     def to_torch(self, device: str = "cpu", dtype=None):
         """torch sparse CSR tensor of the weights (zero-copy on CPU for float64)."""
         return torch_csr(self.indptr, self.indices, self.weights, self.n_nodes, device, dtype)

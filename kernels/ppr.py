@@ -143,16 +143,13 @@ def random_walk_with_restart(
 # -- exact: batched power iteration ----------------------------------------------------------
 def _transition_T(graph: CSRGraph, device: str, dtype):
     """P^T as a torch sparse CSR tensor: row v holds the step probabilities of edges u -> v."""
-    import scipy.sparse as sp
-
     key = ("transition_T", device, dtype)
     if key not in graph._cache:
-        n = graph.n_nodes
-        p = sp.csr_matrix((graph.transition_weights, graph.indices, graph.indptr), shape=(n, n))
-        pt = p.T.tocsr()
-        pt.sum_duplicates()
+        pt = graph.transition_T()
         idx = pt.indices.dtype
-        graph._cache[key] = torch_csr(pt.indptr.astype(idx), pt.indices, pt.data, n, device, dtype)
+        graph._cache[key] = torch_csr(
+            pt.indptr.astype(idx), pt.indices, pt.data, graph.n_nodes, device, dtype
+        )
     return graph._cache[key]
 
 

@@ -274,3 +274,20 @@ def test_an_empty_batch_gives_a_result_of_zero_queries(kw: dict) -> None:
     nodes, scores = res.topk(5)
     assert nodes.shape == (0, 5) and scores.shape == (0, 5)
     assert res.to_dense().shape == (g.n_nodes, 0)
+
+
+def test_transition_T_is_the_walk_step_transposed() -> None:
+    """P^T from the CSR graph equals networkx's row-normalised weight matrix transposed, with
+    parallel edges summed and dangling rows (no out-weight) all zero."""
+    src, dst, w, g = random_graph(9, n=60, m=200)
+    src, dst = np.append(src, [3, 3]), np.append(dst, [5, 5])  # a parallel edge pair
+    w = np.append(w, [0.5, 0.25])
+    g = CSRGraph.from_edges(src, dst, w, n_nodes=60)
+    nxg = nx.MultiDiGraph()
+    nxg.add_nodes_from(range(60))
+    nxg.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w.tolist(), strict=True))
+    a = nx.to_numpy_array(nxg, nodelist=range(60), weight="weight")  # parallel edges summed
+    out = a.sum(1, keepdims=True)
+    p = np.divide(a, out, out=np.zeros_like(a), where=out > 0)
+    np.testing.assert_allclose(g.transition_T().toarray(), p.T, atol=1e-12)
+    assert g.transition_T() is g.transition_T()  # built once per graph
