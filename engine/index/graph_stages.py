@@ -54,12 +54,19 @@ class Build:
     embedder: Any = None
     cache: EmbeddingCache | None = None
     llm: Any = None
+    ner_cache_db: NERCache | None = None
     chunk_vecs: np.ndarray | None = None
     unit_rows: list[dict] = field(default_factory=list)
     mentions: list = field(default_factory=list)
     extracted: list | None = None
     entities: list[dict] = field(default_factory=list)
     relations: list[dict] = field(default_factory=list)
+
+    def ner_cache(self) -> NERCache:
+        """The NER cache beside the index, opened once per build."""
+        if self.ner_cache_db is None:
+            self.ner_cache_db = NERCache(self.out / NER_CACHE)
+        return self.ner_cache_db
 
     def stage_llm(self):
         """The LLM of the index stages, made once: response cache beside the index, engines in
@@ -115,7 +122,7 @@ def run_graph_stages(
         stats["executor"] = executor.name
         start_ner_workers = getattr(executor, "start_ner_workers", None)
         if start_ner_workers is not None and len(chunks.ids) >= NER_EARLY_FROM:
-            if not NERCache(out / NER_CACHE).holds(executor.ner_model_id):
+            if not build.ner_cache().holds(executor.ner_model_id):
                 start_ner_workers()
         run_stages(build, STAGES)
     finally:
@@ -207,7 +214,7 @@ def _units(b: Build) -> dict[str, Any]:
 def _ner(b: Build) -> dict[str, Any]:
     """Entity mentions of every unit (blocks of units per executor call, cached by text)."""
     b.models["ner"] = b.executor.ner_model_id
-    cache = NERCache(b.out / NER_CACHE)
+    cache = b.ner_cache()
     texts = [u["text"] for u in b.unit_rows]
     b.mentions = cache.extract(b.executor, b.models["ner"], texts)
     return {
