@@ -29,7 +29,6 @@ sys.path.append(str(REPO / "bench"))
 from retrieval import DATA  # noqa: E402
 
 from engine.models import onnx_embed  # noqa: E402
-from engine.models.calibration import CALIBRATION_TEXTS  # noqa: E402
 from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
 from engine.models.onnx_int8 import activation_stats, quantize_per_token  # noqa: E402
 from engine.names import titled_chunk  # noqa: E402
@@ -53,19 +52,8 @@ def main() -> None:
     ref = fp32.encode(texts)
     embedder = onnx_embed.OnnxInt8Embedder()  # its tokenizer and pooling run every variant
     with tempfile.TemporaryDirectory() as work:
-        plain = Path(work) / "fp32.onnx"
-        original = onnx_embed.quantize_per_token
-        onnx_embed.quantize_per_token = lambda model, stats: model  # keep the fp32 export
-        try:
-            onnx_embed.export_int8(fp32.model, plain)
-        finally:
-            onnx_embed.quantize_per_token = original
-        model = onnx.load(str(plain))
-    ids = embedder.tokenizer(list(CALIBRATION_TEXTS), truncation=True, max_length=256)
-    feeds = [
-        {"ids": np.array([t]), "mask": np.ones((1, len(t)), np.int64), "types": np.zeros((1, len(t)), np.int64)}
-        for t in ids["input_ids"]
-    ]  # fmt: skip
+        model = onnx.load(str(onnx_embed.export_fp32(fp32.model, Path(work) / "fp32.onnx")))
+    feeds = onnx_embed.calibration_feeds(embedder.tokenizer, embedder.max_len)
     stats = activation_stats(model, feeds)
     variants = {
         "rounded to nearest": quantize_per_token(copy.deepcopy(model), None),

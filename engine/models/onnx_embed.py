@@ -1,9 +1,9 @@
 """The fast CPU embedder path: a local sentence-transformers model (default: the packaged
 all-MiniLM-L6-v2) exported to ONNX here and rewritten to int8 with a scale per token and per
 weight column, its weights rounded against activations of the calibration text shipped in
-engine/models/calibration.py (engine/models/onnx_int8.py), run by ONNX Runtime. Nothing is downloaded: the
-export reads the local weights once and keeps the int8 model in a cache folder keyed by the
-weights' hash, written atomically.
+engine/models/calibration.py (engine/models/onnx_int8.py), run by ONNX Runtime. Nothing is
+downloaded: the export reads the local weights once and keeps the int8 model in a cache folder
+keyed by the weights' hash, written atomically.
 
 Its vectors are not fp32's (cosine about 0.999 on real passages, bench/embed_floor.py), so it
 has its own model id: an index built with it is queried with it. They do not depend on the
@@ -60,8 +60,26 @@ def _weights_hash(folder: Path) -> str:
 
 def export_int8(st_model, out: Path) -> Path:
     """Export the transformer of a loaded SentenceTransformer to ONNX, rewrite it to per-token
-    int8 with weights calibrated on CALIBRATION_TEXTS and move the result to `out` (atomically); returns `out`."""
+    int8 with weights calibrated on CALIBRATION_TEXTS and move the result to `out`
+    (atomically); returns `out`."""
     import onnx
+
+    work = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=out.parent))
+    try:
+        model = onnx.load(str(export_fp32(st_model, work / "fp32.onnx")))
+        stats = activation_stats(
+            model, calibration_feeds(st_model.tokenizer, st_model.max_seq_length)
+        )
+        onnx.save(quantize_per_token(model, stats), str(work / "model.onnx"))
+        os.replace(work / "model.onnx", out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def export_fp32(st_model, path: Path) -> Path:
+    """The transformer of a loaded SentenceTransformer as an fp32 ONNX file at `path` (token
+    states out; pooling stays outside); returns `path`."""
     import torch
 
     encoder = st_model[0].auto_model.eval()
@@ -80,31 +98,23 @@ def export_int8(st_model, out: Path) -> Path:
             ).last_hidden_state
 
     example = st_model.tokenizer(["a b", "c"], padding=True, return_tensors="pt")
-    work = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=out.parent))
-    try:
-        fp32 = work / "fp32.onnx"
-        with warnings.catch_warnings():  # the TorchScript exporter's notices: nothing to act on
-            warnings.simplefilter("ignore")
-            _export(torch, Hidden(), example, fp32)
-        model = onnx.load(str(fp32))
-        ids = st_model.tokenizer(
-            list(CALIBRATION_TEXTS), truncation=True, max_length=st_model.max_seq_length
-        )["input_ids"]
-        feeds = [  # one text at a time: no padding in the statistics
-            {
-                "ids": np.array([t]),
-                "mask": np.ones((1, len(t)), np.int64),
-                "types": np.zeros((1, len(t)), np.int64),
-            }
-            for t in ids
-        ]
-        stats = activation_stats(model, feeds)
-        onnx.save(quantize_per_token(model, stats), str(work / "model.onnx"))
-        fp32.unlink()
-        os.replace(work / "model.onnx", out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return out
+    with warnings.catch_warnings():  # the TorchScript exporter's notices: nothing to act on
+        warnings.simplefilter("ignore")
+        _export(torch, Hidden(), example, path)
+    return path
+
+
+def calibration_feeds(tokenizer, max_len: int) -> list[dict[str, np.ndarray]]:
+    """ONNX Runtime feeds of CALIBRATION_TEXTS, one text each (no padding in the statistics)."""
+    ids = tokenizer(list(CALIBRATION_TEXTS), truncation=True, max_length=max_len)["input_ids"]
+    return [
+        {
+            "ids": np.array([t]),
+            "mask": np.ones((1, len(t)), np.int64),
+            "types": np.zeros((1, len(t)), np.int64),
+        }
+        for t in ids
+    ]
 
 
 def _export(torch, module, example, path: Path) -> None:
