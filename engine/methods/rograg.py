@@ -210,13 +210,10 @@ def logic_form_stage(
     """Plans (one batched call) and their execution: per question its plan, the history as
     context and the chunks its lookups matched, in step order. A question without a valid plan
     gets an empty context and no chunks, so the verifier moves it on."""
-    schema = logic_form_schema(cfg.max_steps)
-    prompts = [
-        [{"role": "user", "content": PLAN_PROMPT.format(format=schema.describe(), question=t)}]
-        for t in texts
-    ]
+    prompts = [[{"role": "user", "content": logic_form_prompt(t, cfg.max_steps)}] for t in texts]
     run = generate_structured(
-        ctx.llm, prompts, schema, GenParams(max_tokens=48 + 80 * cfg.max_steps),
+        ctx.llm, prompts, logic_form_schema(cfg.max_steps),
+        GenParams(max_tokens=logic_form_max_tokens(cfg.max_steps)),
         stage="logic_form", retries=ctx.cfg.models.llm.parse_retries,
     )  # fmt: skip
     _add(tokens, "logic_form", [r.tokens for r in run.results])
@@ -307,12 +304,27 @@ def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: 
     could overflow the model's window)."""
     cfg: ROGRAGConfig = ctx.cfg.options
     fitted = fit_context(context, ctx.tokenizer, ctx.cfg.generation.max_context_tokens)
-    text = "\n".join(fitted.texts())
-    if cfg.check == "result":
+    return verdict_prompt(cfg.check, question, "\n".join(fitted.texts()), answer)
+
+
+def logic_form_prompt(question: str, max_steps: int) -> str:
+    """The logic-form prompt of one question, its format line drawn from the schema."""
+    return PLAN_PROMPT.format(format=logic_form_schema(max_steps).describe(), question=question)
+
+
+def logic_form_max_tokens(max_steps: int) -> int:
+    """Completion budget of a plan of at most `max_steps` steps (about 80 tokens a step)."""
+    return 48 + 80 * max_steps
+
+
+def verdict_prompt(check: str, question: str, context: str, answer: str | None = None) -> str:
+    """The verifier's prompt: argument checking asks whether the context can answer the
+    question; result checking whether it supports the given answer."""
+    if check == "result":
         return RESULT_PROMPT.format(
-            format=VERDICT.describe(), context=text, question=question, answer=answer
+            format=VERDICT.describe(), context=context, question=question, answer=answer
         )
-    return ARGUMENT_PROMPT.format(format=VERDICT.describe(), context=text, question=question)
+    return ARGUMENT_PROMPT.format(format=VERDICT.describe(), context=context, question=question)
 
 
 def _add(tokens: list[dict[str, int]], stage: str, counts: list[int]) -> None:
