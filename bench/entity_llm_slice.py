@@ -3,7 +3,9 @@ passages indexed with LLM triple extraction (gleaning 1) and LLM knowledge units
 schema-constrained, by the packaged SmolLM2 (served by a real llama.cpp server on 127.0.0.1 with
 `--llm-backend llama`, the default, or in-process with `transformers`), then LightRAG-style local / global / hybrid / mix with LLM keywords and with
 NER keywords, GraphRAG-style local search, and BM25 / dense / HippoRAG-style PPR from the same
-run, on the MuSiQue dev questions whose gold passages all lie in the slice.
+run, and ReGraphRAG (SmolLM2 perspective expansion; w/o Reorg, w/o Rerank, w/o P-exp) with
+the structure Algorithm 1 made and the shares of questions whose gold passages its graph
+reaches and connects, on the MuSiQue dev questions whose gold passages all lie in the slice.
 
     .venv/bin/python bench/entity_llm_slice.py [--passages 200] [--work DIR] [--alpha 1.0]
                                                [--llm-backend llama|transformers|openai]
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
 sys.path.append(str(REPO / "bench"))
 
+import regraphrag  # noqa: E402  (bench/regraphrag.py: structure and gold shares of a run)
 import retrieval  # noqa: E402  (bench/retrieval.py: the method table and its config variants)
 
 from engine.cli import main as cli  # noqa: E402
@@ -45,6 +48,13 @@ LLM_VARIANTS = {
     f"lr_llm_{mode}": (f"LightRAG-style {mode} (LLM keywords)", "configs/methods/lightrag.yaml")
     + (f"mode: {mode}",)
     for mode in ("local", "global", "hybrid", "mix")
+}
+REGRAPHRAG = "configs/methods/regraphrag.yaml"
+LLM_VARIANTS |= {  # ReGraphRAG on the LLM-extracted graph (issue 18: structure and recall)
+    "rg_full": ("ReGraphRAG full (SmolLM2 expansion)", REGRAPHRAG),
+    "rg_noreorg": ("ReGraphRAG w/o Reorg", REGRAPHRAG, "reorganize: false"),
+    "rg_norerank": ("ReGraphRAG w/o Rerank", REGRAPHRAG, "rerank: false"),
+    "rg_noexp": ("ReGraphRAG w/o P-exp (no LLM)", REGRAPHRAG, "expansion: false"),
 }
 BASELINES = ["bm25", "naive", "hipporag", "lr_local", "lr_global", "lr_hybrid", "lr_mix"]
 BASELINES += ["gr_local"]
@@ -195,6 +205,17 @@ def query_all(
             f"{n_questions - fallbacks}/{n_questions} parsed" if "keyword_fallbacks" in row else ""
         )
         print(f"{row['method']:<40}{cells[0]:<24}{cells[1]:<24}{parse}")
+    figures = regraphrag.STRUCTURE + regraphrag.GOLD
+    print(
+        f"\n{'ReGraphRAG structure, mean per question':<40}"
+        + "".join(f"{k[:12]:>13}" for k in figures)
+    )
+    for out, row in zip(runs, rows, strict=True):
+        if out.name.startswith("rg_"):
+            row["structure"] = regraphrag.structure(out) | regraphrag.gold_connected(index, out)
+            row["expansion"] = regraphrag.expansion_cost(out)
+            cells = "".join(f"{row['structure'][k]:>13}" for k in figures)
+            print(f"{row['method']:<40}{cells}  expansion {json.dumps(row['expansion'])}")
     print(json.dumps({"slice": passages, "questions": n_questions, **facts, "rows": rows}))
 
 

@@ -10,7 +10,9 @@ reorganization, then without reranking; BM25, dense, HippoRAG-style PPR and Ligh
 hybrid (NER keywords) beside them. Prints:
 
 (a) structure per question: subgraphs, components after step 1 and step 2, path nodes and
-    bridges added, connected components of the final node graph;
+    bridges added, connected components of the final node graph; and the shares of questions
+    whose gold passages each mention an entity of that graph ("reached") and all mention
+    entities of one of its components ("connected");
 (b) Recall@2/5 [95% CI] of the chunks behind the listed triplets, in prompt order, under the
     same section budget (`context_tokens`) for every variant;
 (c) questions/s batched vs one question at a time (in process, same context object, the ratio),
@@ -48,15 +50,44 @@ VARIANTS = {
 BASELINES = ["bm25", "naive", "hipporag", "lr_hybrid"]
 STRUCTURE = ["subgraphs", "after_paths", "after_bridges", "path_nodes_added", "bridges_added"]
 STRUCTURE += ["node_components", "triplets"]
+GOLD = ["reached", "connected"]  # shares of questions (gold_connected)
+
+
+def _rows(run: Path) -> list[dict]:
+    """The run's result rows, extras decoded."""
+    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    for r in rows:
+        r["extras"] = json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"]
+    return rows
 
 
 def structure(run: Path) -> dict[str, float]:
     """Mean of each structure figure over the run's questions."""
-    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
-    extras = [
-        json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"] for r in rows
-    ]
+    extras = [r["extras"] for r in _rows(run)]
     return {k: round(sum(e[k] for e in extras) / len(extras), 2) for k in STRUCTURE}
+
+
+def gold_connected(index: Path, run: Path) -> dict[str, float]:
+    """Over the run's questions: the share whose gold passages each contain an entity of the
+    reorganized graph ("reached"), and the share whose gold passages all contain an entity of
+    one connected component of it ("connected"; the graph is every perspective's nodes and
+    triplets together, from the run's `components` extras)."""
+    from engine.methods import query_config
+    from engine.retrieve.context import QueryContext
+    from engine.retrieve.entity_graph import entity_graph
+    from engine.store import open_index
+
+    ctx = QueryContext(open_index(index), query_config("regraphrag"), run)
+    passage = ctx.chunks["passage"]
+    mentioned_in = [{passage[c] for c in rows.tolist()} for rows in entity_graph(ctx).entity_chunks]
+    reached = connected = 0
+    rows = _rows(run)
+    for r in rows:
+        gold = set(r["supporting_ids"] or [])
+        parts = [set().union(*(mentioned_in[e] for e in c)) for c in r["extras"]["components"]]
+        reached += bool(gold) and gold <= set().union(*parts)
+        connected += any(bool(gold) and gold <= p for p in parts)
+    return {"reached": round(reached / len(rows), 3), "connected": round(connected / len(rows), 3)}
 
 
 def speed(index: Path, questions: int) -> dict[str, float]:
@@ -94,13 +125,11 @@ def expansion_cost(run: Path) -> dict[str, float]:
     cost is expansion plus prompt)."""
     from engine.models.tokenizer import load_tokenizer
 
-    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    rows = _rows(run)
     llm = [json.loads(r["tokens"]) if isinstance(r["tokens"], str) else r["tokens"] for r in rows]
     texts = ["\n".join(r["context_text"] or []) for r in rows]
     context = [len(e.ids) for e in load_tokenizer().encode_batch(texts)]
-    extras = [
-        json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"] for r in rows
-    ]
+    extras = [r["extras"] for r in rows]
     return {
         "fallback": round(sum(bool(e.get("expansion_fallback")) for e in extras) / len(rows), 3),
         "tokens": round(sum((x or {}).get("perspectives", 0) for x in llm) / len(rows), 1),
@@ -119,7 +148,7 @@ def with_llm(work: Path, limit: int, threads: int, sweep: bool) -> list[dict]:
     for row in rows:
         run = Path(row["run"])
         if run.name.startswith("rg_"):
-            row["structure"] = structure(run)
+            row["structure"] = structure(run) | gold_connected(work / "idx" / "musique", run)
             row["expansion"] = expansion_cost(run)
     return rows
 
@@ -138,10 +167,12 @@ def print_llm_rows(rows: list[dict]) -> None:
             f"{r['method']:<38}{cells[0]:<24}{cells[1]:<24}{ex.get('fallback', ''):>9}"
             f"{ex.get('tokens', ''):>10}{ex.get('context_tokens', ''):>10}"
         )
-    print(f"\n{'structure, mean per question':<38}" + "".join(f"{k[:12]:>13}" for k in STRUCTURE))
+    head = "".join(f"{k[:12]:>13}" for k in STRUCTURE + GOLD)
+    print(f"\n{'structure, mean per question; gold shares':<38}{head}")
     for r in rows:
         if "structure" in r:
-            print(f"{r['method']:<38}" + "".join(f"{r['structure'][k]:>13}" for k in STRUCTURE))
+            cells = "".join(f"{r['structure'][k]:>13}" for k in STRUCTURE + GOLD)
+            print(f"{r['method']:<38}{cells}")
 
 
 def main() -> None:
@@ -164,11 +195,11 @@ def main() -> None:
     rows = retrieval.run_set("musique", work, False, methods)
     runs = work / "runs" / "musique"
     print("(a) structure, mean per question (MuSiQue dev, LLM-free index, one sub-query)")
-    print(f"{'variant':<36}" + "".join(f"{k[:12]:>13}" for k in STRUCTURE))
+    print(f"{'variant':<36}" + "".join(f"{k[:12]:>13}" for k in STRUCTURE + GOLD))
     shapes = {}
     for v in VARIANTS:
-        shapes[v] = structure(runs / v)
-        print(f"{VARIANTS[v][0]:<36}" + "".join(f"{shapes[v][k]:>13}" for k in STRUCTURE))
+        shapes[v] = structure(runs / v) | gold_connected(work / "idx" / "musique", runs / v)
+        print(f"{VARIANTS[v][0]:<36}" + "".join(f"{shapes[v][k]:>13}" for k in STRUCTURE + GOLD))
     print("\n(b) Recall of the chunks behind the context (95% CI)")
     for r in rows:
         cells = [retrieval.recall_cell(r, k) for k in (2, 5)]

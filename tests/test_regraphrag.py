@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
 
 from engine.eval.datasets import demo_questions_path, load_questions
 from engine.methods import query_config
-from engine.methods.regraphrag import ACROSS_ALL, Triplet, path_graph, regraphrag, sections
+from engine.methods.regraphrag import (
+    ACROSS_ALL,
+    Triplet,
+    path_graph,
+    question_components,
+    regraphrag,
+    sections,
+)
 from engine.retrieve.context import QueryContext
 from engine.retrieve.entity_graph import entity_graph
 from engine.retrieve.types import StageClock
@@ -71,6 +79,9 @@ def test_reorganization_connects_each_perspective_and_switches_off(demo) -> None
         assert f["after_bridges"] == 1 and f["node_components"] >= 1
         assert p["path_nodes_added"] == p["bridges_added"] == 0
         assert p["node_components"] >= f["node_components"] - f["bridges_added"]
+        # one perspective: the question's graph is that perspective's graph
+        assert len(f["components"]) == f["node_components"]
+        assert len(p["components"]) == p["node_components"]
     # with several subgraphs (one per question) the groups end as one component
     ctx = _ctx(index, tmp, top_k=3)
 
@@ -80,6 +91,22 @@ def test_reorganization_connects_each_perspective_and_switches_off(demo) -> None
         path_graph(ctx, g, "hops"), ids, l2_normalize(np.asarray(ctx.entity_vectors)), False
     )
     assert r.components_after_paths - len(r.bridges) == 1
+
+
+def test_question_components_match_networkx() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        nodes = [np.unique(rng.integers(0, 40, rng.integers(1, 12))) for _ in range(3)]
+        every = np.unique(np.concatenate(nodes))
+        ts = []
+        for _ in range(int(rng.integers(0, 15))):
+            a, b = rng.choice(every, 2)
+            ts.append(Triplet(int(a), int(b), int(rng.integers(-1, 5))))
+        g = nx.Graph()
+        g.add_nodes_from(every.tolist())
+        g.add_edges_from((t.a, t.b) for t in ts)
+        want = sorted(sorted(c) for c in nx.connected_components(g))
+        assert sorted(question_components(nodes, ts)) == want
 
 
 def test_batched_equals_one_question_at_a_time(demo) -> None:

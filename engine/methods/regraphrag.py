@@ -208,24 +208,40 @@ STAT_KEYS = ("subgraphs", "after_paths", "after_bridges", "path_nodes_added", "b
 STAT_KEYS += ("node_components",)
 
 
+def component_labels(nodes: np.ndarray, ts: list[Triplet]) -> tuple[int, np.ndarray]:
+    """Connected components of a node graph whose edges are the triplets (`nodes` ascending,
+    holding every triplet end): their count and each node's label."""
+    n = nodes.size
+    if not n:
+        return 0, np.zeros(0, dtype=np.int32)
+    rows = np.searchsorted(nodes, np.asarray([t.a for t in ts], dtype=np.int64))
+    cols = np.searchsorted(nodes, np.asarray([t.b for t in ts], dtype=np.int64))
+    adj = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    count, labels = connected_components(adj, directed=False)
+    return int(count), labels
+
+
 def structure(r: Reorganization, ts: list[Triplet]) -> tuple[int, ...]:
     """One perspective's figures: subgraphs (components before step 1), components after step
     1 and after step 2, path nodes and bridges added, and the connected components of its
     final node graph (its triplets' edges over its nodes)."""
     after_bridges = r.components_after_paths - len(r.bridges)
-    n = r.nodes.size
-    rows = np.searchsorted(r.nodes, np.asarray([t.a for t in ts], dtype=np.int64))
-    cols = np.searchsorted(r.nodes, np.asarray([t.b for t in ts], dtype=np.int64))
-    adj = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    parts = int(connected_components(adj, directed=False)[0]) if n else 0
     return (
         r.groups,
         r.components_after_paths,
         after_bridges,
         r.path_nodes_added,
         len(r.bridges),
-        parts,
+        component_labels(r.nodes, ts)[0],
     )
+
+
+def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list[int]]:
+    """The components of a question's whole reorganized graph (every perspective's nodes and
+    triplets together), each as its ascending entity ids: what the bench checks gold against."""
+    every = np.unique(np.concatenate(nodes)) if nodes else np.zeros(0, dtype=np.int64)
+    _, labels = component_labels(every, ts)
+    return [every[labels == c].tolist() for c in np.unique(labels)]
 
 
 @register(
@@ -254,10 +270,10 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
         "regraphrag_unit_entity_vectors",
         lambda: l2_normalize(np.asarray(ctx.entity_vectors, dtype=np.float32)),
     )
-    found, stats, row = [], [], 0
+    found, stats, components, row = [], [], [], 0
     with clock.stage("reorganize"):
         for per_q in views:
-            mine, st = [], dict.fromkeys(STAT_KEYS, 0)
+            mine, st, nodes = [], dict.fromkeys(STAT_KEYS, 0), []
             for name, queries in per_q:
                 groups = dict.fromkeys(
                     tuple(sorted(x for x in ids[row + i].tolist() if x >= 0))
@@ -269,10 +285,12 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
                 r = reorganize(paths, kept, vectors, weighted, cfg.reorganize, cfg.reorganize)
                 ts = triplets(g, r)
                 mine.append((name, ts))
+                nodes.append(r.nodes)
                 for key, value in zip(STAT_KEYS, structure(r, ts), strict=True):
                     st[key] += value
             found.append(mine)
             stats.append(st)
+            components.append(question_components(nodes, [t for _, ts in mine for t in ts]))
     with clock.stage("rerank"):
         if cfg.rerank:
             rerank(ctx, g, cfg, found, texts)
@@ -289,6 +307,7 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
                     "expansion_fallback": fallback[q],
                     "triplets": sum(len(ts) for _, ts in per_q),
                     **stats[q],
+                    "components": components[q],
                 }
             )
     depth = 2 * ctx.cfg.retrieval.candidates
