@@ -8,6 +8,7 @@ the structure Algorithm 1 made and the shares of questions whose gold passages i
 reaches and connects, on the MuSiQue dev questions whose gold passages all lie in the slice.
 
     .venv/bin/python bench/entity_llm_slice.py [--passages 200] [--work DIR] [--alpha 1.0]
+                                               [--gleaning 1]
                                                [--llm-backend llama|transformers|openai]
                                                [--llm-threads 2]
                                                [--index-only]
@@ -73,14 +74,16 @@ def write_slice(work: Path, passages: int) -> tuple[Path, Path, int]:
     return corpus_file, questions_file, len(kept)
 
 
-def build_index(work: Path, corpus: Path, llm_yaml: str, alpha: float) -> tuple[Path, float | None]:
+def build_index(
+    work: Path, corpus: Path, llm_yaml: str, alpha: float, gleaning: int
+) -> tuple[Path, float | None]:
     """Index the slice with LLM triples and units (reused when already built)."""
     index = work / "idx"
     if (index / "manifest.json").exists():
         return index, None
     cfg = work / "index.yaml"
     cfg.write_text(
-        f"graph:\n  alpha: {alpha}\nextraction:\n  enabled: true\n  gleaning: 1\n{llm_yaml}"
+        f"graph:\n  alpha: {alpha}\nextraction:\n  enabled: true\n  gleaning: {gleaning}\n{llm_yaml}"
     )
     t0 = time.perf_counter()
     assert cli(["index", str(corpus), "--out", str(index), "--config", str(cfg)]) == 0
@@ -136,7 +139,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=200)
     ap.add_argument("--work", default="/tmp/graphrag-entity-llm-slice")
-    ap.add_argument("--alpha", type=float, default=1.0)
+    ap.add_argument("--alpha", type=float, default=1.0, help="share of tokens in LLM units")
+    ap.add_argument("--gleaning", type=int, default=1, help="extraction gleaning rounds")
     ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
     ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
     ap.add_argument("--index-only", action="store_true", help="build and show the index only")
@@ -154,8 +158,8 @@ def main() -> None:
         else:
             llm_yaml = f"models:\n  llm:\n    backend: {args.llm_backend}\n"
             llm_flags = ["--llm-backend", args.llm_backend]
-        index, seconds = build_index(work, corpus, llm_yaml, args.alpha)
-        facts = show_extraction(index) | {"index_seconds": seconds}
+        index, seconds = build_index(work, corpus, llm_yaml, args.alpha, args.gleaning)
+        facts = show_extraction(index) | {"index_seconds": seconds, "gleaning": args.gleaning}
         if not args.index_only:
             query_all(work, index, questions, n_questions, llm_flags, facts, args.passages)
 
@@ -185,7 +189,7 @@ def query_all(
     print(f"\n{'method':<40}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'keyword parse'}")
     for out in runs:
         s = json.loads((out / "summary.json").read_text())
-        results = [json.loads(x) for x in (out / "results.jsonl").open()]
+        results = retrieval.run_rows(out)
         fallbacks = sum(bool(r["extras"].get("keyword_fallback")) for r in results)
         kw = [u for key, u in s.get("llm", {}).items() if key.startswith("keywords/")]
         row = {"method": retrieval.METHODS[out.name][0], "questions": s["questions"]}
@@ -210,10 +214,10 @@ def query_all(
         f"\n{'ReGraphRAG structure, mean per question':<40}"
         + "".join(f"{k[:12]:>13}" for k in figures)
     )
+    mentioned_in = regraphrag.entity_passages(index)
     for out, row in zip(runs, rows, strict=True):
         if out.name.startswith("rg_"):
-            row["structure"] = regraphrag.structure(out) | regraphrag.gold_connected(index, out)
-            row["expansion"] = regraphrag.expansion_cost(out)
+            row |= regraphrag.run_figures(mentioned_in, out)
             cells = "".join(f"{row['structure'][k]:>13}" for k in figures)
             print(f"{row['method']:<40}{cells}  expansion {json.dumps(row['expansion'])}")
     print(json.dumps({"slice": passages, "questions": n_questions, **facts, "rows": rows}))

@@ -56,14 +56,7 @@ LLM_VARIANTS = {  # run name: (label, `key: value` lines replacing the config's)
 
 def extras_of(run: Path) -> list[dict]:
     """Each question's extras (plan, levels, fallback) and token counts from a run."""
-    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
-    out = []
-    for r in rows:
-        e = json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"]
-        t = r.get("tokens") or "{}"
-        e["tokens"] = json.loads(t) if isinstance(t, str) else t
-        out.append(e)
-    return out
+    return [r["extras"] | {"tokens": r["tokens"]} for r in retrieval.run_rows(run)]
 
 
 def plan_stats(run: Path, gold_steps: list[int]) -> dict[str, float]:

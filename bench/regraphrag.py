@@ -53,41 +53,45 @@ STRUCTURE += ["node_components", "triplets"]
 GOLD = ["reached", "connected"]  # shares of questions (gold_connected)
 
 
-def _rows(run: Path) -> list[dict]:
-    """The run's result rows, extras decoded."""
-    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
-    for r in rows:
-        r["extras"] = json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"]
-    return rows
-
-
-def structure(run: Path) -> dict[str, float]:
-    """Mean of each structure figure over the run's questions."""
-    extras = [r["extras"] for r in _rows(run)]
+def structure(rows: list[dict]) -> dict[str, float]:
+    """Mean of each structure figure over a run's questions."""
+    extras = [r["extras"] for r in rows]
     return {k: round(sum(e[k] for e in extras) / len(extras), 2) for k in STRUCTURE}
 
 
-def gold_connected(index: Path, run: Path) -> dict[str, float]:
-    """Over the run's questions: the share whose gold passages each contain an entity of the
-    reorganized graph ("reached"), and the share whose gold passages all contain an entity of
-    one connected component of it ("connected"; the graph is every perspective's nodes and
-    triplets together, from the run's `components` extras)."""
+def entity_passages(index: Path) -> list[set[str]]:
+    """For each entity row of the index's entity graph, the passages that mention it."""
     from engine.methods import query_config
     from engine.retrieve.context import QueryContext
     from engine.retrieve.entity_graph import entity_graph
     from engine.store import open_index
 
-    ctx = QueryContext(open_index(index), query_config("regraphrag"), run)
+    ctx = QueryContext(open_index(index), query_config("regraphrag"), Path("/tmp/rg-gold"))
     passage = ctx.chunks["passage"]
-    mentioned_in = [{passage[c] for c in rows.tolist()} for rows in entity_graph(ctx).entity_chunks]
+    return [{passage[c] for c in rows.tolist()} for rows in entity_graph(ctx).entity_chunks]
+
+
+def gold_connected(mentioned_in: list[set[str]], rows: list[dict]) -> dict[str, float]:
+    """Over a run's questions: the share whose gold passages each contain an entity of the
+    reorganized graph ("reached"), and the share whose gold passages all contain an entity of
+    one connected component of it ("connected"; the graph is every perspective's nodes and
+    triplets together, from the run's `components` extras)."""
     reached = connected = 0
-    rows = _rows(run)
     for r in rows:
         gold = set(r["supporting_ids"] or [])
         parts = [set().union(*(mentioned_in[e] for e in c)) for c in r["extras"]["components"]]
         reached += bool(gold) and gold <= set().union(*parts)
         connected += any(bool(gold) and gold <= p for p in parts)
     return {"reached": round(reached / len(rows), 3), "connected": round(connected / len(rows), 3)}
+
+
+def run_figures(mentioned_in: list[set[str]], run: Path) -> dict[str, dict[str, float]]:
+    """A run's structure with its gold shares, and its expansion cost, from one read."""
+    rows = retrieval.run_rows(run)
+    return {
+        "structure": structure(rows) | gold_connected(mentioned_in, rows),
+        "expansion": expansion_cost(rows),
+    }
 
 
 def speed(index: Path, questions: int) -> dict[str, float]:
@@ -119,14 +123,13 @@ SWEEP = {f"rg_m{m}_n3": (f"  m = {m}, n = 3", (f"perspectives: {m}",)) for m in 
 SWEEP |= {f"rg_m4_n{n}": (f"  m = 4, n = {n}", (f"sub_queries: {n}",)) for n in (1, 2, 4)}
 
 
-def expansion_cost(run: Path) -> dict[str, float]:
-    """Share of questions whose expansion fell back, mean expansion tokens per question, and
-    the mean tokens of the context the answer prompt would carry (the paper's Table 4 token
+def expansion_cost(rows: list[dict]) -> dict[str, float]:
+    """Share of a run's questions whose expansion fell back, mean expansion tokens per question,
+    and the mean tokens of the context the answer prompt would carry (the paper's Table 4 token
     cost is expansion plus prompt)."""
     from engine.models.tokenizer import load_tokenizer
 
-    rows = _rows(run)
-    llm = [json.loads(r["tokens"]) if isinstance(r["tokens"], str) else r["tokens"] for r in rows]
+    llm = [r["tokens"] for r in rows]
     texts = ["\n".join(r["context_text"] or []) for r in rows]
     context = [len(e.ids) for e in load_tokenizer().encode_batch(texts)]
     extras = [r["extras"] for r in rows]
@@ -145,11 +148,11 @@ def with_llm(work: Path, limit: int, threads: int, sweep: bool) -> list[dict]:
     others = [*VARIANTS, *BASELINES]
     cache = "expansion_cache.sqlite"
     rows = retrieval.run_with_llm(work, "llm", limit, threads, base, variants, others, cache)
+    mentioned_in = entity_passages(work / "idx" / "musique")
     for row in rows:
         run = Path(row["run"])
         if run.name.startswith("rg_"):
-            row["structure"] = structure(run) | gold_connected(work / "idx" / "musique", run)
-            row["expansion"] = expansion_cost(run)
+            row |= run_figures(mentioned_in, run)
     return rows
 
 
@@ -197,8 +200,9 @@ def main() -> None:
     print("(a) structure, mean per question (MuSiQue dev, LLM-free index, one sub-query)")
     print(f"{'variant':<36}" + "".join(f"{k[:12]:>13}" for k in STRUCTURE + GOLD))
     shapes = {}
+    mentioned_in = entity_passages(work / "idx" / "musique")
     for v in VARIANTS:
-        shapes[v] = structure(runs / v) | gold_connected(work / "idx" / "musique", runs / v)
+        shapes[v] = run_figures(mentioned_in, runs / v)["structure"]
         print(f"{VARIANTS[v][0]:<36}" + "".join(f"{shapes[v][k]:>13}" for k in STRUCTURE + GOLD))
     print("\n(b) Recall of the chunks behind the context (95% CI)")
     for r in rows:

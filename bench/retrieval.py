@@ -94,6 +94,15 @@ def method_spec(method: str, work: Path) -> str:
     return str(path)
 
 
+def run_rows(run: Path) -> list[dict]:
+    """A run's result rows from its results.jsonl, with tokens and extras as dicts."""
+    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    for r in rows:
+        for key in ("tokens", "extras"):
+            r[key] = json.loads(r[key]) if isinstance(r[key], str) else (r[key] or {})
+    return rows
+
+
 def recall_cell(row: dict, k: int) -> str:
     """Recall@k of a result row with its 95% CI, as the tables print it."""
     lo, hi = row[f"R@{k}_ci"]

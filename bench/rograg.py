@@ -51,21 +51,11 @@ LLM_VARIANTS = {  # run name: (label, `key: value` lines for the rograg section)
 }
 
 
-def run_rows(run: Path) -> list[dict]:
-    """The run's result rows with tokens and extras decoded."""
-    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
-    for r in rows:
-        for key in ("tokens", "extras"):
-            if isinstance(r[key], str):
-                r[key] = json.loads(r[key])
-    return rows
-
-
 def shape(run: Path) -> dict:
     """Context tokens, LLM tokens per stage (means per question) and the answering stages."""
     from engine.models.tokenizer import load_tokenizer
 
-    rows = run_rows(run)
+    rows = retrieval.run_rows(run)
     texts = ["\n".join(r["context_text"] or []) for r in rows]
     context = [len(e.ids) for e in load_tokenizer().encode_batch(texts)]
     stages = Counter(r["extras"].get("stage", "?") for r in rows)

@@ -33,7 +33,7 @@ def comparison_questions(name: str, limit: int | None) -> list[dict]:
 def main() -> None:
     """Plan every comparison question, print the shares and a JSON line."""
     from engine.config import LLMConfig
-    from engine.methods.rograg import logic_form_max_tokens, logic_form_prompt
+    from engine.methods.rograg import ROGRAGConfig, logic_form_max_tokens, logic_form_prompt
     from engine.models import make_llm
     from engine.models.base import GenParams
     from engine.models.llama_server import LlamaServer
@@ -48,7 +48,8 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    schema = logic_form_schema(5)
+    steps = ROGRAGConfig().max_steps  # ROGRAG's default plan length
+    schema = logic_form_schema(steps)
     rows = {}
     with LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log") as server:
         cfg = LLMConfig(backend="openai", model=server.alias, base_url=server.url)
@@ -57,9 +58,9 @@ def main() -> None:
         for name in SETS:
             qs = comparison_questions(name, args.limit)
             prompts = [
-                [{"role": "user", "content": logic_form_prompt(q["question"], 5)}] for q in qs
+                [{"role": "user", "content": logic_form_prompt(q["question"], steps)}] for q in qs
             ]
-            budget = GenParams(max_tokens=logic_form_max_tokens(5))
+            budget = GenParams(max_tokens=logic_form_max_tokens(steps))
             run = generate_structured(llm, prompts, schema, budget, stage="logic_form", retries=2)
             forms = [r.value for r in run.results if r.ok]
             compare = [

@@ -73,16 +73,16 @@ def confusion(run: Path, holed: set[str], golds: dict[str, list[str]]) -> dict:
     """Refusals by answerability, accuracy on answered answerable questions, LLM cost."""
     from engine.eval.metrics import accuracy
 
-    rows = [json.loads(x) for x in (run / "results.jsonl").open()]
+    rows = retrieval.run_rows(run)
     cell = {"answerable": [0, 0], "unanswerable": [0, 0]}  # [answered, refused]
     right, spent_by_stage = [], Counter()
     for r in rows:
-        extras = json.loads(r["extras"]) if isinstance(r["extras"], str) else r["extras"]
+        extras = r["extras"]
         refused = extras["stage"] == "refused"
         cell["unanswerable" if r["qid"] in holed else "answerable"][refused] += 1
         if r["qid"] not in holed and not refused:
             right.append(accuracy(r["answer"] or "", golds[r["qid"]]))
-        spent = json.loads(r["tokens"]) if isinstance(r["tokens"], str) else r["tokens"]
+        spent = r["tokens"]
         spent_by_stage.update(spent or {})
     a, u = cell["answerable"], cell["unanswerable"]
     per_stage = {k: round(v / len(rows), 1) for k, v in spent_by_stage.items()}

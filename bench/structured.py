@@ -43,8 +43,14 @@ from engine.index.extract import (  # noqa: E402
     triple_schema,
 )
 from engine.index.units import UNITS, unit_prompt  # noqa: E402
+from engine.methods.pankrag import PankRAGConfig  # noqa: E402
 from engine.methods.rograg import VERDICT as SUPPORTED  # noqa: E402
-from engine.methods.rograg import logic_form_max_tokens, logic_form_prompt, verdict_prompt  # noqa: E402
+from engine.methods.rograg import (  # noqa: E402
+    ROGRAGConfig,
+    logic_form_max_tokens,
+    logic_form_prompt,
+    verdict_prompt,
+)
 from engine.models import LLM, GenParams  # noqa: E402
 from engine.models.openai_llm import DECODING_LADDER  # noqa: E402
 from engine.models.structured import Schema, generate_structured  # noqa: E402
@@ -176,16 +182,18 @@ def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task
         300,
         lambda v, i: len({s for _, queries in v for s in queries}) == 6,
     )
+    plan_steps = PankRAGConfig().max_steps  # the methods' own defaults
     tasks["dag"] = Task(
-        [plan_prompt(q["question"], 5) for q in musique],
-        plan_schema(5),
+        [plan_prompt(q["question"], plan_steps) for q in musique],
+        plan_schema(plan_steps),
         344,
         lambda v, i: len(v.steps) == hops[i],
     )
+    form_steps = ROGRAGConfig().max_steps
     tasks["logic_form"] = Task(
-        [logic_form_prompt(q["question"], 5) for q in musique],
-        logic_form_schema(5),
-        logic_form_max_tokens(5),
+        [logic_form_prompt(q["question"], form_steps) for q in musique],
+        logic_form_schema(form_steps),
+        logic_form_max_tokens(form_steps),
         lambda v, i: sum(s.operator == "retrieve" for s in v.steps) >= hops[i],
     )
     support_gold = []
