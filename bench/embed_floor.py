@@ -1,7 +1,8 @@
 """The embedding floor of an LLM-free index: how many seconds its texts cost the embedder, per
-kind (chunks, units, entities, relations), with the engine's fp32 MiniLM and with its int8 ONNX
-Runtime MiniLM (embedder.backend: onnx-int8, built here from the packaged weights); and what the
-machine's matrix product peak allows at best.
+kind (chunks, units, entities, relations), with the engine's fp32 MiniLM, its fp32 ONNX Runtime
+MiniLM (embedder.backend: onnx) and its int8 ONNX Runtime MiniLM (embedder.backend: onnx-int8),
+both built here from the packaged weights; and what the machine's matrix product peak allows at
+best.
 
     .venv/bin/python bench/embed_floor.py --index DIR [--sample 800]
 
@@ -10,7 +11,7 @@ DIR is an LLM-free index of MuSiQue (`graphrag-engine index ../shared/data/musiq
 as the index stage embeds them; a seeded sample of `--sample` texts per kind is embedded with
 each path and the rate extrapolated to the kind's count. The FLOP count is the encoder's dense
 layers and attention at each text's real token length (what padding to actual lengths leaves).
-The int8 path needs the `onnx` extra; without it its columns are skipped. It
+The ONNX paths need the `onnx` extra; without it their columns are skipped. It
 prints a table and one JSON line.
 """
 
@@ -29,7 +30,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # bench/kernels.py must 
 
 from engine.errors import ConfigError  # noqa: E402
 from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
-from engine.models.onnx_embed import OnnxInt8Embedder  # noqa: E402
+from engine.models.onnx_embed import FP32, SCHEME, OnnxEmbedder  # noqa: E402
 from engine.names import entity_text, relation_text, titled_chunk  # noqa: E402
 from engine.store import open_index  # noqa: E402
 
@@ -92,10 +93,11 @@ def main() -> None:
     st = SentenceTransformerEmbedder()
     rng = np.random.default_rng(0)
     paths: dict[str, object] = {"fp32": st}
-    try:
-        paths["int8"] = OnnxInt8Embedder()  # the engine's onnx-int8 backend, built here once
+    try:  # the engine's onnx and onnx-int8 backends, built here once
+        paths["onnx32"] = OnnxEmbedder(scheme=FP32)
+        paths["int8"] = OnnxEmbedder(scheme=SCHEME)
     except ConfigError as err:
-        print(f"int8 ONNX path skipped: {err}", file=sys.stderr)
+        print(f"ONNX paths skipped: {err}", file=sys.stderr)
     peak = matmul_gflops()
     rows = []
     for kind, texts in kinds.items():
@@ -121,28 +123,31 @@ def main() -> None:
             if reference is None:
                 reference = vecs
             else:
-                row[f"{name}_cosine_min"] = round(float((vecs * reference).sum(1).min()), 4)
+                row[f"{name}_cosine_min"] = round(float((vecs * reference).sum(1).min()), 6)
         row["peak_s"] = round(flops / (peak * 1e9), 1)
         rows.append(row)
+    names = list(paths)
     total = {
         k: round(sum(r[k] for r in rows if k in r), 1)
-        for k in ("fp32_s", "int8_s", "peak_s", "tflop")
-        if k in rows[0]
+        for k in [f"{n}_s" for n in names] + ["peak_s", "tflop"]
     }
     print(
         f"matrix product peak (torch, float32): {peak:.0f} GFLOP/s; load average {os.getloadavg()[0]:.2f}"
     )
+    others = names[1:]
     print(
-        f"{'kind':<10}{'texts':>8}{'tokens':>8}{'TFLOP':>7}{'fp32 s':>8}{'int8 s':>8}{'int8 cos min':>13}{'at peak s':>10}"
+        f"{'kind':<10}{'texts':>8}{'tokens':>8}{'TFLOP':>7}"
+        + "".join(f"{n + ' s':>9}" for n in names)
+        + "".join(f"{n + ' cos min':>15}" for n in others)
+        + f"{'at peak s':>10}"
     )
-    for r in rows:
+    for r in rows + [{"kind": "all", "texts": "", "mean_tokens": "", **total}]:
         print(
-            f"{r['kind']:<10}{r['texts']:>8}{r['mean_tokens']:>8}{r['tflop']:>7}{r['fp32_s']:>8}"
-            f"{r.get('int8_s', '-'):>8}{r.get('int8_cosine_min', '-'):>13}{r['peak_s']:>10}"
+            f"{r['kind']:<10}{r['texts']:>8}{r['mean_tokens']:>8}{r['tflop']:>7}"
+            + "".join(f"{r[n + '_s']:>9}" for n in names)
+            + "".join(f"{r.get(n + '_cosine_min', ''):>15}" for n in others)
+            + f"{r['peak_s']:>10}"
         )
-    print(
-        f"{'all':<10}{'':>8}{'':>8}{total['tflop']:>7}{total['fp32_s']:>8}{total.get('int8_s', '-'):>8}{'':>13}{total['peak_s']:>10}"
-    )
     print(
         json.dumps(
             {"bench": "embed_floor", "gflops_peak": round(peak, 1), "rows": rows, "total": total}

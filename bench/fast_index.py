@@ -3,12 +3,13 @@ MiniLM with 64 texts a forward pass and every table embedded (`batch64`, the def
 token-budget batches), the default (batches of 2,048 padded tokens), relation vectors left lazy
 (`graph.relation_vectors: lazy`), the int8 ONNX Runtime embedder with lazy relations
 (`embedder.backend: onnx-int8`), `fast32`: fp32 with lazy relation and unit vectors (for an
-index no Clue-RAG run will query), and `fast`: the same with int8. Index seconds per stage and the ratio to the first variant,
+index no Clue-RAG run will query), `fast`: the same with int8, and `onnx32`: the same with fp32
+ONNX Runtime (`embedder.backend: onnx`). Index seconds per stage and the ratio to the first variant,
 then Recall@2/@5 of dense and PPR retrieval on the set's dev questions against each index
 (neither uses relation or unit vectors, so the fp32 rows must agree, as must the int8 ones),
 and the largest change of those four recalls from the first variant, in points.
 
-    .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast32,fast]
+    .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast32,fast,onnx32]
                                          [--work DIR]
 
 Each index is a fresh `graphrag-engine index` process with fresh caches (the int8 model itself
@@ -33,6 +34,7 @@ from child_index import index_in_child  # noqa: E402
 from retrieval import DATA, SETS  # noqa: E402
 
 from engine.cli import main as cli  # noqa: E402
+from engine.models.onnx_embed import BACKENDS, OnnxEmbedder  # noqa: E402
 
 VARIANTS = {
     "batch64": "graph:\n  alpha: 0.0\nmodels:\n  embedder:\n    batch_size: 64\n",
@@ -43,6 +45,8 @@ VARIANTS = {
     "fast32": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n  unit_vectors: lazy\n",
     "fast": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n  unit_vectors: lazy\n"
     "models:\n  embedder:\n    backend: onnx-int8\n",
+    "onnx32": "graph:\n  alpha: 0.0\n  relation_vectors: lazy\n  unit_vectors: lazy\n"
+    "models:\n  embedder:\n    backend: onnx\n",
 }
 METHODS = ("naive", "hipporag")
 
@@ -88,11 +92,10 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     variants = args.variants.split(",")
-    if any("onnx-int8" in VARIANTS[v] for v in variants):  # export once, outside the timed builds
-        os.environ.setdefault("GRAPHRAG_ONNX_CACHE", str(work / "onnx"))
-        from engine.models.onnx_embed import OnnxInt8Embedder
-
-        OnnxInt8Embedder()
+    os.environ.setdefault("GRAPHRAG_ONNX_CACHE", str(work / "onnx"))
+    for backend, scheme in BACKENDS.items():  # export once, outside the timed builds
+        if any(f"backend: {backend}\n" in VARIANTS[v] for v in variants):
+            OnnxEmbedder(scheme=scheme)
     rows = []
     for name in args.sets.split(","):
         corpus, questions = SETS[name]

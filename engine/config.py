@@ -116,12 +116,14 @@ class LLMConfig:
 class EmbedderConfig:
     """Which model turns texts into vectors."""
 
-    backend: Literal["sentence-transformers", "onnx-int8", "bge-m3", "openai"] = (
+    backend: Literal["sentence-transformers", "onnx", "onnx-int8", "bge-m3", "openai"] = (
         "sentence-transformers"
     )
-    """sentence-transformers; onnx-int8 (the same local model exported here to int8 ONNX
-    Runtime, per-token activations and calibrated weights: faster on CPU, index vectors of its
-    own, queries at fp32; needs the `onnx` extra); bge-m3 (FlagEmbedding); or openai (an embeddings endpoint)."""
+    """sentence-transformers; onnx (the same local model exported here to fp32 ONNX Runtime:
+    faster on CPU, vectors equal to fp32's within float rounding; needs the `onnx` extra);
+    onnx-int8 (exported to int8 ONNX Runtime, per-token activations and calibrated weights:
+    faster again, index vectors of their own, queries at fp32; the `onnx` extra); bge-m3
+    (FlagEmbedding); or openai (an embeddings endpoint)."""
     model: str = "all-MiniLM-L6-v2"
     """A sentence-transformers name or local folder (default: the packaged all-MiniLM-L6-v2)."""
     device: str = "cpu"

@@ -1,7 +1,8 @@
-"""The int8 ONNX Runtime embedder (embedder.backend: onnx-int8): built here from the packaged
-MiniLM weights (no download), kept in its cache and reused, its vectors close to fp32's on real
-MuSiQue passages and the same in any batch, ranking MuSiQue's gold passages as fp32 does; the
-per-token int8 rewrite, its channel smoothing and its GPTQ rounding against numpy references."""
+"""The ONNX Runtime embedders (embedder.backend: onnx-int8 and onnx): built here from the
+packaged MiniLM weights (no download), kept in their cache and reused; int8 vectors close to
+fp32's on real MuSiQue passages and the same in any batch, ranking MuSiQue's gold passages as
+fp32 does; fp32 ONNX vectors equal to sentence-transformers' to float rounding; the per-token
+int8 rewrite, its channel smoothing and its GPTQ rounding against numpy references."""
 
 from __future__ import annotations
 
@@ -33,6 +34,54 @@ def int8(tmp_path_factory):
             del os.environ[onnx_embed.CACHE_ENV]
         else:
             os.environ[onnx_embed.CACHE_ENV] = old
+
+
+@pytest.fixture(scope="module")
+def onnx32(tmp_path_factory):
+    """The fp32 ONNX Runtime embedder (`embedder.backend: onnx`), exported into its own cache."""
+    import os
+
+    from engine.models import onnx_embed
+
+    cache = tmp_path_factory.mktemp("onnx32-cache")
+    old = os.environ.get(onnx_embed.CACHE_ENV)
+    os.environ[onnx_embed.CACHE_ENV] = str(cache)
+    try:
+        yield make_embedder(EmbedderConfig(backend="onnx")), cache
+    finally:
+        if old is None:
+            del os.environ[onnx_embed.CACHE_ENV]
+        else:
+            os.environ[onnx_embed.CACHE_ENV] = old
+
+
+def test_fp32_onnx_equals_sentence_transformers(onnx32, minilm, shared_data, monkeypatch) -> None:
+    """On real MuSiQue passages (long and short, so batches pad), fp32 ONNX Runtime gives
+    sentence-transformers' vectors to float rounding, queries through the same model, and is
+    exported once, to a file named by its scheme."""
+    from engine.models import onnx_embed
+
+    texts = []
+    with (shared_data / "musique_corpus.jsonl").open() as f:
+        for _, line in zip(range(60), f, strict=False):
+            rec = json.loads(line)
+            texts.append(f"{rec['title']}\n{rec['text']}")
+    texts += ["Port Calloway", "Who founded Port Calloway?"]
+    onnx32, cache = onnx32
+    got, ref = onnx32.encode(texts), minilm.encode(texts)
+    assert onnx32.model_id == "onnx-fp32:all-MiniLM-L6-v2"
+    assert np.abs(got - ref).max() < 1e-4, np.abs(got - ref).max()
+    assert (got * ref).sum(1).min() > 1 - 1e-6
+    assert np.array_equal(onnx32.encode_queries(texts[-2:]), onnx32.encode(texts[-2:]))
+    # a text alone pads nothing: the same vector to float rounding as in its batch
+    alone = np.stack([onnx32.encode([t])[0] for t in texts[:5]])
+    assert np.abs(alone - got[:5]).max() < 1e-5
+    (built,) = cache.glob("*.onnx")
+    assert built.name.endswith("-fp32.onnx")
+    monkeypatch.setenv(onnx_embed.CACHE_ENV, str(cache))
+    monkeypatch.setattr(onnx_embed, "export_fp32_atomic", lambda *a: pytest.fail("exported again"))
+    again = onnx_embed.OnnxEmbedder(scheme=onnx_embed.FP32)  # the cached export
+    assert np.array_equal(again.encode(texts[:3]), onnx32.encode(texts[:3]))
 
 
 def test_built_once_and_reused(int8, monkeypatch) -> None:
@@ -85,9 +134,10 @@ def test_vectors_and_rankings_follow_fp32(int8, minilm, shared_data) -> None:
     assert abs(hits[0] - hits[1]) <= 0.1, hits
 
 
-def test_onnx_runs_on_the_cpu_only() -> None:
-    with pytest.raises(ConfigError, match="runs on the CPU"):
-        make_embedder(EmbedderConfig(backend="onnx-int8", device="cuda"))
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_onnx_runs_on_the_cpu_only(backend) -> None:
+    with pytest.raises(ConfigError, match=f"'{backend}' runs on the CPU"):
+        make_embedder(EmbedderConfig(backend=backend, device="cuda"))
 
 
 def test_an_int8_index_is_queried_with_its_embedder(int8, minilm, run_cli, tmp_path) -> None:
@@ -134,13 +184,13 @@ def test_the_layout_is_read_without_loading_weights(tmp_path) -> None:
     from engine.models.onnx_embed import _mean_pooling_layout
 
     folder = _copy_of_minilm(tmp_path)
-    assert _mean_pooling_layout(folder) == (256, 384)
+    assert _mean_pooling_layout(folder, "onnx") == (256, 384)
     pooling = folder / "1_Pooling" / "config.json"
     conf = json.loads(pooling.read_text())
     conf.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
     pooling.write_text(json.dumps(conf))
     with pytest.raises(ConfigError, match="not a transformer with mean pooling"):
-        _mean_pooling_layout(folder)
+        _mean_pooling_layout(folder, "onnx")
 
 
 def test_a_dense_head_is_refused(tmp_path) -> None:

@@ -108,12 +108,12 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
 def _local_embedder(backend: str, model: str, device: str, batch_size: int | None) -> Embedder:
     if backend == "bge-m3":
         return BGEM3Embedder(model, device, batch_size or 32)
-    if backend == "onnx-int8":
-        from engine.models.onnx_embed import OnnxInt8Embedder  # onnxruntime: optional extra
+    if backend in ("onnx", "onnx-int8"):
+        from engine.models.onnx_embed import BACKENDS, OnnxEmbedder  # onnxruntime: optional extra
 
         if device != "cpu":
-            raise ConfigError("embedder.backend 'onnx-int8' runs on the CPU; set device: cpu")
-        return OnnxInt8Embedder(model, batch_size)
+            raise ConfigError(f"embedder.backend {backend!r} runs on the CPU; set device: cpu")
+        return OnnxEmbedder(model, batch_size, BACKENDS[backend])
     return SentenceTransformerEmbedder(model, device, batch_size)
 
 

@@ -1,12 +1,19 @@
-"""The fast CPU embedder path: a local sentence-transformers model (default: the packaged
-all-MiniLM-L6-v2) exported to ONNX here and rewritten to int8 with a scale per token and per
-weight column, its weights rounded against activations of the calibration text shipped in
-engine/models/calibration.py (engine/models/onnx_int8.py), run by ONNX Runtime. Nothing is
-downloaded: the export reads the local weights once and keeps the int8 model in a cache folder
-keyed by the weights' hash, written atomically.
+"""The fast CPU embedder paths: a local sentence-transformers model (default: the packaged
+all-MiniLM-L6-v2) exported to ONNX here and run by ONNX Runtime, at fp32 (`embedder.backend:
+onnx`) or rewritten to int8 (`onnx-int8`) with a scale per token and per weight column, its
+weights rounded against activations of the calibration text shipped in
+engine/models/calibration.py (engine/models/onnx_int8.py). Nothing is downloaded: the export
+reads the local weights once and keeps the model in a cache folder keyed by the weights' hash
+and the scheme, written atomically.
 
-Its vectors are not fp32's (cosine about 0.999 on real passages, bench/embed_floor.py), so it
-has its own model id: an index built with it is queried with it. They do not depend on the
+fp32: sentence-transformers' arithmetic in another runtime (ONNX Runtime folds constants, fuses
+GELU with its bias and the attention scale with its product, and runs its own matrix kernels),
+so its vectors agree with torch's to float rounding (largest difference about 2e-7 on MuSiQue
+passages); queries and index texts go through it alike. 1.11x faster than torch for a whole
+LLM-free MuSiQue index on an AMD EPYC (bench/fast_index.py, README).
+
+int8: its vectors are not fp32's (cosine about 0.999 on real passages, bench/embed_floor.py), so
+it has its own model id: an index built with it is queried with it. They do not depend on the
 batch a text shares, so one text at a time gives the batched vectors exactly. Query-side texts
 (`encode_queries`) are embedded at fp32 by the same local weights, against the int8 index
 vectors: asymmetric quantization, as vector indexes score a full-precision query against
@@ -38,11 +45,15 @@ from engine.models.embed import (
 from engine.models.onnx_int8 import activation_stats, quantize_per_token
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"
-"""Where int8 exports are kept (default ~/.cache/graphrag-engine/onnx)."""
+"""Where ONNX exports are kept (default ~/.cache/graphrag-engine/onnx)."""
 SCHEME = "int8-gptq"
-"""The quantization, in the model id and the export's file name (per-tensor int8, then per-token
-int8 with weights rounded to nearest, came before: their vectors differ, so neither their cached
-vectors nor their exports are reused)."""
+"""The int8 quantization, in the model id and the export's file name (per-tensor int8, then
+per-token int8 with weights rounded to nearest, came before: their vectors differ, so neither
+their cached vectors nor their exports are reused)."""
+FP32 = "fp32"
+"""The unquantized export's scheme."""
+BACKENDS = {"onnx-int8": SCHEME, "onnx": FP32}
+"""embedder.backend -> the scheme it runs."""
 
 
 def _weights_hash(folder: Path) -> str:
@@ -104,6 +115,16 @@ def export_fp32(st_model, path: Path) -> Path:
     return path
 
 
+def export_fp32_atomic(st_model, out: Path) -> Path:
+    """The fp32 export of a loaded SentenceTransformer moved to `out` atomically; returns `out`."""
+    work = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=out.parent))
+    try:
+        os.replace(export_fp32(st_model, work / "model.onnx"), out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 def calibration_feeds(tokenizer, max_len: int) -> list[dict[str, np.ndarray]]:
     """ONNX Runtime feeds of CALIBRATION_TEXTS, one text each (no padding in the statistics)."""
     ids = tokenizer(list(CALIBRATION_TEXTS), truncation=True, max_length=max_len)["input_ids"]
@@ -132,15 +153,19 @@ def _export(torch, module, example, path: Path) -> None:
     )
 
 
-class OnnxInt8Embedder:
-    """Per-token int8 ONNX Runtime version of a local mean-pooling sentence-transformers model."""
+class OnnxEmbedder:
+    """ONNX Runtime version of a local mean-pooling sentence-transformers model, at fp32 or
+    per-token int8 (`scheme`)."""
 
-    def __init__(self, model: str | None = None, batch_size: int | None = None) -> None:
+    def __init__(
+        self, model: str | None = None, batch_size: int | None = None, scheme: str = SCHEME
+    ) -> None:
+        backend = next(b for b, s in BACKENDS.items() if s == scheme)
         try:
             import onnxruntime as ort
         except ImportError:
             raise ConfigError(
-                "embedder.backend 'onnx-int8' needs ONNX Runtime: pip install 'graphrag-engine[onnx]'"
+                f"embedder.backend {backend!r} needs ONNX Runtime: pip install 'graphrag-engine[onnx]'"
             ) from None
         from transformers import AutoTokenizer
 
@@ -148,23 +173,25 @@ class OnnxInt8Embedder:
         folder = Path(packaged_minilm_path() if default else model)
         if not folder.exists():
             raise ConfigError(f"embedder.model: {folder} does not exist (give a local folder)")
-        self.max_len, self.dim = _mean_pooling_layout(folder)
+        self.max_len, self.dim = _mean_pooling_layout(folder, backend)
         cache = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache/graphrag-engine/onnx")
         cache.mkdir(parents=True, exist_ok=True)
-        path = cache / f"{folder.name}-{_weights_hash(folder)}-{SCHEME}.onnx"
-        if not path.exists():  # the fp32 model is loaded only to export it
+        path = cache / f"{folder.name}-{_weights_hash(folder)}-{scheme}.onnx"
+        if not path.exists():  # the torch model is loaded only to export it
             from sentence_transformers import SentenceTransformer
 
-            export_int8(SentenceTransformer(str(folder), device="cpu", local_files_only=True), path)
+            st = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+            (export_int8 if scheme == SCHEME else export_fp32_atomic)(st, path)
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         self.max_len = self.max_len or min(self.tokenizer.model_max_length, 512)
         self.batch_size = batch_size
         self._local_model = None if default else str(folder)
-        self._fp32 = None  # the query-side embedder, loaded on the first query
+        self.scheme = scheme
+        self._fp32 = None  # int8: the query-side embedder, loaded on the first query
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, _threads())
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.model_id = f"onnx-{SCHEME}:{DEFAULT_EMBEDDER if default else folder.name}"
+        self.model_id = f"onnx-{scheme}:{DEFAULT_EMBEDDER if default else folder.name}"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(n, d) float32, L2-normalized; texts of similar length share a batch, of
@@ -199,21 +226,30 @@ class OnnxInt8Embedder:
         return out
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Query vectors at fp32 from the same local weights (the index side stays int8)."""
+        """Query vectors at fp32 from the same local weights (an int8 index side stays int8)."""
+        if self.scheme == FP32:
+            return self.encode(texts)
         if self._fp32 is None:
             self._fp32 = SentenceTransformerEmbedder(self._local_model, "cpu", self.batch_size)
         return self._fp32.encode(texts)
 
 
+class OnnxInt8Embedder(OnnxEmbedder):
+    """The per-token int8 ONNX Runtime embedder (`embedder.backend: onnx-int8`)."""
+
+    def __init__(self, model: str | None = None, batch_size: int | None = None) -> None:
+        super().__init__(model, batch_size, SCHEME)
+
+
 _PLAIN_MODULES = {"Transformer", "Pooling", "Normalize"}
 
 
-def _mean_pooling_layout(folder: Path) -> tuple[int | None, int]:
+def _mean_pooling_layout(folder: Path, backend: str) -> tuple[int | None, int]:
     """(max sequence length when set, vector width) of a sentence-transformers folder whose modules are
     a transformer, mean pooling and at most a normalization, read from its config files (so
     the fp32 weights are not loaded); anything else is refused with what to use instead."""
     refuse = (
-        f"embedder.backend 'onnx-int8': {folder} is not a transformer with mean pooling; use "
+        f"embedder.backend {backend!r}: {folder} is not a transformer with mean pooling; use "
         "the sentence-transformers backend for it"
     )
     try:
