@@ -7,6 +7,8 @@ int8 rewrite, its channel smoothing and its GPTQ rounding against numpy referenc
 from __future__ import annotations
 
 import json
+import os
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -18,41 +20,36 @@ from engine.models import make_embedder
 pytest.importorskip("onnxruntime")
 
 
-@pytest.fixture(scope="module")
-def int8(tmp_path_factory):
-    import os
-
+@contextmanager
+def onnx_cache(folder):
+    """GRAPHRAG_ONNX_CACHE set to `folder` while the block runs, then as it was."""
     from engine.models import onnx_embed
 
-    cache = tmp_path_factory.mktemp("onnx-cache")
     old = os.environ.get(onnx_embed.CACHE_ENV)
-    os.environ[onnx_embed.CACHE_ENV] = str(cache)
+    os.environ[onnx_embed.CACHE_ENV] = str(folder)
     try:
-        yield onnx_embed.OnnxInt8Embedder(), cache
+        yield folder
     finally:
         if old is None:
             del os.environ[onnx_embed.CACHE_ENV]
         else:
             os.environ[onnx_embed.CACHE_ENV] = old
+
+
+@pytest.fixture(scope="module")
+def int8(tmp_path_factory):
+    """The int8 embedder (`embedder.backend: onnx-int8`), exported into its own cache."""
+    from engine.models import onnx_embed
+
+    with onnx_cache(tmp_path_factory.mktemp("onnx-cache")) as cache:
+        yield onnx_embed.OnnxInt8Embedder(), cache
 
 
 @pytest.fixture(scope="module")
 def onnx32(tmp_path_factory):
     """The fp32 ONNX Runtime embedder (`embedder.backend: onnx`), exported into its own cache."""
-    import os
-
-    from engine.models import onnx_embed
-
-    cache = tmp_path_factory.mktemp("onnx32-cache")
-    old = os.environ.get(onnx_embed.CACHE_ENV)
-    os.environ[onnx_embed.CACHE_ENV] = str(cache)
-    try:
+    with onnx_cache(tmp_path_factory.mktemp("onnx32-cache")) as cache:
         yield make_embedder(EmbedderConfig(backend="onnx")), cache
-    finally:
-        if old is None:
-            del os.environ[onnx_embed.CACHE_ENV]
-        else:
-            os.environ[onnx_embed.CACHE_ENV] = old
 
 
 def test_fp32_onnx_equals_sentence_transformers(onnx32, minilm, shared_data, monkeypatch) -> None:
