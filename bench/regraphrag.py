@@ -66,6 +66,8 @@ def entity_passages(index: Path) -> list[set[str]]:
     from engine.retrieve.entity_graph import entity_graph
     from engine.store import open_index
 
+    # the run folder is where an LLM would keep its cache; the entity graph needs none, so
+    # nothing is written there
     ctx = QueryContext(open_index(index), query_config("regraphrag"), Path("/tmp/rg-gold"))
     passage = ctx.chunks["passage"]
     return [{passage[c] for c in rows.tolist()} for rows in entity_graph(ctx).entity_chunks]
