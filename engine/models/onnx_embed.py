@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -75,14 +76,23 @@ def export_int8(st_model, out: Path) -> Path:
     (atomically); returns `out`."""
     import onnx
 
-    work = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=out.parent))
-    try:
+    def write(work: Path) -> Path:
         model = onnx.load(str(export_fp32(st_model, work / "fp32.onnx")))
         stats = activation_stats(
             model, calibration_feeds(st_model.tokenizer, st_model.max_seq_length)
         )
         onnx.save(quantize_per_token(model, stats), str(work / "model.onnx"))
-        os.replace(work / "model.onnx", out)
+        return work / "model.onnx"
+
+    return _written_atomically(out, write)
+
+
+def _written_atomically(out: Path, write: Callable[[Path], Path]) -> Path:
+    """`write(folder)` makes a file in a fresh folder beside `out`; the file is moved to `out`
+    (atomically) and the folder removed, also when writing fails; returns `out`."""
+    work = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=out.parent))
+    try:
+        os.replace(write(work), out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -117,12 +127,7 @@ def export_fp32(st_model, path: Path) -> Path:
 
 def export_fp32_atomic(st_model, out: Path) -> Path:
     """The fp32 export of a loaded SentenceTransformer moved to `out` atomically; returns `out`."""
-    work = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=out.parent))
-    try:
-        os.replace(export_fp32(st_model, work / "model.onnx"), out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return out
+    return _written_atomically(out, lambda work: export_fp32(st_model, work / "model.onnx"))
 
 
 def calibration_feeds(tokenizer, max_len: int) -> list[dict[str, np.ndarray]]:
