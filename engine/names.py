@@ -35,8 +35,9 @@ def titled_chunk(title: str | None, text: str) -> str:
 
 
 VECTOR_TABLE_KINDS = {
+    "chunk_vectors": "chunks",
     "unit_vectors": "units",
     "entity_vectors": "entities",
     "relation_vectors": "relations",
 }
-"""What each graph vector table holds, as progress lines and the embedding cache name it."""
+"""What each vector table holds, as progress lines and the embedding cache name it."""

@@ -66,11 +66,8 @@ def test_records_are_absorbed_and_merged_with_cooccurrence() -> None:
     ):
         with pytest.raises(ParseError):
             SCHEMA.parse(bad)
-    units = [
-        {"unit_id": "u1", "chunk_id": "c1", "text": "Hana Lirrow designed the Quillon Opera House."}
-    ]
-    mentions = [[("Hana Lirrow", "PERSON"), ("the Quillon Opera House", "ORG")]]
-    entities, links, relations = resolve(units, mentions, [("c2", found)])
+    mentions = [("Hana Lirrow", "PERSON"), ("the Quillon Opera House", "ORG")]
+    entities, links, relations = resolve([("u1", "c1", mentions)], [("c2", found)])
     by_key = {normalize_name(e["name"]): e for e in entities}
     assert set(by_key) == {"hana lirrow", "quillon opera house", "vesk"}
     assert by_key["hana lirrow"]["description"] == "An architect born in Port Calloway."
@@ -84,7 +81,10 @@ def test_records_are_absorbed_and_merged_with_cooccurrence() -> None:
     assert rel["weight"] == 1.0 + 9.0  # one shared unit + strength 9
     assert rel["description"] == "Lirrow designed the opera house."
     assert rel["keywords"] == "co-occurrence, design, architecture"
-    assert len(links) == 2
+    assert links.to_pylist() == [
+        {"unit_id": "u1", "entity_id": e}
+        for e in (entity_id("hana lirrow"), entity_id("quillon opera house"))
+    ]
 
 
 TEXTS = [json.loads(line)["text"] for line in corpus_path().read_text().splitlines()[:3]]

@@ -264,3 +264,61 @@ def test_killed_index_runs_resume_to_the_same_index(tmp_path: Path) -> None:
         assert table_rows(a, t, key) == table_rows(b, t, key), t
     for v in ("chunk_vectors", "unit_vectors", "entity_vectors", "relation_vectors"):
         np.testing.assert_allclose(a.vectors(v), b.vectors(v), atol=1e-5)
+
+
+def test_graph_tables_equal_a_row_by_row_reference() -> None:
+    """build_graphs looks ids up column-wise; the same edges as a per-row dict walk."""
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from engine.index.graphs import build_graphs
+
+    rng = np.random.default_rng(3)
+    chunk_ids = [f"c{i}" for i in range(40)]
+    units = [{"unit_id": f"u{i}", "chunk_id": f"c{rng.integers(40)}"} for i in range(300)]
+    entities = [{"entity_id": f"e{i}"} for i in range(60)]
+    links = [
+        {"unit_id": f"u{u}", "entity_id": f"e{e}"}
+        for u in range(300)
+        for e in sorted(set(rng.integers(60, size=rng.integers(0, 4)).tolist()))
+    ]
+    relations = [
+        {"src": "e1", "dst": "e2", "weight": 2.0},
+        {"src": "e3", "dst": "e9", "weight": 1.0},
+    ]
+    graphs, layouts = build_graphs(
+        chunk_ids,
+        pa.Table.from_pylist(units),
+        entities,
+        pa.Table.from_pylist(links),
+        relations,
+    )
+    c_idx = {c: i for i, c in enumerate(chunk_ids)}
+    u_idx = {u["unit_id"]: i for i, u in enumerate(units)}
+    e_idx = {e["entity_id"]: i for i, e in enumerate(entities)}
+    n_c, n_u = len(chunk_ids), len(units)
+    cue = [(c_idx[u["chunk_id"]], n_c + i) for i, u in enumerate(units)] + [
+        (n_c + u_idx[r["unit_id"]], n_c + n_u + e_idx[r["entity_id"]]) for r in links
+    ]
+    assert set(graphs["graph_cue"]["weight"].to_pylist()) == {1.0}
+    assert [(r["src"], r["dst"]) for r in graphs["graph_cue"].to_pylist()] == cue
+    counts = Counter(
+        (c_idx[units[u_idx[r["unit_id"]]]["chunk_id"]], e_idx[r["entity_id"]]) for r in links
+    )
+    assert graphs["graph_passage_entity"].to_pylist() == [
+        {"src": c, "dst": n_c + e, "weight": float(counts[(c, e)])} for c, e in sorted(counts)
+    ]
+    assert graphs["graph_entity"].to_pylist() == [
+        {"src": 1, "dst": 2, "weight": 2.0},
+        {"src": 3, "dst": 9, "weight": 1.0},
+    ]
+    assert layouts["graph_cue"]["nodes"] == n_c + n_u + len(entities)
+    with pytest.raises(ValueError, match="1 ids are not among"):
+        build_graphs(
+            chunk_ids,
+            pa.Table.from_pylist(units),
+            entities,
+            pa.Table.from_pylist([{"unit_id": "u-missing", "entity_id": "e1"}]),
+            [],
+        )

@@ -315,3 +315,38 @@ def test_answers_are_cached_as_each_forward_batch_finishes(smollm, tmp_path: Pat
     prompts = [f"Name a number bigger than {i}." for i in range(6)]
     out = llm.generate(prompts, GenParams(max_tokens=4), stage="numbers")
     assert len(out) == 6 and watched.reports == [(4, 4), (2, 6)]
+
+
+def test_embedding_cache_streams_what_it_stored_in_order(minilm, tmp_path: Path) -> None:
+    """`embed` stores the missing vectors without returning them; `stream` then writes every
+    text's vector in order, a window at a time, equal to `encode` and to the model's own."""
+    from engine.models import text_cache
+    from engine.models.embed_cache import EmbeddingCache
+
+    texts = ["a harbour town", "the opera house", "a harbour town", "smoked eel", "x"] * 3
+    cache = EmbeddingCache(tmp_path / "embed.sqlite")
+    assert len(cache.embed(minilm, texts[:2])) == 2
+    assert (cache.hits, cache.misses) == (0, 2)
+    keys = cache.embed(minilm, texts)
+    assert (cache.hits, cache.misses) == (9, 2 + 2)  # 9 texts cached, 2 distinct new ones
+
+    class Blocks:
+        def __init__(self) -> None:
+            self.blocks: list[np.ndarray] = []
+
+        def append(self, block: np.ndarray) -> None:
+            self.blocks.append(block)
+
+    sink = Blocks()
+    for part in cache.stored(minilm.model_id, keys, window=4):
+        sink.append(np.stack(part))
+    assert [len(b) for b in sink.blocks] == [4, 4, 4, 3]
+    streamed = np.concatenate(sink.blocks)
+    np.testing.assert_allclose(streamed, minilm.encode(texts), atol=1e-5)
+    assert np.array_equal(streamed, cache.encode(minilm, texts))
+    other = Blocks()
+    cache.stream(minilm.model_id, keys, other)
+    assert len(other.blocks) == -(-len(texts) // text_cache.WINDOW)
+    assert np.array_equal(np.concatenate(other.blocks), streamed)
+    with pytest.raises(RuntimeError, match="vanished from the cache"):
+        list(cache.stored("another-model", keys))

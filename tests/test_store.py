@@ -281,3 +281,38 @@ def test_non_finite_vectors_and_paths_outside_the_index_are_refused(tmp_path: Pa
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexFormatError, match="outside the index folder"):
         open_index(tmp_path)
+
+
+def test_vectors_streamed_in_blocks_equal_one_save_and_blocks_are_checked(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    arr = rng.standard_normal((1000, 24)).astype(np.float32)
+    w = IndexWriter(tmp_path / "idx")
+    w.write_table("documents", doc_rows(2, "s"))
+    with w.vector_sink("chunk_vectors", len(arr), model="m") as sink:
+        for lo in range(0, len(arr), 300):  # 300, 300, 300, 100 rows
+            sink.append(arr[lo : lo + 300])
+    assert np.array_equal(w.staged_vectors("chunk_vectors"), arr)
+    w.write_vectors("unit_vectors", np.zeros((0, 0), np.float32), model="m")
+    w.commit(config={}, config_hash="h", models={})
+    index = open_index(tmp_path / "idx")
+    reference = tmp_path / "reference.npy"
+    np.save(reference, arr)
+    stored = tmp_path / "idx" / index.manifest["files"]["chunk_vectors"]["path"]
+    assert stored.read_bytes() == reference.read_bytes()
+    assert index.manifest["files"]["chunk_vectors"]["shape"] == [1000, 24]
+    assert index.vectors("unit_vectors").shape == (0, 0)
+    bad = IndexWriter(tmp_path / "bad")
+    for blocks, message in [
+        ([arr[:10], arr[:10, :5]], "width 5 after width 24"),
+        ([arr[:10], arr[:5]], "more than the 12 rows"),
+        ([arr[:10]], "10 rows written of 12"),
+        ([arr[:2, :, None]], "must be 2-D"),
+        ([np.full((2, 24), np.inf, np.float32)], "NaN or infinite"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            with bad.vector_sink("v", 12, model="m") as sink:
+                for block in blocks:
+                    sink.append(block)
+        with pytest.raises(KeyError):
+            bad.staged_vectors("v")  # nothing recorded for a failed table
+    bad.abort()

@@ -10,6 +10,7 @@ forecasts the LLM stages from the chunks alone). A new stage is an addition to S
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from engine.config import IndexConfig
 from engine.exec import make_executor
@@ -24,7 +26,7 @@ from engine.index.communities import community_reports, detect_communities
 from engine.index.extract import extract_triples, summarize_descriptions
 from engine.index.graphs import build_graphs
 from engine.index.resolve import resolve
-from engine.index.units import llm_units, select_core_chunks, sentence_units
+from engine.index.units import llm_units, select_core_chunks, units_table
 from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
@@ -56,8 +58,8 @@ class Build:
     llm: Any = None
     ner_cache_db: NERCache | None = None
     chunk_vecs: np.ndarray | None = None
-    unit_rows: list[dict] = field(default_factory=list)
-    mentions: list = field(default_factory=list)
+    units: pa.Table | None = None
+    mention_keys: list[str] = field(default_factory=list)  # the units' keys in the NER cache
     extracted: list | None = None
     entities: list[dict] = field(default_factory=list)
     relations: list[dict] = field(default_factory=list)
@@ -143,7 +145,14 @@ def run_stages(build: Build, stages: list[Stage]) -> None:
         build.stats["stages"][stage.name] = {
             **values,
             "seconds": round(time.perf_counter() - t0, 3),
+            "peak_rss_mb": peak_rss_mb(),
         }
+
+
+def peak_rss_mb() -> int:
+    """This process's peak resident memory so far, in MiB (a stage's figure is the peak up to
+    its end, so the first stage that raises it is where the memory went)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
@@ -166,8 +175,9 @@ def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
 def _embed_chunks(b: Build) -> dict[str, Any]:
     """Chunk vectors (also the knapsack's similarity values)."""
     if b.embedder is not None:
-        b.chunk_vecs = b.cache.encode(b.embedder, b.chunks.titled, "chunks")
-        b.writer.write_vectors("chunk_vectors", b.chunk_vecs, b.embedder.model_id)
+        _write_vectors(b, {"chunk_vectors": b.chunks.titled()})
+        if b.config.graph.alpha > 0:  # the knapsack reads them, memory-mapped
+            b.chunk_vecs = b.writer.staged_vectors("chunk_vectors")
     cache = b.cache
     return {
         "items": len(b.chunks.ids),
@@ -198,13 +208,10 @@ def _units(b: Build) -> dict[str, Any]:
             retries=b.config.models.llm.parse_retries,
             max_tokens=g.unit_max_tokens,
         )
-    units = []
-    for cid, text in zip(chunks.ids, chunks.texts, strict=True):
-        units.extend(by_llm.get(cid) or sentence_units(cid, text))
-    b.unit_rows = [u.to_row() for u in units]
-    b.writer.write_table("units", b.unit_rows)
+    b.units = units_table(zip(chunks.ids, chunks.texts, strict=True), by_llm)
+    b.writer.write_table("units", b.units)
     return {
-        "items": len(b.unit_rows),
+        "items": b.units.num_rows,
         "core_chunks": int(core.size),
         "llm_units": sum(len(v) for v in by_llm.values()),
         "parse_failures": failures,
@@ -212,17 +219,16 @@ def _units(b: Build) -> dict[str, Any]:
 
 
 def _ner(b: Build) -> dict[str, Any]:
-    """Entity mentions of every unit (blocks of units per executor call, cached by text)."""
+    """Entity mentions of every unit (blocks of units per executor call, cached by text; the
+    resolve stage reads them back from the cache a window at a time)."""
     b.models["ner"] = b.executor.ner_model_id
     cache = b.ner_cache()
-    texts = [u["text"] for u in b.unit_rows]
-    b.mentions = cache.extract(b.executor, b.models["ner"], texts)
+    b.mention_keys = cache.tag(b.executor, b.models["ner"], b.units["text"].to_pylist())
     return {
-        "items": len(b.unit_rows),
+        "items": b.units.num_rows,
         "cached": cache.hits,
         "tagged": cache.misses,
         "backend": b.models["ner"].split(":")[0],
-        "mentions": sum(len(m) for m in b.mentions),
         "worker_processes": getattr(b.executor, "ner_workers", 0),
     }
 
@@ -253,7 +259,21 @@ def _extract(b: Build) -> dict[str, Any]:
 
 def _resolve_graphs(b: Build) -> dict[str, Any]:
     """Entity resolution (mentions and extracted triples), then the three graphs."""
-    b.entities, unit_entity, b.relations = resolve(b.unit_rows, b.mentions, b.extracted)
+    mentions_seen = 0
+
+    def mentions():  # each unit's mentions, read back from the NER cache a window at a time
+        nonlocal mentions_seen
+        for part in b.ner_cache().mentions(b.models["ner"], b.mention_keys):
+            for found in part:
+                mentions_seen += len(found)
+                yield found
+
+    units = b.units
+    unit_mentions = zip(
+        units["unit_id"].to_pylist(), units["chunk_id"].to_pylist(), mentions(), strict=True
+    )
+    b.entities, unit_entity, b.relations = resolve(unit_mentions, b.extracted)
+    b.stats["stages"]["ner"]["mentions"] = mentions_seen
     x = b.config.extraction
     if b.extracted is not None and x.summarize_above > 0:
         b.stats["stages"]["extract"]["summarized"] = summarize_descriptions(
@@ -262,7 +282,7 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
     b.writer.write_table("entities", b.entities)
     b.writer.write_table("unit_entity", unit_entity)
     b.writer.write_table("relations", b.relations)
-    graphs, layouts = build_graphs(b.chunks.ids, b.unit_rows, b.entities, unit_entity, b.relations)
+    graphs, layouts = build_graphs(b.chunks.ids, b.units, b.entities, unit_entity, b.relations)
     for name, table in graphs.items():
         b.writer.write_table(name, table)
     b.stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
@@ -292,11 +312,11 @@ def _communities(b: Build) -> dict[str, Any]:
 def _embed(b: Build) -> dict[str, Any]:
     """Vectors of units, entities ("name: description") and relations ("src - dst: description"),
     but not of a table the config leaves lazy (a query embeds it when it first asks)."""
-    cache, emb, g = b.cache, b.embedder, b.config.graph
+    cache, g = b.cache, b.config.graph
     hits0, miss0 = cache.hits, cache.misses
     name_of = {e["entity_id"]: e["name"] for e in b.entities}
     tables = {
-        "unit_vectors": [u["text"] for u in b.unit_rows] if g.unit_vectors == "index" else None,
+        "unit_vectors": b.units["text"].to_pylist() if g.unit_vectors == "index" else None,
         "entity_vectors": [entity_text(e["name"], e["description"]) for e in b.entities],
         "relation_vectors": [
             relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
@@ -306,19 +326,27 @@ def _embed(b: Build) -> dict[str, Any]:
         else None,
     }
     built = {name: texts for name, texts in tables.items() if texts is not None}
-    # one pass over the tables' texts: one pipeline (and model load) on Ray, not three
-    everything = [t for texts in built.values() for t in texts]
-    vecs = cache.encode(emb, everything, "+".join(VECTOR_TABLE_KINDS[n] for n in built))
-    lo = 0
-    for name, texts in built.items():
-        b.writer.write_vectors(name, vecs[lo : lo + len(texts)], emb.model_id)
-        lo += len(texts)
+    _write_vectors(b, built)
+    everything = sum(len(texts) for texts in built.values())
     return {
-        "items": len(everything),
+        "items": everything,
         "cached": cache.hits - hits0,
         "embedded": cache.misses - miss0,
         "lazy": [name for name, texts in tables.items() if texts is None],
     }
+
+
+def _write_vectors(b: Build, tables: dict[str, list[str]]) -> None:
+    """Embed the texts of every table in one pass (one pipeline and model load on Ray), then
+    stream each table's vectors from the cache into its file, a window at a time: no build
+    holds a whole vector table in memory."""
+    everything = [t for texts in tables.values() for t in texts]
+    keys = b.cache.embed(b.embedder, everything, "+".join(VECTOR_TABLE_KINDS[n] for n in tables))
+    lo = 0
+    for name, texts in tables.items():
+        with b.writer.vector_sink(name, len(texts), b.embedder.model_id) as sink:
+            b.cache.stream(b.embedder.model_id, keys[lo : lo + len(texts)], sink)
+        lo += len(texts)
 
 
 STAGES: list[Stage] = [

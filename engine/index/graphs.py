@@ -9,15 +9,24 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.store.schemas import GRAPH_EDGES
 
 
-def _table(src: list[int], dst: list[int], weight: list[float]) -> pa.Table:
+def _positions(values: pa.ChunkedArray | pa.Array, of: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Row of each value in `of` (every value must be there)."""
+    if isinstance(of, pa.ChunkedArray):
+        of = of.combine_chunks()
+    found = pc.index_in(values, value_set=of)
+    if found.null_count:
+        raise ValueError(f"{found.null_count} ids are not among the rows they refer to")
+    return found.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _table(src, dst, weight) -> pa.Table:
     return pa.table(
         {
             "src": np.asarray(src, dtype=np.int64),
@@ -30,16 +39,15 @@ def _table(src: list[int], dst: list[int], weight: list[float]) -> pa.Table:
 
 def build_graphs(
     chunk_ids: list[str],
-    units: list[dict],
+    units: pa.Table,
     entities: list[dict],
-    unit_entity: list[dict],
+    unit_entity: pa.Table,
     relations: list[dict],
 ) -> tuple[dict[str, pa.Table], dict[str, dict]]:
-    """Edge tables of the three graphs and their node layouts (for the manifest)."""
-    c_idx = {c: i for i, c in enumerate(chunk_ids)}
-    u_idx = {u["unit_id"]: i for i, u in enumerate(units)}
+    """Edge tables of the three graphs and their node layouts (for the manifest); units and
+    unit_entity are tables (ids looked up column-wise, no Python row per unit)."""
     e_idx = {e["entity_id"]: i for i, e in enumerate(entities)}
-    n_c, n_u, n_e = len(chunk_ids), len(units), len(entities)
+    n_c, n_u, n_e = len(chunk_ids), units.num_rows, len(entities)
 
     ent = _table(
         [e_idx[r["src"]] for r in relations],
@@ -47,18 +55,21 @@ def build_graphs(
         [r["weight"] for r in relations],
     )
 
-    cu_src = [c_idx[u["chunk_id"]] for u in units]
-    cu_dst = [n_c + i for i in range(n_u)]
-    ue_src = [n_c + u_idx[r["unit_id"]] for r in unit_entity]
-    ue_dst = [n_c + n_u + e_idx[r["entity_id"]] for r in unit_entity]
-    cue = _table(cu_src + ue_src, cu_dst + ue_dst, [1.0] * (len(cu_src) + len(ue_src)))
-
-    unit_chunk = {u["unit_id"]: c_idx[u["chunk_id"]] for u in units}
-    counts = Counter((unit_chunk[r["unit_id"]], e_idx[r["entity_id"]]) for r in unit_entity)
-    pairs = sorted(counts)
-    pe = _table(
-        [c for c, _ in pairs], [n_c + e for _, e in pairs], [float(counts[p]) for p in pairs]
+    unit_chunk = _positions(units["chunk_id"], pa.array(chunk_ids, pa.string()))
+    link_unit = _positions(unit_entity["unit_id"], units["unit_id"])
+    link_entity = _positions(
+        unit_entity["entity_id"], pa.array([e["entity_id"] for e in entities], pa.string())
     )
+    cue = _table(
+        np.concatenate([unit_chunk, n_c + link_unit]),
+        np.concatenate([n_c + np.arange(n_u), n_c + n_u + link_entity]),
+        np.ones(n_u + len(link_unit)),
+    )
+
+    pair_codes, counts = np.unique(
+        unit_chunk[link_unit] * max(n_e, 1) + link_entity, return_counts=True
+    )
+    pe = _table(pair_codes // max(n_e, 1), n_c + pair_codes % max(n_e, 1), counts)
 
     layouts = {
         "graph_entity": {"nodes": n_e, "directed": False, "parts": {"entity": [0, n_e]}},

@@ -20,7 +20,7 @@ from engine.config import IndexConfig
 from engine.errors import IngestError
 from engine.index.chunking import chunk_documents
 from engine.index.forecast import forecast_index
-from engine.index.graph_stages import run_graph_stages
+from engine.index.graph_stages import peak_rss_mb, run_graph_stages
 from engine.index.ingest import Document, DocumentReader
 from engine.names import titled_chunk
 from engine.progress import progress
@@ -35,8 +35,13 @@ class ChunkList:
 
     ids: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
-    titled: list[str] = field(default_factory=list)  # "title\ntext", what chunk embeddings see
+    titles: list[str] = field(default_factory=list)  # the document's title object, shared
     n_tokens: list[int] = field(default_factory=list)
+
+    def titled(self) -> list[str]:
+        """Every chunk as "title, newline, text", what chunk embeddings see (made when asked,
+        so the build does not hold each chunk's text twice)."""
+        return [titled_chunk(t, x) for t, x in zip(self.titles, self.texts, strict=True)]
 
 
 def indexed_documents(out: Path) -> Iterator[Document]:
@@ -88,7 +93,7 @@ def build_index(
                 if keep:
                     chunks.ids.append(c.chunk_id)
                     chunks.texts.append(c.text)
-                    chunks.titled.append(titled_chunk(doc.title, c.text))
+                    chunks.titles.append(doc.title)
                     chunks.n_tokens.append(c.n_tokens)
             n_chunks += len(doc_chunks)
             n_tokens += sum(c.n_tokens for c in doc_chunks)
@@ -110,6 +115,7 @@ def build_index(
             "tokens": n_tokens,
             "seconds": round(time.perf_counter() - started, 3),
             "model_calls": 0,
+            "peak_rss_mb": peak_rss_mb(),
         }
         models = {"tokenizer": config.chunking.tokenizer}
         if keep:

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from itertools import combinations
 
+import pyarrow as pa
+
 from engine.names import normalize_name
+from engine.store.schemas import schema_for
+
+UnitMentions = tuple[str, str, Sequence[tuple[str, str]]]
+"""(unit id, chunk id, the unit's (surface, label) mentions)."""
 
 
 def entity_id(key: str) -> str:
@@ -22,12 +29,12 @@ def relation_id(src: str, dst: str) -> str:
 
 
 def resolve(
-    unit_rows: list[dict],
-    mentions: list[list[tuple[str, str]]],
+    unit_mentions: Iterable[UnitMentions],
     extracted: list[tuple[str, object]] | None = None,
-) -> tuple[list[dict], list[dict], list[dict]]:
-    """(entities, unit_entity, relations) rows from NER mentions per unit and, optionally, LLM
-    extractions per chunk (`(chunk_id, ChunkExtraction)` pairs).
+) -> tuple[list[dict], pa.Table, list[dict]]:
+    """(entities, unit_entity, relations) from NER mentions per unit and, optionally, LLM
+    extractions per chunk (`(chunk_id, ChunkExtraction)` pairs). The units are read once, as
+    they come (a build streams them from its NER cache); unit_entity is a two-column table.
 
     The name of an entity is its most frequent surface form (ties: the first seen), its type
     the most frequent label, its description the distinct extracted descriptions joined. Two
@@ -39,7 +46,9 @@ def resolve(
     types: dict[str, Counter] = defaultdict(Counter)
     descriptions: dict[str, list[str]] = defaultdict(list)
     chunks: dict[str, set[str]] = defaultdict(set)
-    unit_entity: list[dict] = []
+    link_units: list[str] = []
+    link_entities: list[str] = []
+    id_of: dict[str, str] = {}  # normalised name -> entity id, one string per entity
     weight: Counter = Counter()
     rel_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
     rel_desc: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -49,7 +58,9 @@ def resolve(
         key = normalize_name(surface)
         if len(key) < 2:
             return None
-        eid = entity_id(key)
+        eid = id_of.get(key)
+        if eid is None:
+            eid = id_of[key] = entity_id(key)
         names[eid][surface.strip()] += 1
         types[eid][label] += 1
         chunks[eid].add(chunk_id)
@@ -67,16 +78,16 @@ def resolve(
             if k.strip() and k.strip() not in rel_keys[pair]:
                 rel_keys[pair].append(k.strip())
 
-    for unit, found in zip(unit_rows, mentions, strict=True):
+    for unit_id, chunk_id, found in unit_mentions:
         ids: list[str] = []
         for surface, label in found:
-            eid = mention(surface, label, unit["chunk_id"])
+            eid = mention(surface, label, chunk_id)
             if eid is not None and eid not in ids:
                 ids.append(eid)
-        for eid in ids:
-            unit_entity.append({"unit_id": unit["unit_id"], "entity_id": eid})
+        link_units.extend([unit_id] * len(ids))
+        link_entities.extend(ids)
         for a, b in combinations(sorted(ids), 2):
-            relate(a, b, 1.0, unit["chunk_id"], keywords="co-occurrence")
+            relate(a, b, 1.0, chunk_id, keywords="co-occurrence")
     for chunk_id, ex in extracted or []:
         for name, label, desc in ex.entities:
             eid = mention(name, label, chunk_id)
@@ -108,6 +119,9 @@ def resolve(
         }
         for (a, b), w in sorted(weight.items())
     ]
+    unit_entity = pa.table(
+        {"unit_id": link_units, "entity_id": link_entities}, schema=schema_for("unit_entity")
+    )
     return entities, unit_entity, relations
 
 

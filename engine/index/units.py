@@ -8,13 +8,16 @@ count, the capacity alpha x all tokens. alpha = 0 selects nothing and uses no LL
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from engine.index.chunking import sentence_starts
 from engine.models import LLM, GenParams
 from engine.models.structured import ParseError, Schema, generate_structured
+from engine.store.schemas import schema_for
 from kernels.knapsack import knapsack
 
 UNIT_PROMPT = """You turn a passage into knowledge units: short, self-contained statements that each
@@ -26,6 +29,10 @@ Passage:
 {text}
 
 JSON:"""
+
+
+UNIT_BATCH = 8192
+"""Units per record batch of the units table while it is built."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,21 @@ class Unit:
     def to_row(self) -> dict:
         """Row of the `units` table."""
         return self.__dict__.copy()
+
+
+def units_table(chunks: Iterable[tuple[str, str]], by_llm: dict[str, list[Unit]]) -> pa.Table:
+    """The `units` table of (chunk id, text) pairs, in chunk order: the LLM's units of a chunk
+    where `by_llm` has them, else its sentences; built in record batches, so a build holds
+    its units as columns, not as a Python object per unit."""
+    schema = schema_for("units")
+    batches, pending = [], []
+    for cid, text in chunks:
+        pending.extend(u.to_row() for u in by_llm.get(cid) or sentence_units(cid, text))
+        if len(pending) >= UNIT_BATCH:
+            batches.append(pa.RecordBatch.from_pylist(pending, schema=schema))
+            pending = []
+    batches.append(pa.RecordBatch.from_pylist(pending, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 def unit_id(chunk_id: str, text: str, origin: str) -> str:

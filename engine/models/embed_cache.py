@@ -45,3 +45,16 @@ class EmbeddingCache(TextCache):
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack(vecs).astype(np.float32)
+
+    def embed(self, embedder: Embedder, texts: list[str], label: str = "texts") -> list[str]:
+        """Encode and store the texts not cached yet (as `encode` does) without holding their
+        vectors; the texts' keys, for `stream`."""
+        return self.fill(
+            embedder.model_id, texts, lambda t: encode_blocks(embedder, t), f"embed {label}", "text"
+        )
+
+    def stream(self, model_id: str, keys: list[str], sink: Any) -> None:
+        """Append the stored vectors of `keys`, in order, to `sink` a window at a time (an
+        index build's vector files, which then never sit whole in memory)."""
+        for part in self.stored(model_id, keys):
+            sink.append(np.stack(part))

@@ -34,5 +34,14 @@ class NERCache(TextCache):
         """Mentions of every text: cached ones read back, the rest tagged block by block by
         `tagger` (its `ner_blocks`, or `ner` calls), each block stored as it returns and counted
         on the `ner` progress bar."""
-        found = self.values(model_id, texts, lambda t: tag_blocks(tagger, t), "ner", "unit")
-        return [[tuple(m) for m in f] for f in found]
+        keys = self.tag(tagger, model_id, texts)
+        return [m for part in self.mentions(model_id, keys) for m in part]
+
+    def tag(self, tagger, model_id: str, texts: list[str]) -> list[str]:
+        """Tag and store the texts not cached yet (as `extract` does) without holding their
+        mentions; the texts' keys, for `mentions`."""
+        return self.fill(model_id, texts, lambda t: tag_blocks(tagger, t), "ner", "unit")
+
+    def mentions(self, model_id: str, keys: list[str]) -> Iterator[list[Mentions]]:
+        """The stored mentions of `keys`, in order, a window of texts at a time."""
+        return self.stored(model_id, keys)

@@ -23,6 +23,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,49 @@ class HashingFile:
         if not self.closed:
             self._fh.close()
             self.closed = True
+
+
+class VectorSink:
+    """An (rows, d) float32 .npy file written block by block in row order: the header when
+    the first block gives the width, every block checked (2-D, same width, finite)."""
+
+    def __init__(self, name: str, file: HashingFile, rows: int) -> None:
+        self.name, self.file, self.rows = name, file, rows
+        self.written = 0
+        self.width: int | None = None
+
+    def append(self, block: np.ndarray) -> None:
+        """Write the next rows."""
+        arr = np.ascontiguousarray(block, dtype=np.float32)
+        if arr.ndim != 2:
+            raise ValueError(f"vectors '{self.name}' must be 2-D, got shape {arr.shape}")
+        if arr.size and not np.isfinite(arr).all():
+            raise ValueError(f"vectors '{self.name}' hold NaN or infinite values; not stored")
+        if self.width is None:
+            self._header(arr.shape[1])
+        elif arr.shape[1] != self.width:
+            raise ValueError(
+                f"vectors '{self.name}': a block of width {arr.shape[1]} after width {self.width}"
+            )
+        if self.written + len(arr) > self.rows:
+            raise ValueError(f"vectors '{self.name}': more than the {self.rows} rows announced")
+        self.file.write(arr.tobytes())
+        self.written += len(arr)
+
+    def finish(self) -> tuple[int, int]:
+        """The shape written; an error when rows are missing."""
+        if self.width is None:
+            self._header(0)
+        if self.written != self.rows:
+            raise ValueError(
+                f"vectors '{self.name}': {self.written} rows written of {self.rows} announced"
+            )
+        return self.rows, self.width
+
+    def _header(self, width: int) -> None:
+        self.width = width
+        header = {"descr": "<f4", "fortran_order": False, "shape": (self.rows, width)}
+        np.lib.format.write_array_header_1_0(self.file, header)
 
 
 def file_sha256(path: Path, block: int = 1 << 22) -> str:
@@ -192,23 +236,35 @@ class IndexWriter:
     # -- vectors --------------------------------------------------------------------------
     def write_vectors(self, name: str, vectors: np.ndarray, model: str) -> None:
         """Store an (n, d) float32 matrix, e.g. L2-normalised embeddings of one kind."""
-        arr = np.ascontiguousarray(vectors, dtype=np.float32)
+        arr = np.asarray(vectors)
         if arr.ndim != 2:
             raise ValueError(f"vectors '{name}' must be 2-D, got shape {arr.shape}")
-        if arr.size and not np.isfinite(arr).all():
-            raise ValueError(f"vectors '{name}' hold NaN or infinite values; not stored")
-        sink = HashingFile(self._staging / f"{name}.npy")
+        with self.vector_sink(name, len(arr), model) as sink:
+            sink.append(arr)
+
+    @contextmanager
+    def vector_sink(self, name: str, rows: int, model: str) -> Iterator[VectorSink]:
+        """Stream the `rows` vectors of `name` block by block into the staging folder, so no
+        build holds a whole matrix; recorded (shape, model, sha256) when every row came."""
+        sink = VectorSink(name, HashingFile(self._staging / f"{name}.npy"), rows)
         try:
-            np.save(sink, arr)
+            yield sink
+            shape = sink.finish()
         finally:
-            sink.close()
+            sink.file.close()
         self._entries[name] = {
             "kind": "vectors",
-            "shape": list(arr.shape),
+            "shape": list(shape),
             "dtype": "float32",
             "model": model,
-            "sha256": sink.sha256.hexdigest(),
+            "sha256": sink.file.sha256.hexdigest(),
         }
+
+    def staged_vectors(self, name: str) -> np.ndarray:
+        """Vectors `name` as this build wrote them, memory-mapped read-only from staging."""
+        if self._entries.get(name, {}).get("kind") != "vectors":
+            raise KeyError(f"vectors '{name}' were not written by this build")
+        return np.load(self._staging / f"{name}.npy", mmap_mode="r")
 
     # -- commit ---------------------------------------------------------------------------
     def commit(
