@@ -32,7 +32,8 @@ def test_chunks_respect_budget_and_cover_every_token(musique_docs, size: int, ov
     cfg = ChunkingConfig(chunk_tokens=size, overlap_tokens=overlap)
     tok = load_tokenizer()
     n_multi = 0
-    for doc, chunks in chunk_documents(musique_docs, cfg):
+    for doc, doc_chunks in chunk_documents(musique_docs, cfg):
+        chunks = list(doc_chunks)
         offsets = [o for o in tok.encode(doc.text, add_special_tokens=False).offsets if o[1] > o[0]]
         covered = set()
         for i, c in enumerate(chunks):
@@ -56,14 +57,14 @@ def test_sentence_aware_cuts_end_at_sentence_ends(musique_docs) -> None:
     cfg = ChunkingConfig(chunk_tokens=64, overlap_tokens=0)
     ends = total = 0
     for _doc, chunks in chunk_documents(musique_docs, cfg):
-        for c in chunks[:-1]:
+        for c in list(chunks)[:-1]:
             total += 1
             ends += c.text.rstrip().endswith((".", "!", "?", '"', ")"))
     assert total > 50 and ends / total > 0.75, (ends, total)
     plain = ChunkingConfig(chunk_tokens=64, overlap_tokens=0, sentence_aware=False)
     ends_plain = total_plain = 0
     for _doc, chunks in chunk_documents(musique_docs, plain):
-        for c in chunks[:-1]:
+        for c in list(chunks)[:-1]:
             total_plain += 1
             ends_plain += c.text.rstrip().endswith((".", "!", "?"))
             assert 56 <= c.n_tokens <= 64  # cut at a word start, never inside a word
@@ -110,13 +111,44 @@ def test_a_long_document_chunked_by_segments_equals_the_whole_text_pass(
     book = max(books, key=lambda d: len(d.text))
     cfg = ChunkingConfig(chunk_tokens=200, overlap_tokens=32)
     monkeypatch.setattr(chunking, "SEGMENT_CHARS", 10**9)
-    ((_, whole),) = list(chunk_documents([book], cfg))
+    whole = [c for _, cs in chunk_documents([book], cfg) for c in cs]
     monkeypatch.setattr(chunking, "SEGMENT_CHARS", 20_000)
-    ((_, parts),) = list(chunk_documents([book], cfg))
+    parts = [c for _, cs in chunk_documents([book], cfg) for c in cs]
     assert len(book.text) > 15 * 20_000 and len(whole) > 300
     assert [(c.start_char, c.end_char, c.n_tokens, c.chunk_id) for c in parts] == [
         (c.start_char, c.end_char, c.n_tokens, c.chunk_id) for c in whole
     ]
+
+
+def test_a_huge_document_gives_its_chunks_before_it_is_all_cut(
+    shared_data: Path, monkeypatch
+) -> None:
+    """A document over SEGMENT_CHARS is tokenized while its chunks are read: the first
+    chunk comes after one segment was encoded, not after all of them."""
+    import engine.index.chunking as chunking
+
+    books = list(DocumentReader([shared_data / "ultradomain_cs_corpus.jsonl"]))
+    book = max(books, key=lambda d: len(d.text))
+    monkeypatch.setattr(chunking, "SEGMENT_CHARS", 20_000)
+    tok = chunking.load_tokenizer(ChunkingConfig().tokenizer)
+    encoded: list[int] = []
+    real_encode = tok.encode
+
+    class Counting:  # the real tokenizer, its encode calls counted
+        def __getattr__(self, name: str):
+            return getattr(tok, name)
+
+        def encode(self, text: str, **kw):
+            encoded.append(len(text))
+            return real_encode(text, **kw)
+
+    monkeypatch.setattr(chunking, "load_tokenizer", lambda _name: Counting())
+    ((doc, chunks),) = list(chunking.chunk_documents([book], ChunkingConfig()))
+    assert encoded == [], "nothing is cut before the chunks are asked for"
+    first = next(chunks)
+    assert first.idx == 0 and len(encoded) == 1
+    rest = list(chunks)
+    assert len(encoded) >= len(book.text) // 20_000 and rest[-1].end_char == len(book.text)
 
 
 def test_text_without_boundaries_is_cut_at_the_token_limit() -> None:
@@ -128,7 +160,7 @@ def test_text_without_boundaries_is_cut_at_the_token_limit() -> None:
     text = "x7" * 150_000 + " tail words here."
     doc = Document(content_id("t", text), "t", text, "test:1")
     cfg = ChunkingConfig(chunk_tokens=64, overlap_tokens=8)
-    ((_, chunks),) = list(chunk_documents([doc], cfg))
+    chunks = [c for _, cs in chunk_documents([doc], cfg) for c in cs]
     assert all(0 < c.n_tokens <= 64 and len(c.text) <= 64 * MAX_TOKEN_CHARS for c in chunks)
     assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
     assert all(b.start_char < a.end_char for a, b in zip(chunks, chunks[1:], strict=False))

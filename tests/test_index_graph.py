@@ -288,7 +288,7 @@ def test_graph_tables_equal_a_row_by_row_reference() -> None:
         {"src": "e3", "dst": "e9", "weight": 1.0},
     ]
     graphs, layouts = build_graphs(
-        chunk_ids,
+        pa.array(chunk_ids),
         pa.Table.from_pylist(units),
         entities,
         pa.Table.from_pylist(links),
@@ -316,7 +316,7 @@ def test_graph_tables_equal_a_row_by_row_reference() -> None:
     assert layouts["graph_cue"]["nodes"] == n_c + n_u + len(entities)
     with pytest.raises(ValueError, match="1 ids are not among"):
         build_graphs(
-            chunk_ids,
+            pa.array(chunk_ids),
             pa.Table.from_pylist(units),
             entities,
             pa.Table.from_pylist([{"unit_id": "u-missing", "entity_id": "e1"}]),

@@ -317,18 +317,38 @@ def test_answers_are_cached_as_each_forward_batch_finishes(smollm, tmp_path: Pat
     assert len(out) == 6 and watched.reports == [(4, 4), (2, 6)]
 
 
-def test_embedding_cache_streams_what_it_stored_in_order(minilm, tmp_path: Path) -> None:
-    """`embed` stores the missing vectors without returning them; `stream` then writes every
-    text's vector in order, a window at a time, equal to `encode` and to the model's own."""
+def test_embedding_cache_streams_what_it_stored_in_order(
+    minilm, tmp_path: Path, monkeypatch
+) -> None:
+    """`embed` stores the missing vectors of texts given a window at a time, without returning
+    them, in one model call unless the missing text passes PENDING_CHARS; `stored` / `stream`
+    then give every text's vector in order, window by window, equal to `encode` and to the
+    model's own."""
     from engine.models import text_cache
     from engine.models.embed_cache import EmbeddingCache
+    from engine.models.text_cache import windows
+
+    class Counting:  # the real embedder, its calls recorded
+        def __init__(self) -> None:
+            self.model_id, self.calls = minilm.model_id, []
+
+        def encode(self, texts: list[str]) -> np.ndarray:
+            self.calls.append(list(texts))
+            return minilm.encode(texts)
 
     texts = ["a harbour town", "the opera house", "a harbour town", "smoked eel", "x"] * 3
-    cache = EmbeddingCache(tmp_path / "embed.sqlite")
-    assert len(cache.embed(minilm, texts[:2])) == 2
+    cache, model = EmbeddingCache(tmp_path / "embed.sqlite"), Counting()
+    assert cache.embed(model, [texts[:2]]) == 2
     assert (cache.hits, cache.misses) == (0, 2)
-    keys = cache.embed(minilm, texts)
+    assert cache.embed(model, windows(texts, 4), total=len(texts)) == 15
     assert (cache.hits, cache.misses) == (9, 2 + 2)  # 9 texts cached, 2 distinct new ones
+    assert model.calls[1:] == [["smoked eel", "x"]], "one call for every window's missing text"
+
+    monkeypatch.setattr(text_cache, "PENDING_CHARS", 1)  # flush each window's missing text
+    small, model = EmbeddingCache(tmp_path / "small.sqlite"), Counting()
+    small.embed(model, windows(texts, 4))
+    assert model.calls == [["a harbour town", "the opera house", "smoked eel"], ["x"]]
+    assert (small.hits, small.misses) == (10, 4)
 
     class Blocks:
         def __init__(self) -> None:
@@ -338,15 +358,18 @@ def test_embedding_cache_streams_what_it_stored_in_order(minilm, tmp_path: Path)
             self.blocks.append(block)
 
     sink = Blocks()
-    for part in cache.stored(minilm.model_id, keys, window=4):
+    for part in cache.stored(minilm.model_id, windows(texts, 4)):
         sink.append(np.stack(part))
     assert [len(b) for b in sink.blocks] == [4, 4, 4, 3]
     streamed = np.concatenate(sink.blocks)
     np.testing.assert_allclose(streamed, minilm.encode(texts), atol=1e-5)
     assert np.array_equal(streamed, cache.encode(minilm, texts))
+    # other batches than the first cache's: equal up to the model's batch-dependent rounding
+    by_window = np.concatenate([np.stack(p) for p in small.stored(model.model_id, [texts])])
+    np.testing.assert_allclose(by_window, streamed, atol=1e-5)
     other = Blocks()
-    cache.stream(minilm.model_id, keys, other)
+    cache.stream(minilm.model_id, windows(texts), other)
     assert len(other.blocks) == -(-len(texts) // text_cache.WINDOW)
     assert np.array_equal(np.concatenate(other.blocks), streamed)
-    with pytest.raises(RuntimeError, match="vanished from the cache"):
-        list(cache.stored("another-model", keys))
+    with pytest.raises(RuntimeError, match="were not in the cache"):
+        list(cache.stored("another-model", [texts]))

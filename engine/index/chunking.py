@@ -5,7 +5,7 @@ default embedder's own), never from the network. Documents are tokenized in batc
 `batch_docs`, so memory stays bounded however large the corpus is; a document longer than
 SEGMENT_CHARS is tokenized a segment at a time (each segment resumes where the previous one's
 last, possibly cut-short window began), so one huge document does not hold all its token
-offsets at once. A word the tokenizer maps to one unknown token because it is too long (WordPiece does so
+offsets at once, and its chunks come out as they are cut (never all at once). A word the tokenizer maps to one unknown token because it is too long (WordPiece does so
 over 100 characters) counts one token per MAX_TOKEN_CHARS characters, so no chunk exceeds
 `chunk_tokens` whatever the text looks like.
 """
@@ -151,23 +151,23 @@ def _windows_of(
     return [(offsets[a][0], offsets[b - 1][1], b - a) for a, b in windows]
 
 
-def _chunks_of(doc: Document, spans: list[tuple[int, int, int]]) -> list[Chunk]:
-    """The document's chunks from its (start char, end char, tokens) windows."""
+def _chunks_of(doc: Document, spans: Iterable[tuple[int, int, int]]) -> Iterator[Chunk]:
+    """The document's chunks from its (start char, end char, tokens) windows, as they come."""
     text = doc.text
-    if not spans:
-        return [Chunk(chunk_id(doc.doc_id, 0, text), doc.doc_id, 0, text, 0, 0, len(text))]
-    chunks = []
+    blank = True
     for idx, (cs, ce, n) in enumerate(spans):
+        blank = False
         piece = text[cs:ce]
-        chunks.append(Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, n, cs, ce))
-    return chunks
+        yield Chunk(chunk_id(doc.doc_id, idx, piece), doc.doc_id, idx, piece, n, cs, ce)
+    if blank:  # no token at all: the whole text is the one chunk
+        yield Chunk(chunk_id(doc.doc_id, 0, text), doc.doc_id, 0, text, 0, 0, len(text))
 
 
-def _segmented_windows(tok, text: str, cfg: ChunkingConfig) -> list[tuple[int, int, int]]:
+def _segmented_windows(tok, text: str, cfg: ChunkingConfig) -> Iterator[tuple[int, int, int]]:
     """Windows of a long text, SEGMENT_CHARS at a time: each segment ends at a whitespace
     before its limit (or at the limit), and its last window, which the segment end may have
-    cut short, is redone as the start of the next segment."""
-    spans: list[tuple[int, int, int]] = []
+    cut short, is redone as the start of the next segment. Windows come out segment by
+    segment."""
     start = 0
     while start < len(text):
         end = min(start + SEGMENT_CHARS, len(text))
@@ -180,23 +180,24 @@ def _segmented_windows(tok, text: str, cfg: ChunkingConfig) -> list[tuple[int, i
         if end < len(text) and len(local) > 1:
             # the last window may be cut short by the segment end: the next segment starts
             # with it, where the whole-text pass would have started it
-            spans.extend((a + start, b + start, n) for a, b, n in local[:-1])
+            yield from ((a + start, b + start, n) for a, b, n in local[:-1])
             start += local[-1][0]
         else:
-            spans.extend((a + start, b + start, n) for a, b, n in local)
+            yield from ((a + start, b + start, n) for a, b, n in local)
             start = end
-    return spans
 
 
 def chunk_documents(
     docs: Iterable[Document], cfg: ChunkingConfig | None = None
-) -> Iterator[tuple[Document, list[Chunk]]]:
-    """Stream (document, its chunks), tokenizing `batch_docs` documents at a time."""
+) -> Iterator[tuple[Document, Iterator[Chunk]]]:
+    """Stream (document, its chunks), tokenizing `batch_docs` documents at a time; a document
+    longer than SEGMENT_CHARS is cut segment by segment while its chunks are consumed (read
+    them before taking the next document)."""
     cfg = cfg or ChunkingConfig()
     tok = load_tokenizer(cfg.tokenizer)
     batch: list[Document] = []
 
-    def flush() -> Iterator[tuple[Document, list[Chunk]]]:
+    def flush() -> Iterator[tuple[Document, Iterator[Chunk]]]:
         encodings = tok.encode_batch([d.text for d in batch], add_special_tokens=False)
         for doc, enc in zip(batch, encodings, strict=True):
             spans = _split_unknown(enc, tok.token_to_id("[UNK]"))

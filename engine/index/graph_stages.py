@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,13 +26,15 @@ from engine.index.communities import community_reports, detect_communities
 from engine.index.extract import extract_triples, summarize_descriptions
 from engine.index.graphs import build_graphs
 from engine.index.resolve import resolve
-from engine.index.units import llm_units, select_core_chunks, units_table
+from engine.index.units import llm_units, select_core_chunks, unit_batches
 from engine.models import make_llm
 from engine.models.base import Usage
 from engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from engine.models.ner_cache import NERCache
+from engine.models.text_cache import WINDOW, Windows, windows
 from engine.names import VECTOR_TABLE_KINDS, entity_text, relation_text
 from engine.store import IndexWriter
+from engine.store.schemas import schema_for
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 NER_CACHE = "ner_cache.sqlite"
@@ -58,11 +60,15 @@ class Build:
     llm: Any = None
     ner_cache_db: NERCache | None = None
     chunk_vecs: np.ndarray | None = None
-    units: pa.Table | None = None
-    mention_keys: list[str] = field(default_factory=list)  # the units' keys in the NER cache
+    unit_ids: pa.Table | None = None  # (unit_id, chunk_id) of every unit; texts stay staged
     extracted: list | None = None
     entities: list[dict] = field(default_factory=list)
     relations: list[dict] = field(default_factory=list)
+
+    def unit_texts(self) -> Iterator[list[str]]:
+        """Every unit's text in table order, read back from staging WINDOW at a time."""
+        for batch in self.writer.staged_batches("units", ["text"], WINDOW):
+            yield batch.column(0).to_pylist()
 
     def ner_cache(self) -> NERCache:
         """The NER cache beside the index, opened once per build."""
@@ -123,7 +129,7 @@ def run_graph_stages(
             models["embedder"] = executor.model_id
         stats["executor"] = executor.name
         start_ner_workers = getattr(executor, "start_ner_workers", None)
-        if start_ner_workers is not None and len(chunks.ids) >= NER_EARLY_FROM:
+        if start_ner_workers is not None and len(chunks) >= NER_EARLY_FROM:
             if not build.ner_cache().holds(executor.ner_model_id):
                 start_ner_workers()
         run_stages(build, STAGES)
@@ -175,12 +181,12 @@ def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
 def _embed_chunks(b: Build) -> dict[str, Any]:
     """Chunk vectors (also the knapsack's similarity values)."""
     if b.embedder is not None:
-        _write_vectors(b, {"chunk_vectors": b.chunks.titled()})
+        _write_vectors(b, {"chunk_vectors": (len(b.chunks), b.chunks.titled)})
         if b.config.graph.alpha > 0:  # the knapsack reads them, memory-mapped
             b.chunk_vecs = b.writer.staged_vectors("chunk_vectors")
     cache = b.cache
     return {
-        "items": len(b.chunks.ids),
+        "items": len(b.chunks),
         "cached": cache.hits if cache else 0,
         "embedded": cache.misses if cache else 0,
         "model_calls": int(bool(cache and cache.misses)),
@@ -190,28 +196,35 @@ def _embed_chunks(b: Build) -> dict[str, Any]:
 def _core_chunks(b: Build) -> np.ndarray:
     if b.chunk_vecs is None:
         return np.empty(0, np.int64)
-    return select_core_chunks(b.chunk_vecs, np.asarray(b.chunks.n_tokens), b.config.graph.alpha)
+    return select_core_chunks(b.chunk_vecs, b.chunks.n_tokens, b.config.graph.alpha)
 
 
 def _units(b: Build) -> dict[str, Any]:
     """Knowledge units: the LLM's for the core chunks, sentences for the rest (and for core
-    chunks whose answer never parsed)."""
-    g, chunks = b.config.graph, b.chunks
+    chunks whose answer never parsed), written batch by batch as they are made."""
+    g = b.config.graph
     core = _core_chunks(b)
     by_llm: dict[str, list] = {}
     failures = 0
     if core.size:
-        pairs = [(chunks.ids[i], chunks.texts[i]) for i in core]
+        wanted = set(core.tolist())
+        pairs = [pair for i, pair in enumerate(b.chunks.pairs()) if i in wanted]
         by_llm, failures = llm_units(
             b.stage_llm(),
             pairs,
             retries=b.config.models.llm.parse_retries,
             max_tokens=g.unit_max_tokens,
         )
-    b.units = units_table(zip(chunks.ids, chunks.texts, strict=True), by_llm)
-    b.writer.write_table("units", b.units)
+    ids = []
+    for batch in unit_batches(b.chunks.pairs(), by_llm):
+        b.writer.table("units").write(batch)
+        ids.append(batch.select(["unit_id", "chunk_id"]))
+    schema = schema_for("units")
+    b.unit_ids = pa.Table.from_batches(
+        ids, pa.schema([schema.field("unit_id"), schema.field("chunk_id")])
+    )
     return {
-        "items": b.units.num_rows,
+        "items": b.unit_ids.num_rows,
         "core_chunks": int(core.size),
         "llm_units": sum(len(v) for v in by_llm.values()),
         "parse_failures": failures,
@@ -223,9 +236,9 @@ def _ner(b: Build) -> dict[str, Any]:
     resolve stage reads them back from the cache a window at a time)."""
     b.models["ner"] = b.executor.ner_model_id
     cache = b.ner_cache()
-    b.mention_keys = cache.tag(b.executor, b.models["ner"], b.units["text"].to_pylist())
+    cache.tag(b.executor, b.models["ner"], b.unit_texts(), total=b.unit_ids.num_rows)
     return {
-        "items": b.units.num_rows,
+        "items": b.unit_ids.num_rows,
         "cached": cache.hits,
         "tagged": cache.misses,
         "backend": b.models["ner"].split(":")[0],
@@ -239,7 +252,7 @@ def _extract(b: Build) -> dict[str, Any]:
     x = b.config.extraction
     found = extract_triples(
         b.stage_llm(),
-        b.chunks.texts,
+        [t for window in b.chunks.texts() for t in window],
         x.entity_types,
         x.gleaning,
         x.loop,
@@ -247,7 +260,7 @@ def _extract(b: Build) -> dict[str, Any]:
         x.max_tokens,
         x.retries,
     )
-    b.extracted = list(zip(b.chunks.ids, found, strict=True))
+    b.extracted = list(zip(b.chunks.ids.to_pylist(), found, strict=True))
     return {
         "items": len(found),
         "entities": sum(len(f.entities) for f in found),
@@ -260,19 +273,17 @@ def _extract(b: Build) -> dict[str, Any]:
 def _resolve_graphs(b: Build) -> dict[str, Any]:
     """Entity resolution (mentions and extracted triples), then the three graphs."""
     mentions_seen = 0
+    model, cache = b.models["ner"], b.ner_cache()
 
-    def mentions():  # each unit's mentions, read back from the NER cache a window at a time
+    def unit_mentions():  # each unit's mentions, read back from the NER cache a window at a time
         nonlocal mentions_seen
-        for part in b.ner_cache().mentions(b.models["ner"], b.mention_keys):
-            for found in part:
-                mentions_seen += len(found)
-                yield found
+        for batch in b.writer.staged_batches("units", ["unit_id", "chunk_id", "text"], WINDOW):
+            unit_ids, chunk_ids, texts = (column.to_pylist() for column in batch.columns)
+            for found in cache.mentions(model, [texts]):
+                mentions_seen += sum(map(len, found))
+                yield from zip(unit_ids, chunk_ids, found, strict=True)
 
-    units = b.units
-    unit_mentions = zip(
-        units["unit_id"].to_pylist(), units["chunk_id"].to_pylist(), mentions(), strict=True
-    )
-    b.entities, unit_entity, b.relations = resolve(unit_mentions, b.extracted)
+    b.entities, unit_entity, b.relations = resolve(unit_mentions(), b.extracted)
     b.stats["stages"]["ner"]["mentions"] = mentions_seen
     x = b.config.extraction
     if b.extracted is not None and x.summarize_above > 0:
@@ -282,7 +293,7 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
     b.writer.write_table("entities", b.entities)
     b.writer.write_table("unit_entity", unit_entity)
     b.writer.write_table("relations", b.relations)
-    graphs, layouts = build_graphs(b.chunks.ids, b.units, b.entities, unit_entity, b.relations)
+    graphs, layouts = build_graphs(b.chunks.ids, b.unit_ids, b.entities, unit_entity, b.relations)
     for name, table in graphs.items():
         b.writer.write_table(name, table)
     b.stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
@@ -314,39 +325,48 @@ def _embed(b: Build) -> dict[str, Any]:
     but not of a table the config leaves lazy (a query embeds it when it first asks)."""
     cache, g = b.cache, b.config.graph
     hits0, miss0 = cache.hits, cache.misses
-    name_of = {e["entity_id"]: e["name"] for e in b.entities}
+    entity_texts = [entity_text(e["name"], e["description"]) for e in b.entities]
     tables = {
-        "unit_vectors": b.units["text"].to_pylist() if g.unit_vectors == "index" else None,
-        "entity_vectors": [entity_text(e["name"], e["description"]) for e in b.entities],
-        "relation_vectors": [
-            relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
-            for r in b.relations
-        ]
+        "unit_vectors": (b.unit_ids.num_rows, b.unit_texts) if g.unit_vectors == "index" else None,
+        "entity_vectors": (len(entity_texts), lambda: windows(entity_texts)),
+        "relation_vectors": (len(b.relations), lambda: _relation_texts(b))
         if g.relation_vectors == "index"
         else None,
     }
     built = {name: texts for name, texts in tables.items() if texts is not None}
     _write_vectors(b, built)
-    everything = sum(len(texts) for texts in built.values())
     return {
-        "items": everything,
+        "items": sum(n for n, _ in built.values()),
         "cached": cache.hits - hits0,
         "embedded": cache.misses - miss0,
         "lazy": [name for name, texts in tables.items() if texts is None],
     }
 
 
-def _write_vectors(b: Build, tables: dict[str, list[str]]) -> None:
-    """Embed the texts of every table in one pass (one pipeline and model load on Ray), then
-    stream each table's vectors from the cache into its file, a window at a time: no build
-    holds a whole vector table in memory."""
-    everything = [t for texts in tables.values() for t in texts]
-    keys = b.cache.embed(b.embedder, everything, "+".join(VECTOR_TABLE_KINDS[n] for n in tables))
-    lo = 0
-    for name, texts in tables.items():
-        with b.writer.vector_sink(name, len(texts), b.embedder.model_id) as sink:
-            b.cache.stream(b.embedder.model_id, keys[lo : lo + len(texts)], sink)
-        lo += len(texts)
+def _relation_texts(b: Build) -> Iterator[list[str]]:
+    """What each relation's vector embeds ("src - dst: description"), WINDOW at a time."""
+    name_of = {e["entity_id"]: e["name"] for e in b.entities}
+    for lo in range(0, len(b.relations), WINDOW):
+        yield [
+            relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
+            for r in b.relations[lo : lo + WINDOW]
+        ]
+
+
+TextWindows = tuple[int, Callable[[], Windows]]
+"""A vector table's rows and what reads its texts, a window at a time (called once per pass)."""
+
+
+def _write_vectors(b: Build, tables: dict[str, TextWindows]) -> None:
+    """Embed the texts of every table in one pass (one fill, so one pipeline and model load on
+    Ray for a corpus under PENDING_CHARS), then stream each table's vectors from the cache into
+    its file, a window at a time: no build holds a whole vector table or its texts."""
+    label = "+".join(VECTOR_TABLE_KINDS[n] for n in tables)
+    every_window = (w for _, texts in tables.values() for w in texts())
+    b.cache.embed(b.embedder, every_window, label, total=sum(n for n, _ in tables.values()))
+    for name, (rows, texts) in tables.items():
+        with b.writer.vector_sink(name, rows, b.embedder.model_id) as sink:
+            b.cache.stream(b.embedder.model_id, texts(), sink)
 
 
 STAGES: list[Stage] = [

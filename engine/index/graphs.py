@@ -26,7 +26,8 @@ def _positions(values: pa.ChunkedArray | pa.Array, of: pa.ChunkedArray | pa.Arra
     return found.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _table(src, dst, weight) -> pa.Table:
+def _table(src: np.ndarray | list, dst: np.ndarray | list, weight: np.ndarray | list) -> pa.Table:
+    """An edge table of the GRAPH_EDGES schema."""
     return pa.table(
         {
             "src": np.asarray(src, dtype=np.int64),
@@ -38,14 +39,15 @@ def _table(src, dst, weight) -> pa.Table:
 
 
 def build_graphs(
-    chunk_ids: list[str],
+    chunk_ids: pa.Array,
     units: pa.Table,
     entities: list[dict],
     unit_entity: pa.Table,
     relations: list[dict],
 ) -> tuple[dict[str, pa.Table], dict[str, dict]]:
-    """Edge tables of the three graphs and their node layouts (for the manifest); units and
-    unit_entity are tables (ids looked up column-wise, no Python row per unit)."""
+    """Edge tables of the three graphs and their node layouts (for the manifest); chunk ids,
+    units (unit_id, chunk_id) and unit_entity are Arrow columns (ids looked up column-wise, no
+    Python row per chunk or unit)."""
     e_idx = {e["entity_id"]: i for i, e in enumerate(entities)}
     n_c, n_u, n_e = len(chunk_ids), units.num_rows, len(entities)
 
@@ -55,7 +57,7 @@ def build_graphs(
         [r["weight"] for r in relations],
     )
 
-    unit_chunk = _positions(units["chunk_id"], pa.array(chunk_ids, pa.string()))
+    unit_chunk = _positions(units["chunk_id"], chunk_ids)
     link_unit = _positions(unit_entity["unit_id"], units["unit_id"])
     link_entity = _positions(
         unit_entity["entity_id"], pa.array([e["entity_id"] for e in entities], pa.string())

@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from engine.config import IndexConfig
 from engine.errors import IngestError
@@ -22,26 +25,69 @@ from engine.index.chunking import chunk_documents
 from engine.index.forecast import forecast_index
 from engine.index.graph_stages import peak_rss_mb, run_graph_stages
 from engine.index.ingest import Document, DocumentReader
+from engine.models.text_cache import WINDOW
 from engine.names import titled_chunk
 from engine.progress import progress
 from engine.store import IndexWriter, open_index
+from engine.store.schemas import schema_for
 
 WRITE_BATCH = 2048
 
 
 @dataclass
-class ChunkList:
-    """What the graph stages need of every chunk, in table order."""
+class StagedChunks:
+    """The chunks this build wrote, as the graph stages read them: ids and token counts held
+    as compact arrays, texts read back from the staged table a window at a time (so no stage
+    holds every chunk's text)."""
 
-    ids: list[str] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    titles: list[str] = field(default_factory=list)  # the document's title object, shared
-    n_tokens: list[int] = field(default_factory=list)
+    writer: IndexWriter
+    ids: pa.Array
+    n_tokens: np.ndarray
 
-    def titled(self) -> list[str]:
-        """Every chunk as "title, newline, text", what chunk embeddings see (made when asked,
-        so the build does not hold each chunk's text twice)."""
-        return [titled_chunk(t, x) for t, x in zip(self.titles, self.texts, strict=True)]
+    @classmethod
+    def read(cls, writer: IndexWriter) -> StagedChunks:
+        """The chunks table the build just wrote (it takes no more rows)."""
+        schema = schema_for("chunks")
+        table = pa.Table.from_batches(
+            writer.staged_batches("chunks", ["chunk_id", "n_tokens"]),
+            schema=pa.schema([schema.field("chunk_id"), schema.field("n_tokens")]),
+        )
+        ids = table["chunk_id"].combine_chunks()
+        return cls(writer, ids, table["n_tokens"].to_numpy().astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def texts(self) -> Iterator[list[str]]:
+        """Every chunk's text in table order, WINDOW at a time."""
+        for batch in self.writer.staged_batches("chunks", ["text"], WINDOW):
+            yield batch.column(0).to_pylist()
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        """(chunk id, text) of every chunk in table order, read WINDOW at a time."""
+        for batch in self.writer.staged_batches("chunks", ["chunk_id", "text"], WINDOW):
+            yield from zip(*(c.to_pylist() for c in batch.columns), strict=True)
+
+    def titled(self) -> Iterator[list[str]]:
+        """Every chunk as "title, newline, text" (what chunk embeddings see), WINDOW at a time:
+        each chunk's title is found by walking the documents table beside the chunks (both are
+        in document order), so no title map of the corpus is held."""
+        docs = (
+            pair
+            for batch in self.writer.staged_batches("documents", ["doc_id", "title"], WINDOW)
+            for pair in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
+        )
+        doc_id = title = None
+        for batch in self.writer.staged_batches("chunks", ["doc_id", "text"], WINDOW):
+            window = []
+            for of, text in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                while of != doc_id:
+                    row = next(docs, None)
+                    if row is None:
+                        raise RuntimeError(f"a chunk of document {of} has no document row")
+                    doc_id, title = row
+                window.append(titled_chunk(title, text))
+            yield window
 
 
 def indexed_documents(out: Path) -> Iterator[Document]:
@@ -76,37 +122,9 @@ def build_index(
     if dry_run:
         return dry_run_forecast(reader, corpus, out, config)
     stats: dict[str, Any] = {"stages": {}}
-    keep = config.graph.enabled
-    chunks = ChunkList()
     with IndexWriter(out, force=force) as writer:
         started = time.perf_counter()
-        n_chunks = n_tokens = 0
-        docs_table, chunks_table = writer.table("documents"), writer.table("chunks")
-        doc_rows: list[dict[str, Any]] = []
-        chunk_rows: list[dict[str, Any]] = []
-        bar = progress("ingest+chunk", total=reader.total_bytes, unit="B", unit_scale=True)
-        seen_bytes = 0
-        for doc, doc_chunks in chunk_documents(reader, config.chunking):
-            doc_rows.append(doc.to_row())
-            for c in doc_chunks:
-                chunk_rows.append(c.to_row())
-                if keep:
-                    chunks.ids.append(c.chunk_id)
-                    chunks.texts.append(c.text)
-                    chunks.titles.append(doc.title)
-                    chunks.n_tokens.append(c.n_tokens)
-            n_chunks += len(doc_chunks)
-            n_tokens += sum(c.n_tokens for c in doc_chunks)
-            if len(chunk_rows) >= WRITE_BATCH:
-                docs_table.write(doc_rows)
-                chunks_table.write(chunk_rows)
-                doc_rows, chunk_rows = [], []
-            bar.update(reader.stats.bytes_read - seen_bytes)
-            seen_bytes = reader.stats.bytes_read
-            bar.set_postfix(docs=reader.stats.documents, chunks=n_chunks, refresh=False)
-        docs_table.write(doc_rows)
-        chunks_table.write(chunk_rows)
-        bar.close()
+        n_chunks, n_tokens = _ingest_and_chunk(reader, writer, config)
         _refuse_empty(reader, corpus, out)
         stats["ingest"] = reader.stats.as_dict()
         stats["stages"]["ingest_chunk"] = {
@@ -118,14 +136,43 @@ def build_index(
             "peak_rss_mb": peak_rss_mb(),
         }
         models = {"tokenizer": config.chunking.tokenizer}
-        if keep:
-            run_graph_stages(writer, out, config, chunks, stats, models)
+        if config.graph.enabled:
+            run_graph_stages(writer, out, config, StagedChunks.read(writer), stats, models)
         return writer.commit(
             config=config.to_dict(),
             config_hash=config.config_hash(),
             models=models,
             stats=stats,
         )
+
+
+def _ingest_and_chunk(
+    reader: DocumentReader, writer: IndexWriter, config: IndexConfig
+) -> tuple[int, int]:
+    """Stream the documents and their chunks into the `documents` and `chunks` tables,
+    WRITE_BATCH chunks at a time (a huge document's as they are cut); (chunks, tokens)."""
+    n_chunks = n_tokens = 0
+    docs_table, chunks_table = writer.table("documents"), writer.table("chunks")
+    doc_rows: list[dict[str, Any]] = []
+    chunk_rows: list[dict[str, Any]] = []
+    bar = progress("ingest+chunk", total=reader.total_bytes, unit="B", unit_scale=True)
+    for doc, doc_chunks in chunk_documents(reader, config.chunking):
+        doc_rows.append(doc.to_row())
+        bar.update(reader.stats.bytes_read - bar.n)
+        for c in doc_chunks:
+            chunk_rows.append(c.to_row())
+            n_chunks += 1
+            n_tokens += c.n_tokens
+            if len(chunk_rows) >= WRITE_BATCH:
+                docs_table.write(doc_rows)
+                chunks_table.write(chunk_rows)
+                doc_rows, chunk_rows = [], []
+                bar.set_postfix(docs=reader.stats.documents, chunks=n_chunks)
+        bar.set_postfix(docs=reader.stats.documents, chunks=n_chunks, refresh=False)
+    docs_table.write(doc_rows)
+    chunks_table.write(chunk_rows)
+    bar.close()
+    return n_chunks, n_tokens
 
 
 def _refuse_empty(reader: DocumentReader, corpus: Sequence[str | Path], out: Path) -> None:
@@ -146,8 +193,9 @@ def dry_run_forecast(
     n_tokens: list[int] = []
     bar = progress("ingest+chunk", total=reader.total_bytes, unit="B", unit_scale=True)
     for _, doc_chunks in chunk_documents(reader, config.chunking):
-        texts.extend(c.text for c in doc_chunks)
-        n_tokens.extend(c.n_tokens for c in doc_chunks)
+        for c in doc_chunks:
+            texts.append(c.text)
+            n_tokens.append(c.n_tokens)
         bar.update(reader.stats.bytes_read - bar.n)
     bar.close()
     _refuse_empty(reader, corpus, out)

@@ -8,7 +8,7 @@ count, the capacity alpha x all tokens. alpha = 0 selects nothing and uses no LL
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,19 +49,21 @@ class Unit:
         return self.__dict__.copy()
 
 
-def units_table(chunks: Iterable[tuple[str, str]], by_llm: dict[str, list[Unit]]) -> pa.Table:
-    """The `units` table of (chunk id, text) pairs, in chunk order: the LLM's units of a chunk
-    where `by_llm` has them, else its sentences; built in record batches, so a build holds
-    its units as columns, not as a Python object per unit."""
+def unit_batches(
+    chunks: Iterable[tuple[str, str]], by_llm: dict[str, list[Unit]]
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the `units` table from (chunk id, text) pairs, in chunk order, UNIT_BATCH
+    at a time: the LLM's units of a chunk where `by_llm` has them, else its sentences (a
+    build writes each batch as it comes, holding no unit)."""
     schema = schema_for("units")
-    batches, pending = [], []
+    pending: list[dict] = []
     for cid, text in chunks:
         pending.extend(u.to_row() for u in by_llm.get(cid) or sentence_units(cid, text))
         if len(pending) >= UNIT_BATCH:
-            batches.append(pa.RecordBatch.from_pylist(pending, schema=schema))
+            yield pa.RecordBatch.from_pylist(pending, schema=schema)
             pending = []
-    batches.append(pa.RecordBatch.from_pylist(pending, schema=schema))
-    return pa.Table.from_batches(batches, schema=schema)
+    if pending:
+        yield pa.RecordBatch.from_pylist(pending, schema=schema)
 
 
 def unit_id(chunk_id: str, text: str, origin: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from engine.models.embed import Embedder
-from engine.models.text_cache import TextCache, in_blocks
+from engine.models.text_cache import TextCache, Windows, in_blocks, windows
 
 EMBED_CACHE = "embed_cache.sqlite"
 """The embedding cache's file name beside an index (the build's, and lazy query vectors')."""
@@ -39,22 +39,29 @@ class EmbeddingCache(TextCache):
         """Vectors of all texts: cached ones read back, the rest encoded block by block, each
         block stored as it is done (a killed run keeps it) and counted on an `embed LABEL`
         progress bar."""
-        vecs = self.values(
-            embedder.model_id, texts, lambda t: encode_blocks(embedder, t), f"embed {label}", "text"
-        )
+        self.embed(embedder, [texts], label, total=len(texts))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack(vecs).astype(np.float32)
+        parts = self.stored(embedder.model_id, windows(texts))
+        return np.stack([v for part in parts for v in part]).astype(np.float32)
 
-    def embed(self, embedder: Embedder, texts: list[str], label: str = "texts") -> list[str]:
+    def embed(
+        self, embedder: Embedder, texts: Windows, label: str = "texts", total: int | None = None
+    ) -> int:
         """Encode and store the texts not cached yet (as `encode` does) without holding their
-        vectors; the texts' keys, for `stream`."""
+        vectors; the number of texts seen. `stream` reads the vectors back."""
         return self.fill(
-            embedder.model_id, texts, lambda t: encode_blocks(embedder, t), f"embed {label}", "text"
+            embedder.model_id,
+            texts,
+            lambda t: encode_blocks(embedder, t),
+            f"embed {label}",
+            "text",
+            total,
         )
 
-    def stream(self, model_id: str, keys: list[str], sink: Any) -> None:
-        """Append the stored vectors of `keys`, in order, to `sink` a window at a time (an
+    def stream(self, model_id: str, texts: Windows, sink: Any) -> None:
+        """Append the stored vectors of the texts, in order, to `sink` a window at a time (an
         index build's vector files, which then never sit whole in memory)."""
-        for part in self.stored(model_id, keys):
-            sink.append(np.stack(part))
+        for part in self.stored(model_id, texts):
+            if part:
+                sink.append(np.stack(part))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 
-from engine.models.text_cache import TextCache, in_blocks
+from engine.models.text_cache import TextCache, Windows, in_blocks, windows
 
 Mentions = list[tuple[str, str]]
 BLOCK = 1024
@@ -34,14 +34,14 @@ class NERCache(TextCache):
         """Mentions of every text: cached ones read back, the rest tagged block by block by
         `tagger` (its `ner_blocks`, or `ner` calls), each block stored as it returns and counted
         on the `ner` progress bar."""
-        keys = self.tag(tagger, model_id, texts)
-        return [m for part in self.mentions(model_id, keys) for m in part]
+        self.tag(tagger, model_id, [texts], total=len(texts))
+        return [m for part in self.mentions(model_id, windows(texts)) for m in part]
 
-    def tag(self, tagger, model_id: str, texts: list[str]) -> list[str]:
+    def tag(self, tagger, model_id: str, texts: Windows, total: int | None = None) -> int:
         """Tag and store the texts not cached yet (as `extract` does) without holding their
-        mentions; the texts' keys, for `mentions`."""
-        return self.fill(model_id, texts, lambda t: tag_blocks(tagger, t), "ner", "unit")
+        mentions; the number of texts seen. `mentions` reads them back."""
+        return self.fill(model_id, texts, lambda t: tag_blocks(tagger, t), "ner", "unit", total)
 
-    def mentions(self, model_id: str, keys: list[str]) -> Iterator[list[Mentions]]:
-        """The stored mentions of `keys`, in order, a window of texts at a time."""
-        return self.stored(model_id, keys)
+    def mentions(self, model_id: str, texts: Windows) -> Iterator[list[Mentions]]:
+        """The stored mentions of the texts, in order, a window at a time."""
+        return self.stored(model_id, texts)

@@ -31,7 +31,19 @@ def in_blocks(
 LOOKUP = 500
 """Keys per SQLite lookup (under SQLite's limit of bound parameters)."""
 WINDOW = 8192
-"""Values read back from the cache at a time by `TextCache.stored`."""
+"""Texts a window at a time: what `windows` cuts a list into and `stored` reads back at once."""
+PENDING_CHARS = 1 << 25
+"""Characters of missing text `fill` gathers before one `compute` call (one model pipeline
+per call on Ray): a cold build of a huge corpus holds at most about this much text."""
+
+Windows = Iterable[Sequence[str]]
+"""Texts in order, a window at a time (a build reads them back from its staged tables)."""
+
+
+def windows(texts: Sequence[str], size: int = WINDOW) -> Iterator[Sequence[str]]:
+    """A list of texts as `Windows`."""
+    for lo in range(0, len(texts), size):
+        yield texts[lo : lo + size]
 
 
 def text_key(text: str) -> str:
@@ -65,50 +77,70 @@ class TextCache:
     def _load(self, stored: Any) -> Any:
         return stored
 
-    def values(
-        self, model_id: str, texts: list[str], compute: Blocks, label: str, unit: str
-    ) -> list[Any]:
-        """The value of every text, in order: cached ones read back, the rest computed by
-        `compute` and each block stored as it returns (a killed run keeps it), counted on a
-        `label` progress bar (shown when something is computed)."""
-        keys = self.fill(model_id, texts, compute, label, unit)
-        return [v for part in self.stored(model_id, keys) for v in part]
-
     def fill(
-        self, model_id: str, texts: list[str], compute: Blocks, label: str, unit: str
-    ) -> list[str]:
-        """Compute and store the value of every text not cached yet, holding none of them
-        (each block is stored as it returns); the texts' keys, for `stored`."""
-        keys = [text_key(t) for t in texts]
+        self,
+        model_id: str,
+        texts: Windows,
+        compute: Blocks,
+        label: str,
+        unit: str,
+        total: int | None = None,
+    ) -> int:
+        """Compute and store the value of every text not cached yet, holding none of the
+        values (each block is stored as it returns) and at most PENDING_CHARS of missing text;
+        the number of texts seen. The progress bar counts all `total` texts, cached ones too."""
+        bar = None
+        seen = 0
         todo: dict[str, str] = {}  # missing key -> its text, first seen first
-        for lo in range(0, len(keys), LOOKUP):  # a batch at a time: no set of every key
-            present = self._present(model_id, keys[lo : lo + LOOKUP])
-            for k, t in zip(keys[lo : lo + LOOKUP], texts[lo : lo + LOOKUP], strict=True):
-                if k in present:
-                    self.hits += 1
-                else:
-                    todo.setdefault(k, t)
-        self.misses += len(todo)
-        bar = progress(label, total=len(todo), unit=unit) if todo else None
-        todo_keys = list(todo)
-        for positions, outs in compute(list(todo.values())):
-            part = [todo_keys[i] for i in positions]
-            self._store(model_id, zip(part, outs, strict=True))
-            bar.update(len(part))
+        pending = 0
+
+        def flush() -> None:
+            nonlocal bar, pending
+            if bar is None:
+                bar = progress(label, total=total, unit=unit, initial=seen - len(todo))
+            todo_keys = list(todo)
+            for positions, outs in compute(list(todo.values())):
+                part = [todo_keys[i] for i in positions]
+                self._store(model_id, zip(part, outs, strict=True))
+                bar.update(len(part))
+            todo.clear()
+            pending = 0
+
+        for window in texts:
+            keys = [text_key(t) for t in window]
+            added = 0
+            for lo in range(0, len(keys), LOOKUP):  # a batch at a time: no set of every key
+                present = self._present(model_id, keys[lo : lo + LOOKUP])
+                for k, t in zip(keys[lo : lo + LOOKUP], window[lo : lo + LOOKUP], strict=True):
+                    if k in present:
+                        self.hits += 1
+                    elif k not in todo:
+                        todo[k] = t
+                        pending += len(t)
+                        added += 1
+            self.misses += added
+            seen += len(window)
+            if bar is not None:  # what this window found cached is done already
+                bar.update(len(window) - added)
+            if pending >= PENDING_CHARS:
+                flush()
+        if todo:
+            flush()
         if bar is not None:
             bar.close()
-        return keys
+        return seen
 
-    def stored(self, model_id: str, keys: list[str], window: int = WINDOW) -> Iterator[list[Any]]:
-        """The stored values of `keys` in order, `window` at a time (what `fill` stored)."""
-        for lo in range(0, len(keys), window):
-            part = keys[lo : lo + window]
+    def stored(self, model_id: str, texts: Windows) -> Iterator[list[Any]]:
+        """The stored values of the texts in order, a window at a time (what `fill` stored;
+        the keys are computed again, so no build holds a key per text)."""
+        for window in texts:
+            part = [text_key(t) for t in window]
             got = dict(self._lookup(model_id, sorted(set(part))))
-            missing = len(set(part) - got.keys())
-            if missing:
+            if len(got) < len(set(part)):
+                missing = len(set(part)) - len(got)
                 raise RuntimeError(
-                    f"{self.path}: {missing} values of model {model_id} vanished from the cache "
-                    "while it was read (another process deleting rows?); re-run"
+                    f"{self.path}: {missing} values of model {model_id} were not in the cache "
+                    "when read back (another process deleting rows?); re-run"
                 )
             yield [got[k] for k in part]
 

@@ -159,6 +159,8 @@ class TableWriter:
             rows = rows.select(self.schema.names).cast(self.schema)
         if self._writer is None:
             self._open()
+        if self._sink.closed:
+            raise ValueError(f"table '{self.name}' was finished; it takes no more rows")
         self._writer.write_table(rows, row_group_size=64 * 1024)
         self.rows += rows.num_rows
 
@@ -167,11 +169,13 @@ class TableWriter:
         self._writer = pq.ParquetWriter(self._sink, self.schema, compression="zstd")
 
     def close(self) -> str:
-        """Finish the file (an empty table still gets a valid Parquet file); its sha256."""
+        """Finish the file (an empty table still gets a valid Parquet file); its sha256. A
+        second call only returns the sha256; a write after it is refused."""
         if self._writer is None:
             self._open()
-        self._writer.close()
-        self._sink.close()
+        if not self._sink.closed:
+            self._writer.close()
+            self._sink.close()
         return self._sink.sha256.hexdigest()
 
 
@@ -232,6 +236,16 @@ class IndexWriter:
         except OSError:
             shutil.copy2(src, dst)
         self._entries[name] = entry
+
+    def staged_batches(
+        self, name: str, columns: list[str] | None = None, batch_size: int = 8192
+    ) -> Iterator[pa.RecordBatch]:
+        """Table `name` as this build wrote it, read back from staging `batch_size` rows at a
+        time (the table is finished first: it takes no more rows)."""
+        if name not in self._tables:
+            raise KeyError(f"table '{name}' was not written by this build")
+        self._tables[name].close()
+        yield from pq.ParquetFile(self._tables[name].path).iter_batches(batch_size, columns=columns)
 
     # -- vectors --------------------------------------------------------------------------
     def write_vectors(self, name: str, vectors: np.ndarray, model: str) -> None:
