@@ -1,7 +1,8 @@
-"""The stages after chunking, each over all chunks at once, as a list of `Stage` objects run by
-one runner: embed chunks -> knowledge units (knapsack-chosen core chunks by LLM, sentences for
-the rest) -> NER -> LLM triple extraction -> entity resolution and graphs -> communities (and
-their reports) -> embeddings of units, entities and relations.
+"""The stages after chunking, each over all chunks (texts read back from the staged tables a
+window at a time; model calls over all the missing texts at once), as a list of `Stage`
+objects run by one runner: embed chunks -> knowledge units (knapsack-chosen core chunks by
+LLM, sentences for the rest) -> NER -> LLM triple extraction -> entity resolution and graphs
+-> communities (and their reports) -> embeddings of units, entities and relations.
 
 The runner times every stage, diffs the LLM ledger around the stages that use the LLM and
 writes each stage's stats into the manifest (a dry run never gets here: engine/index/forecast.py

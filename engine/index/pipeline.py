@@ -1,7 +1,10 @@
 """`graphrag-engine index`: ingest -> chunk -> units -> NER -> resolve -> graphs -> embed -> commit.
 
-Ingest and chunking stream from the corpus files into the store. The graph stages run over
-all chunks at once (one batched model call per stage and round). The LLM response cache and
+Ingest and chunking stream from the corpus files into the store (a huge document's chunks as
+they are cut). The graph stages read chunk and unit texts back from the staged tables a window
+at a time and send each stage's missing texts to its model in few large calls (one per stage
+unless they pass text_cache.PENDING_CHARS); what they hold per row is Arrow ids and numbers, so
+memory grows with the index's tables, not with its text. The LLM response cache and
 the embedding cache live beside the index (`llm_cache.sqlite`, `embed_cache.sqlite`), so a
 killed run re-run pays for nothing twice, and `--add` extracts and embeds only new text.
 Nothing becomes visible until the final atomic commit.

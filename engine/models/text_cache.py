@@ -135,9 +135,10 @@ class TextCache:
         the keys are computed again, so no build holds a key per text)."""
         for window in texts:
             part = [text_key(t) for t in window]
-            got = dict(self._lookup(model_id, sorted(set(part))))
-            if len(got) < len(set(part)):
-                missing = len(set(part)) - len(got)
+            unique = set(part)
+            got = dict(self._lookup(model_id, sorted(unique)))
+            if len(got) < len(unique):
+                missing = len(unique) - len(got)
                 raise RuntimeError(
                     f"{self.path}: {missing} values of model {model_id} were not in the cache "
                     "when read back (another process deleting rows?); re-run"

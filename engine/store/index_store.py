@@ -251,9 +251,7 @@ class IndexWriter:
     def write_vectors(self, name: str, vectors: np.ndarray, model: str) -> None:
         """Store an (n, d) float32 matrix, e.g. L2-normalised embeddings of one kind."""
         arr = np.asarray(vectors)
-        if arr.ndim != 2:
-            raise ValueError(f"vectors '{name}' must be 2-D, got shape {arr.shape}")
-        with self.vector_sink(name, len(arr), model) as sink:
+        with self.vector_sink(name, arr.shape[0] if arr.ndim else 0, model) as sink:
             sink.append(arr)
 
     @contextmanager
