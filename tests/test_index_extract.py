@@ -87,6 +87,23 @@ def test_records_are_absorbed_and_merged_with_cooccurrence() -> None:
     ]
 
 
+def test_links_sealed_in_small_batches_equal_one_batch(monkeypatch) -> None:
+    """unit_entity made LINK_BATCH rows at a time is the same table, rows in unit order."""
+    from engine.index import resolve as resolve_module
+
+    units = [
+        (f"u{i}", f"c{i // 3}", [(f"Name {j}", "ORG") for j in range(i % 4)] + [("Vesk", "GPE")])
+        for i in range(40)
+    ]
+    whole = resolve(units)
+    monkeypatch.setattr(resolve_module, "LINK_BATCH", 2)
+    sealed = resolve(units)
+    assert sealed[1].num_rows == sum(len(m) for *_, m in units) > 40
+    assert sealed[1].column(0).num_chunks > 20 and whole[1].column(0).num_chunks == 1
+    assert sealed[1].to_pylist() == whole[1].to_pylist()
+    assert sealed[0] == whole[0] and sealed[2] == whole[2]
+
+
 TEXTS = [json.loads(line)["text"] for line in corpus_path().read_text().splitlines()[:3]]
 
 

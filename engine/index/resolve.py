@@ -13,6 +13,8 @@ import pyarrow as pa
 from engine.names import normalize_name
 from engine.store.schemas import schema_for
 
+LINK_BATCH = 1 << 16
+"""unit_entity rows gathered as Python strings before they become one Arrow batch."""
 UnitMentions = tuple[str, str, Sequence[tuple[str, str]]]
 """(unit id, chunk id, the unit's (surface, label) mentions)."""
 
@@ -46,8 +48,21 @@ def resolve(
     types: dict[str, Counter] = defaultdict(Counter)
     descriptions: dict[str, list[str]] = defaultdict(list)
     chunks: dict[str, set[str]] = defaultdict(set)
-    link_units: list[str] = []
+    link_units: list[str] = []  # unit_entity rows not yet in an Arrow batch
     link_entities: list[str] = []
+    link_batches: list[pa.RecordBatch] = []
+    link_schema = schema_for("unit_entity")
+
+    def seal_links() -> None:  # a batch of links as Arrow columns, no Python string per unit
+        link_batches.append(
+            pa.RecordBatch.from_arrays(
+                [pa.array(link_units, pa.string()), pa.array(link_entities, pa.string())],
+                schema=link_schema,
+            )
+        )
+        link_units.clear()
+        link_entities.clear()
+
     id_of: dict[str, str] = {}  # normalised name -> entity id, one string per entity
     weight: Counter = Counter()
     rel_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -86,6 +101,8 @@ def resolve(
                 ids.append(eid)
         link_units.extend([unit_id] * len(ids))
         link_entities.extend(ids)
+        if len(link_units) >= LINK_BATCH:
+            seal_links()
         for a, b in combinations(sorted(ids), 2):
             relate(a, b, 1.0, chunk_id, keywords="co-occurrence")
     for chunk_id, ex in extracted or []:
@@ -119,10 +136,8 @@ def resolve(
         }
         for (a, b), w in sorted(weight.items())
     ]
-    unit_entity = pa.table(
-        {"unit_id": link_units, "entity_id": link_entities}, schema=schema_for("unit_entity")
-    )
-    return entities, unit_entity, relations
+    seal_links()
+    return entities, pa.Table.from_batches(link_batches, schema=link_schema), relations
 
 
 def _best_type(counts: Counter) -> str:

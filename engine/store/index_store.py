@@ -166,7 +166,14 @@ class TableWriter:
 
     def _open(self) -> None:
         self._sink = HashingFile(self.path)
-        self._writer = pq.ParquetWriter(self._sink, self.schema, compression="zstd")
+        # min/max statistics for ids and numbers only: of a free-text column they are useless
+        # to readers, and for one huge document's text they cost seven times its size
+        with_stats = [
+            f.name for f in self.schema if not pa.types.is_string(f.type) or f.name.endswith("_id")
+        ]
+        self._writer = pq.ParquetWriter(
+            self._sink, self.schema, compression="zstd", write_statistics=with_stats
+        )
 
     def close(self) -> str:
         """Finish the file (an empty table still gets a valid Parquet file); its sha256. A
