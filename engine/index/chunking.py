@@ -5,8 +5,9 @@ default embedder's own), never from the network. Documents are tokenized in batc
 `batch_docs`, so memory stays bounded however large the corpus is; a document longer than
 SEGMENT_CHARS is tokenized a segment at a time (each segment resumes where the previous one's
 last, possibly cut-short window began), so one huge document does not hold all its token
-offsets at once, and its chunks come out as they are cut (never all at once). A word the tokenizer maps to one unknown token because it is too long (WordPiece does so
-over 100 characters) counts one token per MAX_TOKEN_CHARS characters, so no chunk exceeds
+offsets at once, and its chunks come out as they are cut (never all at once). A word the
+tokenizer maps to one unknown token because it is too long (WordPiece does so over 100
+characters) counts one token per MAX_TOKEN_CHARS characters, so no chunk exceeds
 `chunk_tokens` whatever the text looks like.
 """
 

@@ -253,7 +253,7 @@ def _extract(b: Build) -> dict[str, Any]:
     x = b.config.extraction
     found = extract_triples(
         b.stage_llm(),
-        [t for window in b.chunks.texts() for t in window],
+        [text for _, text in b.chunks.pairs()],
         x.entity_types,
         x.gleaning,
         x.loop,
@@ -278,11 +278,12 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
 
     def unit_mentions():  # each unit's mentions, read back from the NER cache a window at a time
         nonlocal mentions_seen
-        for batch in b.writer.staged_batches("units", ["unit_id", "chunk_id", "text"], WINDOW):
-            unit_ids, chunk_ids, texts = (column.to_pylist() for column in batch.columns)
-            for found in cache.mentions(model, [texts]):
-                mentions_seen += sum(map(len, found))
-                yield from zip(unit_ids, chunk_ids, found, strict=True)
+        lo = 0
+        for found in cache.mentions(model, b.unit_texts()):
+            ids = b.unit_ids.slice(lo, len(found))  # the window's ids, held since the units stage
+            lo += len(found)
+            mentions_seen += sum(map(len, found))
+            yield from zip(*(c.to_pylist() for c in ids.columns), found, strict=True)
 
     b.entities, unit_entity, b.relations = resolve(unit_mentions(), b.extracted)
     b.stats["stages"]["ner"]["mentions"] = mentions_seen

@@ -61,11 +61,6 @@ class StagedChunks:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def texts(self) -> Iterator[list[str]]:
-        """Every chunk's text in table order, WINDOW at a time."""
-        for batch in self.writer.staged_batches("chunks", ["text"], WINDOW):
-            yield batch.column(0).to_pylist()
-
     def pairs(self) -> Iterator[tuple[str, str]]:
         """(chunk id, text) of every chunk in table order, read WINDOW at a time."""
         for batch in self.writer.staged_batches("chunks", ["chunk_id", "text"], WINDOW):
@@ -78,7 +73,7 @@ class StagedChunks:
         docs = (
             pair
             for batch in self.writer.staged_batches("documents", ["doc_id", "title"], WINDOW)
-            for pair in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
+            for pair in zip(*(c.to_pylist() for c in batch.columns), strict=True)
         )
         doc_id = title = None
         for batch in self.writer.staged_batches("chunks", ["doc_id", "text"], WINDOW):
