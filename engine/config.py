@@ -261,13 +261,14 @@ class IndexConfig:
     communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
-    """Where the model stages run: local (this process) or ray (model-holding actors)."""
+    """Where the model stages run: local (this process) or ray (Ray Data pipelines over
+    model-holding actors)."""
     ray_address: str = "local"
     """'local' starts a private Ray cluster (inside `ray job submit`: the cluster the job runs
     on); 'auto' joins the running one; or ray://host:port."""
     workers: int = 2
-    """Ray actors per model stage: the Ray Data pool size (`concurrency`) for embedding and
-    NER, and the model actors that hold an in-process LLM (one per worker CPU or GPU)."""
+    """Ray actors per model stage: the Ray Data pool size (`concurrency`) for embedding, NER
+    and in-process LLM generation (one model per actor, on a CPU or its GPUs)."""
     ray_gpus_per_worker: float | None = None
     """GPUs each Ray actor asks for; unset: 1 when the embedder, the reranker or an in-process LLM
     (transformers on CUDA, vllm) is configured on a GPU, else 0. A fraction shares a GPU between

@@ -53,8 +53,8 @@ def test_ray_index_equals_local(tmp_path: Path) -> None:
 
 
 def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
-    """With the transformers backend, each Ray actor holds its own SmolLM2; the shards of a
-    batch are answered in parallel and the extraction equals the in-process one."""
+    """With the transformers backend, extraction's prompts are a Ray Data pipeline over actors
+    holding SmolLM2 each, and the extraction equals the in-process one."""
     pytest.importorskip("ray")
     from engine.demo import corpus_path
 
@@ -88,6 +88,56 @@ def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
     assert sb["model_calls"] == sa["model_calls"] == 4
     for t in ("entities", "relations"):
         assert a.table(t).equals(b.table(t)), t
+
+
+def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
+    """Prompts go to a pool of two SmolLM2 actors in blocks of the model's batch size; one
+    actor is killed once it has started: Ray restarts it and retries its block, every position
+    reaches `on_done` exactly once, and the answers equal the in-process model's on the same
+    blocks, in input order."""
+    ray = pytest.importorskip("ray")
+    import threading
+    from dataclasses import asdict
+
+    import psutil
+
+    from engine.config import LLMConfig
+    from engine.exec.ray_llm import RayDataLLM
+    from engine.models import GenParams
+
+    killed: list[int] = []
+
+    def kill_a_generator() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            for proc in psutil.process_iter(["cmdline"]):
+                if any("GenerateBlocks" in part for part in proc.info["cmdline"] or []):
+                    time.sleep(1.0)
+                    proc.kill()
+                    killed.append(proc.pid)
+                    return
+            time.sleep(0.05)
+
+    names = ["Paris", "Rome", "Madrid", "Berlin", "Vienna", "Oslo", "Lisbon", "Athens", "Bern"]
+    prompts = [f"In one sentence, what is {n}?" for n in names]
+    params = GenParams(max_tokens=12)
+    cfg = asdict(LLMConfig(backend="transformers", batch_size=2))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        backend = RayDataLLM(cfg, workers=2, gpus=0.0)
+        assert backend.model_id == smollm.model_id
+        seen: list[list[int]] = []
+        threading.Thread(target=kill_a_generator, daemon=True).start()
+        out = backend.generate(prompts, params, lambda positions, _: seen.append(positions))
+    finally:
+        ray.shutdown()
+    assert killed
+    assert sorted(p for block in seen for p in block) == list(range(len(prompts)))
+    assert all(len(block) <= 2 for block in seen)
+    expected = [c for lo in range(0, 9, 2) for c in smollm.generate(prompts[lo : lo + 2], params)]
+    assert [c.text for c in out] == [c.text for c in expected]
+    assert [c.completion_tokens for c in out] == [c.completion_tokens for c in expected]
+    assert backend.count_tokens(prompts) == smollm.count_tokens(prompts)
 
 
 def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:

@@ -1,12 +1,13 @@
-"""Ray Data pipelines for the model stages of an index built on Ray (embedding and NER), and
-for the questions of a query job sharded over Ray (their embeddings).
+"""Ray Data pipelines for the model stages of an index built on Ray (embedding, NER and
+in-process LLM generation), and for the questions of a query job sharded over Ray (their
+embeddings).
 
 The texts a stage still needs (the caches answer the rest) go through `map_batches` over an
 actor pool: one model per actor, `workers` actors (Ray Data's `concurrency`), the configured
-GPUs per actor. Blocks of BLOCK texts go to whichever actor is free; results stream back to the
-driver block by block as they finish, tagged with their positions, so the cache stores each
-block as it returns (a killed build keeps it) and the stage gets its results in input order.
-An actor that dies is restarted by Ray and its block retried.
+GPUs per actor. Blocks of texts (BLOCK, or an LLM's batch of prompts) go to whichever actor is
+free; results stream back to the driver block by block as they finish, tagged with their
+positions, so the cache stores each block as it returns (a killed build keeps it) and the stage
+gets its results in input order. An actor that dies is restarted by Ray and its block retried.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import asdict
 
 import numpy as np
 import pyarrow as pa
@@ -75,11 +77,31 @@ class TagBlocks:
         return {"pos": batch["pos"], "out": np.array([json.dumps(f) for f in found], dtype=object)}
 
 
+class GenerateBlocks:
+    """Ray Data actor: holds one in-process LLM engine (transformers, vLLM) and a stage's
+    generation parameters; the answers to a block of prompts (JSON prompts in, JSON
+    Completions out)."""
+
+    def __init__(self, llm_cfg: dict, params) -> None:
+        quiet_actor()
+        from engine.config import LLMConfig  # in the actor process
+        from engine.models import make_backend  # in the actor process
+
+        cfg = {**llm_cfg, "device": actor_device(llm_cfg["device"])}
+        self.backend, self.params = make_backend(LLMConfig(**cfg)), params
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        prompts = [json.loads(p) for p in batch["text"]]
+        answers = self.backend.generate(prompts, self.params)
+        out = np.array([json.dumps(asdict(c)) for c in answers], dtype=object)
+        return {"pos": batch["pos"], "out": out}
+
+
 def stream_blocks(
-    udf: type, args: tuple, texts: list[str], workers: int, gpus: float
+    udf: type, args: tuple, texts: list[str], workers: int, gpus: float, block: int = BLOCK
 ) -> Iterator[dict[str, np.ndarray]]:
     """What `udf` returns for the texts ("pos": their positions, "out": the results, ...), block
-    by block as the pool finishes them."""
+    (of `block` texts) by block as the pool finishes them."""
     import ray.data  # ray is an optional extra
 
     if not texts:
@@ -87,14 +109,14 @@ def stream_blocks(
     ray.data.DataContext.get_current().enable_progress_bars = False  # the caches show progress
     blocks = [
         pa.table(
-            {"pos": np.arange(lo, min(lo + BLOCK, len(texts))), "text": texts[lo : lo + BLOCK]}
+            {"pos": np.arange(lo, min(lo + block, len(texts))), "text": texts[lo : lo + block]}
         )
-        for lo in range(0, len(texts), BLOCK)
+        for lo in range(0, len(texts), block)
     ]
     ds = ray.data.from_arrow(blocks).map_batches(
         udf,
         fn_constructor_args=args,
-        batch_size=BLOCK,
+        batch_size=block,
         batch_format="numpy",
         concurrency=min(workers, len(blocks)),
         num_cpus=1,

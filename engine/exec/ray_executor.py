@@ -1,10 +1,11 @@
-"""Ray executor: texts sharded over model-holding actors (one embedder + NER per worker) on a
-local or running Ray cluster; results come back in input order and merge into one index."""
+"""Ray executor: the model stages of an index build (embedding, NER, in-process LLM
+generation) as Ray Data pipelines over actor pools on a local or running Ray cluster; results
+come back block by block with their positions and merge into one index."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from typing import Any
@@ -21,48 +22,9 @@ from engine.exec.ray_data import (
     quiet_actor,
     stream_blocks,
 )
-from engine.exec.ray_llm import RayDataVLLM, ray_data_llm_available
+from engine.exec.ray_llm import RayDataLLM, RayDataVLLM, ray_data_llm_available
 
 __all__ = ["RayExecutor", "actor_device", "connect", "ray_session", "warn_missing_gpus"]
-
-
-def _worker_class():
-    import ray
-
-    # a worker that dies is restarted (models loaded again) and its call retried: the other
-    # shards' results stand, and the driver's caches hold every slice already committed
-    @ray.remote(num_cpus=1, max_restarts=3, max_task_retries=3)
-    class ModelWorker:
-        """Holds the models once; answers shards of texts."""
-
-        def __init__(self, embedder: dict, ner_backend: str) -> None:
-            self.local = _actor_models(embedder, ner_backend)
-
-        def encode(self, texts: list[str]) -> np.ndarray:
-            return self.local.encode(texts)
-
-        def ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
-            return self.local.ner(texts)
-
-        def _llm(self, llm_cfg: dict):
-            if getattr(self, "llm_backend", None) is None:
-                from engine.config import LLMConfig  # in the actor process
-                from engine.models import make_backend  # in the actor process
-
-                llm_cfg = {**llm_cfg, "device": actor_device(llm_cfg["device"])}
-                self.llm_backend = make_backend(LLMConfig(**llm_cfg))
-            return self.llm_backend
-
-        def llm_model_id(self, llm_cfg: dict) -> str:
-            return self._llm(llm_cfg).model_id
-
-        def generate(self, llm_cfg: dict, prompts: list, params):
-            return self._llm(llm_cfg).generate(prompts, params)
-
-        def count_tokens(self, llm_cfg: dict, prompts: list) -> list[int]:
-            return self._llm(llm_cfg).count_tokens(prompts)
-
-    return ModelWorker
 
 
 def connect(ray, address: str, workers: int) -> None:
@@ -137,46 +99,10 @@ def unreachable(address: str) -> str | None:
     return None
 
 
-class RayLLMBackend:
-    """An LLM backend whose engines live in the executor's actors (one per worker): a batch is
-    split into one shard per actor and answered in parallel, in input order."""
-
-    def __init__(self, executor: RayExecutor, llm_cfg: dict) -> None:
-        self.executor = executor
-        self.cfg = llm_cfg
-        self.model_id = executor._ray.get(executor.actors[0].llm_model_id.remote(llm_cfg))
-
-    def generate(self, prompts: list, params, on_done=None) -> list:
-        """One shard per actor, answered in parallel; each shard goes to `on_done` as it
-        returns, and the answers come back in input order."""
-        ex = self.executor
-        futures, start = {}, 0
-        for actor, shard in zip(ex.actors, ex._shards(prompts), strict=True):
-            if shard:
-                futures[actor.generate.remote(self.cfg, shard, params)] = start
-            start += len(shard)
-        out: list = [None] * len(prompts)
-        pending = list(futures)
-        while pending:
-            ready, pending = ex._ray.wait(pending, num_returns=1)
-            lo = futures[ready[0]]
-            answers = ex._ray.get(ready[0])
-            out[lo : lo + len(answers)] = answers
-            if on_done is not None:
-                on_done(list(range(lo, lo + len(answers))), answers)
-        return out
-
-    def count_tokens(self, prompts: list) -> list[int]:
-        """Prompt tokens, counted by the first actor's tokenizer."""
-        return self.executor._ray.get(
-            self.executor.actors[0].count_tokens.remote(self.cfg, prompts)
-        )
-
-
 class RayExecutor:
-    """Embedding and NER as Ray Data pipelines over actor pools; an in-process LLM in
-    `workers` model actors (created when a stage first asks for the LLM). `address` 'local'
-    starts a private cluster."""
+    """Embedding, NER and in-process LLM generation as Ray Data pipelines over pools of
+    `workers` model actors (`gpus_per_worker` GPUs each). `address` 'local' starts a private
+    cluster."""
 
     name = "ray"
 
@@ -199,76 +125,55 @@ class RayExecutor:
         warn_missing_gpus(ray, gpus_per_worker)
         self.embedder_cfg, self.ner_backend = embedder, ner_backend
         self.workers, self.gpus = workers, gpus_per_worker
-        self._actors: list = []
         # the ids the manifest records, from a one-off task whose process exits after it
         ids = ray.remote(num_cpus=1, num_gpus=gpus_per_worker, max_calls=1)(_model_ids)
         self.model_id, self.ner_model_id = ray.get(ids.remote(asdict(embedder), ner_backend))
 
-    @property
-    def actors(self) -> list:
-        """The model actors (an embedder, NER and the LLM each), started on first use."""
-        if not self._actors:
-            # an actor holding a model on CUDA asks Ray for its GPU (share with a fraction < 1)
-            worker = _worker_class().options(num_gpus=self.gpus)
-            args = (asdict(self.embedder_cfg), self.ner_backend)
-            self._actors = [worker.remote(*args) for _ in range(self.workers)]
-        return self._actors
-
-    def _shards(self, items: list) -> list[list]:
-        n = len(self.actors)
-        size = -(-len(items) // n) if items else 0
-        return [items[i * size : (i + 1) * size] for i in range(n)]
-
     def encode_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(positions, vectors) of the texts, block by block: a Ray Data pipeline over a pool
-        of embedders (engine/exec/ray_data.py); the model actors instead once they hold the
-        cluster's CPUs for the LLM, so the two never wait on each other."""
-        if self._actors:
-            yield range(len(texts)), self.encode(texts)
-            return
+        of embedders (engine/exec/ray_data.py)."""
         args = (asdict(self.embedder_cfg),)
         for out in stream_blocks(EmbedBlocks, args, texts, self.workers, self.gpus):
             yield out["pos"].tolist(), out["out"]
 
     def ner_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], list]]:
         """(positions, mentions) of the texts, block by block: a Ray Data pipeline over a pool
-        of entity recognizers (the model actors once they exist, as for `encode_blocks`)."""
-        if self._actors:
-            yield range(len(texts)), self.ner(texts)
-            return
+        of entity recognizers."""
         args = (self.ner_backend,)
         for out in stream_blocks(TagBlocks, args, texts, self.workers, self.gpus):
             yield out["pos"].tolist(), [[tuple(m) for m in json.loads(f)] for f in out["out"]]
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Vectors of the texts, computed by the model actors in parallel."""
-        parts = [(a, s) for a, s in zip(self.actors, self._shards(texts), strict=True) if s]
-        results = self._ray.get([a.encode.remote(s) for a, s in parts])
-        return np.concatenate(results) if results else np.zeros((0, 0), np.float32)
+        """Vectors of the texts in input order (one pipeline)."""
+        return np.stack(gathered(texts, self.encode_blocks)) if texts else np.zeros((0, 0))
 
     def ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
-        """Entities of every text, computed by the model actors in parallel."""
-        parts = [(a, s) for a, s in zip(self.actors, self._shards(texts), strict=True) if s]
-        out: list = []
-        for r in self._ray.get([a.ner.remote(s) for a, s in parts]):
-            out.extend([tuple(m) for m in ents] for ents in r)
-        return out
+        """Entities of every text in input order (one pipeline)."""
+        return gathered(texts, self.ner_blocks)
 
-    def llm_backend(self, llm_cfg) -> RayLLMBackend | None:
-        """In-process LLM backends move onto the cluster: vLLM through Ray's batch LLM
-        processor where `ray.data.llm` and vLLM are installed (engine/exec/ray_llm.py), else
-        one engine per model actor (transformers, vllm); servers stay remote."""
+    def llm_backend(self, llm_cfg) -> RayDataLLM | RayDataVLLM | None:
+        """In-process LLM backends move onto the cluster as Ray Data pipelines: vLLM through
+        Ray's batch LLM processor where `ray.data.llm` and vLLM are installed, else a pool of
+        actors each holding one engine (transformers, vllm) (engine/exec/ray_llm.py); servers
+        stay remote."""
         if llm_cfg.backend not in ("transformers", "vllm"):
             return None
         if llm_cfg.backend == "vllm" and ray_data_llm_available():
             return RayDataVLLM(asdict(llm_cfg), self.workers)
-        return RayLLMBackend(self, asdict(llm_cfg))
+        return RayDataLLM(asdict(llm_cfg), self.workers, self.gpus)
 
     def close(self) -> None:
-        """Release the actors (and the cluster this executor started)."""
-        for a in self._actors:
-            self._ray.kill(a)
+        """Release the cluster this executor started (the pools end with their pipelines)."""
         self._session.close()
+
+
+def gathered(texts: list[str], blocks: Callable[[list[str]], Iterator]) -> list:
+    """The values `blocks` gives for the texts (positions, values), in input order."""
+    out: list = [None] * len(texts)
+    for positions, values in blocks(texts):
+        for pos, value in zip(positions, values, strict=True):
+            out[pos] = value
+    return out
 
 
 def _actor_models(embedder: dict, ner_backend: str):

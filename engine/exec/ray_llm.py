@@ -1,20 +1,26 @@
-"""vLLM on a Ray cluster through Ray's own batch LLM integration (`ray.data.llm`), used by the
-ray executor for `llm.backend: vllm` where both are installed (GPU path, not exercised in CI).
+"""LLM generation on a Ray cluster as Ray Data pipelines, used by the ray executor for the
+in-process backends: vLLM through Ray's own batch LLM integration (`ray.data.llm`) where it and
+vLLM are installed (GPU path, not exercised in CI), else the engine's own backend (transformers,
+vLLM) in a pool of `GenerateBlocks` actors (engine/exec/ray_data.py).
 
-A stage's prompts become one dataset: Ray's processor applies the model's chat template,
-tokenizes, and answers with `workers` vLLM engines (each on `tensor_parallel_size` GPUs,
-continuous batching inside); answers stream back block by block, so the LLM front caches and
-counts them as they come. Each row keeps its position, so answers return in input order. A row
-vLLM fails on comes back as a failed Completion (the front re-asks or records it), never as an
-answer. The engines are started per stage call: the price of Ray Data's pools, small beside a
-stage of thousands of prompts (the ModelWorker path keeps one engine per actor instead).
+Either way a stage's prompts become one dataset answered by `workers` engines; answers stream
+back block by block, so the LLM front caches and counts them as they come, and each row keeps
+its position, so answers return in input order. For vLLM, Ray's processor applies the model's
+chat template, tokenizes and answers (each engine on `tensor_parallel_size` GPUs, continuous
+batching inside); a row vLLM fails on comes back as a failed Completion (the front re-asks or
+records it), never as an answer. The engines are started per stage call (a stage's round or
+re-ask): the price of Ray Data's pools, small beside a stage of thousands of prompts.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
+from engine.config import LLMConfig
+from engine.exec.ray_data import GenerateBlocks, stream_blocks
+from engine.models import make_backend
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 from engine.models.vllm_llm import prompt_ids
 
@@ -54,6 +60,15 @@ def completion_of(row: dict[str, Any], schema_given: bool) -> tuple[int, Complet
         error=error,
         decoding=decoding,
     )
+
+
+def all_answered(done: list[Completion | None]) -> list[Completion]:
+    """The answers of a finished pipeline by position; a position left unanswered is an error
+    (a pipeline that ends early must not pass for a complete stage)."""
+    missing = sum(c is None for c in done)
+    if missing:
+        raise RuntimeError(f"the Ray pipeline finished without answering {missing} prompts")
+    return [c for c in done if c is not None]
 
 
 class RayDataVLLM:
@@ -103,7 +118,37 @@ class RayDataVLLM:
                 done[pos] = completion
             if on_done is not None:
                 on_done([p for p, _ in pairs], [c for _, c in pairs])
-        missing = [i for i, c in enumerate(done) if c is None]
-        if missing:
-            raise RuntimeError(f"ray.data.llm finished without answering {len(missing)} prompts")
-        return [c for c in done if c is not None]
+        return all_answered(done)
+
+
+class RayDataLLM:
+    """An in-process LLM backend (transformers; vLLM without `ray.data.llm`) answering each batch
+    with a Ray Data pipeline: `workers` actors hold one engine each (`gpus` GPUs per actor),
+    blocks of the model's `batch_size` prompts go to whichever actor is free."""
+
+    def __init__(self, llm_cfg: dict, workers: int, gpus: float) -> None:
+        self.cfg, self.workers, self.gpus = llm_cfg, workers, gpus
+        # the driver's own backend loads only its tokenizer (weights load on first generate):
+        # the model id the caches key on, and prompt token counts
+        self.tokenizer_side = make_backend(LLMConfig(**llm_cfg))
+        self.model_id = self.tokenizer_side.model_id
+
+    def count_tokens(self, prompts: list[Prompt]) -> list[int]:
+        """Prompt tokens after the chat template."""
+        return self.tokenizer_side.count_tokens(prompts)
+
+    def generate(
+        self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
+    ) -> list[Completion]:
+        """Answer the prompts on the cluster; each finished block reaches `on_done` at once."""
+        sent = [json.dumps(p) for p in prompts]
+        args, block = (self.cfg, params), max(1, self.cfg["batch_size"])
+        done: list[Completion | None] = [None] * len(prompts)
+        for out in stream_blocks(GenerateBlocks, args, sent, self.workers, self.gpus, block):
+            positions = out["pos"].tolist()
+            answers = [Completion(**json.loads(c)) for c in out["out"]]
+            for pos, completion in zip(positions, answers, strict=True):
+                done[pos] = completion
+            if on_done is not None:
+                on_done(positions, answers)
+        return all_answered(done)
