@@ -25,6 +25,30 @@ TABLES = [
 ]
 
 
+def kill_once_started(actor_class: str) -> list[int]:
+    """Kill the first Ray Data pool actor of `actor_class` a second after it appears (it has
+    begun loading its model), from a background thread; the killed pid lands in the list."""
+    import threading
+
+    import psutil
+
+    killed: list[int] = []
+
+    def kill() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            for proc in psutil.process_iter(["cmdline"]):
+                if any(actor_class in part for part in proc.info["cmdline"] or []):
+                    time.sleep(1.0)
+                    proc.kill()
+                    killed.append(proc.pid)
+                    return
+            time.sleep(0.05)
+
+    threading.Thread(target=kill, daemon=True).start()
+    return killed
+
+
 def test_ray_index_equals_local(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     local, distributed = tmp_path / "local", tmp_path / "ray"
@@ -96,27 +120,11 @@ def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
     reaches `on_done` exactly once, and the answers equal the in-process model's on the same
     blocks, in input order."""
     ray = pytest.importorskip("ray")
-    import threading
     from dataclasses import asdict
-
-    import psutil
 
     from engine.config import LLMConfig
     from engine.exec.ray_llm import RayDataLLM
     from engine.models import GenParams
-
-    killed: list[int] = []
-
-    def kill_a_generator() -> None:
-        deadline = time.time() + 120
-        while time.time() < deadline and not killed:
-            for proc in psutil.process_iter(["cmdline"]):
-                if any("GenerateBlocks" in part for part in proc.info["cmdline"] or []):
-                    time.sleep(1.0)
-                    proc.kill()
-                    killed.append(proc.pid)
-                    return
-            time.sleep(0.05)
 
     names = ["Paris", "Rome", "Madrid", "Berlin", "Vienna", "Oslo", "Lisbon", "Athens", "Bern"]
     prompts = [f"In one sentence, what is {n}?" for n in names]
@@ -127,7 +135,7 @@ def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
         backend = RayDataLLM(cfg, workers=2, gpus=0.0)
         assert backend.model_id == smollm.model_id
         seen: list[list[int]] = []
-        threading.Thread(target=kill_a_generator, daemon=True).start()
+        killed = kill_once_started("GenerateBlocks")
         out = backend.generate(prompts, params, lambda positions, _: seen.append(positions))
     finally:
         ray.shutdown()
@@ -145,27 +153,11 @@ def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
     retries its block, the build finishes, the index equals a local build, and the driver's
     cache tagged each distinct unit text once."""
     ray = pytest.importorskip("ray")
-    import threading
-
-    import psutil
-
     out = tmp_path / "ray"
-    killed: list[int] = []
-
-    def kill_a_tagger() -> None:
-        deadline = time.time() + 120
-        while time.time() < deadline and not killed:
-            for proc in psutil.process_iter(["cmdline"]):
-                if any("TagBlocks" in part for part in proc.info["cmdline"] or []):
-                    time.sleep(1.0)  # let it load its model and take a block
-                    proc.kill()
-                    killed.append(proc.pid)
-                    return
-            time.sleep(0.05)
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        threading.Thread(target=kill_a_tagger, daemon=True).start()
+        killed = kill_once_started("TagBlocks")
         assert main(["index", "--demo", "--out", str(out), "--executor", "ray"]) == 0
     finally:
         ray.shutdown()
