@@ -8,22 +8,35 @@ GPUs per actor. Blocks of texts (BLOCK, or an LLM's batch of prompts) go to whic
 free; results stream back to the driver block by block as they finish, tagged with their
 positions, so the cache stores each block as it returns (a killed build keeps it) and the stage
 gets its results in input order. An actor that dies is restarted by Ray and its block retried.
+
+With a `parts` folder (an index build: `.staging-ray-parts` in the index folder) an actor
+writes each block's results as a Parquet part there itself (a temporary name, then a rename, so
+a part is whole or absent) and only the part's path travels back; the driver reads the part,
+hands it to the cache to commit, and deletes it once the cache asks for the next block. The
+folder must be on storage every node shares, as the index folder is on a cluster.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from engine.errors import ConfigError
 from engine.progress import progress
 
 BLOCK = 512
 """Texts per Ray Data block (one actor call)."""
+PART_VISIBLE_S = 10.0
+"""Seconds the driver waits for a part an actor announced to appear (shared storage may lag)."""
 
 
 def actor_device(device: str) -> str:
@@ -97,15 +110,98 @@ class GenerateBlocks:
         return {"pos": batch["pos"], "out": out}
 
 
+def writing_parts(udf: type) -> type:
+    """`udf` as a pool actor that writes what it returns for a block as one Parquet part in a
+    folder (its last constructor argument) and returns only the part's path; named after
+    `udf`, so Ray shows which model a pool holds."""
+
+    def __init__(self, *args) -> None:
+        *own, folder = args
+        udf.__init__(self, *own)
+        self.parts_folder = Path(folder)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        results = udf.__call__(self, batch)
+        table = pa.table({name: column_of(v) for name, v in results.items()})
+        return {"part": np.array([write_part(table, self.parts_folder)], dtype=object)}
+
+    return type(f"{udf.__name__}ToParts", (udf,), {"__init__": __init__, "__call__": __call__})
+
+
+def write_part(table: pa.Table, folder: Path) -> str:
+    """Write a block's results as one Parquet part in `folder` (a temporary name, then a
+    rename, so a part is whole or absent); the part's path."""
+    path = folder / f"{uuid.uuid4().hex}.parquet"
+    written = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, written)
+    os.replace(written, path)
+    return str(path)
+
+
+def rows_to_part(batch: pa.Table, folder: str, columns: tuple[str, ...]) -> pa.Table:
+    """Ray Data map function: the `columns` (those present) of a block of rows written as one
+    part in `folder`; its path."""
+    kept = batch.select([c for c in columns if c in batch.column_names])
+    return pa.table({"part": [write_part(kept, Path(folder))]})
+
+
+def parts_read(announced: Iterator[dict[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:
+    """The blocks a pipeline announced as part paths, read one at a time; each part is deleted
+    once the next block is asked for (the caller has committed it by then)."""
+    for out in announced:
+        for path in out["part"]:
+            yield read_part(path)
+            os.remove(path)
+
+
+def column_of(values: np.ndarray) -> pa.Array:
+    """A result column as Arrow: rows of a 2-D array (vectors) as fixed-size lists."""
+    if values.ndim == 2:
+        return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
+    return pa.array(values.tolist() if values.dtype == object else values)
+
+
+def read_part(path: str) -> dict[str, np.ndarray]:
+    """The columns a pool actor wrote to the part at `path`, as numpy (vectors 2-D again)."""
+    deadline = time.monotonic() + PART_VISIBLE_S
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.2)  # a network filesystem may show another node's rename late
+    if not os.path.exists(path):
+        raise ConfigError(
+            f"{path}: a Ray worker wrote a block's results there and this driver cannot see "
+            "them; on a cluster the index folder (--out) must be on storage every node shares"
+        )
+    table = pq.read_table(path)
+    out = {}
+    for name in table.column_names:
+        column = table[name].combine_chunks()
+        if pa.types.is_fixed_size_list(column.type):
+            width = column.type.list_size
+            out[name] = column.flatten().to_numpy().reshape(len(column), width)
+        else:
+            out[name] = column.to_numpy(zero_copy_only=False)
+    return out
+
+
 def stream_blocks(
-    udf: type, args: tuple, texts: list[str], workers: int, gpus: float, block: int = BLOCK
+    udf: type,
+    args: tuple,
+    texts: list[str],
+    workers: int,
+    gpus: float,
+    block: int = BLOCK,
+    parts: Path | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
     """What `udf` returns for the texts ("pos": their positions, "out": the results, ...), block
-    (of `block` texts) by block as the pool finishes them."""
+    (of `block` texts) by block as the pool finishes them; through Parquet parts the actors
+    write in `parts` when given (each deleted once the next block is asked for)."""
     import ray.data  # ray is an optional extra
 
     if not texts:
         return
+    if parts is not None:
+        parts.mkdir(parents=True, exist_ok=True)
+        udf, args = writing_parts(udf), (*args, str(parts))
     ray.data.DataContext.get_current().enable_progress_bars = False  # the caches show progress
     blocks = [
         pa.table(
@@ -122,7 +218,8 @@ def stream_blocks(
         num_cpus=1,
         num_gpus=gpus or None,
     )  # Ray Data restarts a dead pool actor and retries its block (max_restarts -1 by default)
-    yield from ds.iter_batches(batch_size=None, batch_format="numpy")
+    blocks = ds.iter_batches(batch_size=None, batch_format="numpy")
+    yield from blocks if parts is None else parts_read(blocks)
 
 
 def embed_texts(

@@ -5,9 +5,11 @@ come back block by block with their positions and merge into one index."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,7 @@ import numpy as np
 from engine.config import EmbedderConfig
 from engine.errors import ConfigError
 from engine.exec.ray_data import (
+    BLOCK,
     EmbedBlocks,
     TagBlocks,
     actor_device,
@@ -101,8 +104,8 @@ def unreachable(address: str) -> str | None:
 
 class RayExecutor:
     """Embedding, NER and in-process LLM generation as Ray Data pipelines over pools of
-    `workers` model actors (`gpus_per_worker` GPUs each). `address` 'local' starts a private
-    cluster."""
+    `workers` model actors (`gpus_per_worker` GPUs each), whose results come back as Parquet
+    parts in `parts` when given. `address` 'local' starts a private cluster."""
 
     name = "ray"
 
@@ -113,6 +116,7 @@ class RayExecutor:
         address: str = "local",
         workers: int = 2,
         gpus_per_worker: float = 0.0,
+        parts: Path | None = None,
     ) -> None:
         try:
             import ray  # noqa: F401 (only to say what is missing before any work)
@@ -125,22 +129,30 @@ class RayExecutor:
         warn_missing_gpus(ray, gpus_per_worker)
         self.embedder_cfg, self.ner_backend = embedder, ner_backend
         self.workers, self.gpus = workers, gpus_per_worker
+        self.parts = parts  # where pool actors write their results (None: back through Ray)
+        if parts is not None:  # parts a killed driver left: their positions mean nothing now
+            shutil.rmtree(parts, ignore_errors=True)
         # the ids the manifest records, from a one-off task whose process exits after it
         ids = ray.remote(num_cpus=1, num_gpus=gpus_per_worker, max_calls=1)(_model_ids)
         self.model_id, self.ner_model_id = ray.get(ids.remote(asdict(embedder), ner_backend))
+
+    @property
+    def _pool(self) -> tuple[int, float, int, Path | None]:
+        """stream_blocks' pool arguments: actors, GPUs per actor, block size, parts folder."""
+        return self.workers, self.gpus, BLOCK, self.parts
 
     def encode_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(positions, vectors) of the texts, block by block: a Ray Data pipeline over a pool
         of embedders (engine/exec/ray_data.py)."""
         args = (asdict(self.embedder_cfg),)
-        for out in stream_blocks(EmbedBlocks, args, texts, self.workers, self.gpus):
+        for out in stream_blocks(EmbedBlocks, args, texts, *self._pool):
             yield out["pos"].tolist(), out["out"]
 
     def ner_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], list]]:
         """(positions, mentions) of the texts, block by block: a Ray Data pipeline over a pool
         of entity recognizers."""
         args = (self.ner_backend,)
-        for out in stream_blocks(TagBlocks, args, texts, self.workers, self.gpus):
+        for out in stream_blocks(TagBlocks, args, texts, *self._pool):
             yield out["pos"].tolist(), [[tuple(m) for m in json.loads(f)] for f in out["out"]]
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -159,11 +171,14 @@ class RayExecutor:
         if llm_cfg.backend not in ("transformers", "vllm"):
             return None
         if llm_cfg.backend == "vllm" and ray_data_llm_available():
-            return RayDataVLLM(asdict(llm_cfg), self.workers)
-        return RayDataLLM(asdict(llm_cfg), self.workers, self.gpus)
+            return RayDataVLLM(asdict(llm_cfg), self.workers, self.parts)
+        return RayDataLLM(asdict(llm_cfg), self.workers, self.gpus, self.parts)
 
     def close(self) -> None:
-        """Release the cluster this executor started (the pools end with their pipelines)."""
+        """Release the cluster this executor started (the pools end with their pipelines) and
+        the parts folder."""
+        if self.parts is not None:
+            shutil.rmtree(self.parts, ignore_errors=True)
         self._session.close()
 
 

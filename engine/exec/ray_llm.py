@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.config import LLMConfig
-from engine.exec.ray_data import GenerateBlocks, stream_blocks
+from engine.exec.ray_data import GenerateBlocks, parts_read, rows_to_part, stream_blocks
 from engine.models import make_backend
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 from engine.models.vllm_llm import prompt_ids
 
 ANSWER_COLUMNS = ("pos", "generated_text", "num_input_tokens", "num_generated_tokens")
 """What an answered row keeps (a failed row keeps everything, `__inference_error__` included)."""
+ERROR_COLUMN = "__inference_error__"
+"""Where Ray's processor says why a row failed."""
 
 
 def ray_data_llm_available() -> bool:
@@ -51,15 +56,26 @@ def prompt_rows(prompts: list[Prompt]) -> list[dict[str, Any]]:
 
 def completion_of(row: dict[str, Any], schema_given: bool) -> tuple[int, Completion]:
     """(position, Completion) of one answered row; a row vLLM failed on is a failed Completion."""
-    error = row.get("__inference_error__") or None
+    error = present(row.get(ERROR_COLUMN)) or None
     decoding = "schema" if schema_given and error is None else None
     return int(row["pos"]), Completion(
-        "" if error else str(row.get("generated_text") or ""),
-        int(row.get("num_input_tokens") or 0),
-        int(row.get("num_generated_tokens") or 0),
+        "" if error else str(present(row.get("generated_text")) or ""),
+        int(present(row.get("num_input_tokens")) or 0),
+        int(present(row.get("num_generated_tokens")) or 0),
         error=error,
         decoding=decoding,
     )
+
+
+def present(value: Any) -> Any:
+    """A row's value, None where the column holds none (pandas and numpy batches give NaN for
+    a missing number)."""
+    return None if isinstance(value, float) and value != value else value
+
+
+def rows_of(batch: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """The rows of a block of columns."""
+    return [dict(zip(batch, values, strict=True)) for values in zip(*batch.values(), strict=True)]
 
 
 def all_answered(done: list[Completion | None]) -> list[Completion]:
@@ -74,10 +90,10 @@ def all_answered(done: list[Completion | None]) -> list[Completion]:
 class RayDataVLLM:
     """An LLM backend answering each batch with a `ray.data.llm` vLLM processor."""
 
-    def __init__(self, llm_cfg: dict, workers: int) -> None:
+    def __init__(self, llm_cfg: dict, workers: int, parts: Path | None = None) -> None:
         from transformers import AutoTokenizer  # the driver counts prompt tokens itself
 
-        self.cfg, self.workers = llm_cfg, workers
+        self.cfg, self.workers, self.parts = llm_cfg, workers, parts
         self.model_id = f"vllm:{llm_cfg['model']}"  # VLLMBackend's: the caches are shared
         self.tokenizer = AutoTokenizer.from_pretrained(llm_cfg["model"], local_files_only=True)
 
@@ -112,8 +128,15 @@ class RayDataVLLM:
         schema_given = "structured_outputs" in sampling
         done: list[Completion | None] = [None] * len(prompts)
         answered = processor(ray.data.from_items(prompt_rows(prompts)))
-        for batch in answered.iter_batches(batch_size=None, batch_format="pandas"):
-            pairs = [completion_of(row, schema_given) for row in batch.to_dict("records")]
+        if self.parts is not None:  # the processor's blocks written as parts on the cluster
+            self.parts.mkdir(parents=True, exist_ok=True)
+            kept = {"folder": str(self.parts), "columns": (*ANSWER_COLUMNS, ERROR_COLUMN)}
+            answered = answered.map_batches(
+                rows_to_part, fn_kwargs=kept, batch_size=None, batch_format="pyarrow"
+            )
+        blocks = answered.iter_batches(batch_size=None, batch_format="numpy")
+        for batch in blocks if self.parts is None else parts_read(blocks):
+            pairs = [completion_of(row, schema_given) for row in rows_of(batch)]
             for pos, completion in pairs:
                 done[pos] = completion
             if on_done is not None:
@@ -124,10 +147,14 @@ class RayDataVLLM:
 class RayDataLLM:
     """An in-process LLM backend (transformers; vLLM without `ray.data.llm`) answering each batch
     with a Ray Data pipeline: `workers` actors hold one engine each (`gpus` GPUs per actor),
-    blocks of the model's `batch_size` prompts go to whichever actor is free."""
+    blocks of the model's `batch_size` prompts go to whichever actor is free (their answers
+    written as Parquet parts in `parts` when given)."""
 
-    def __init__(self, llm_cfg: dict, workers: int, gpus: float) -> None:
-        self.cfg, self.workers, self.gpus = llm_cfg, workers, gpus
+    def __init__(self, llm_cfg: dict, workers: int, gpus: float, parts: Path | None = None) -> None:
+        self.cfg, self.workers, self.parts = llm_cfg, workers, parts
+        # a vLLM engine spans tensor_parallel_size GPUs, all of them its actor's
+        tp = llm_cfg["tensor_parallel_size"] if llm_cfg["backend"] == "vllm" and gpus else 0
+        self.gpus = max(gpus, tp)
         # the driver's own backend loads only its tokenizer (weights load on first generate):
         # the model id the caches key on, and prompt token counts
         self.tokenizer_side = make_backend(LLMConfig(**llm_cfg))
@@ -144,7 +171,8 @@ class RayDataLLM:
         sent = [json.dumps(p) for p in prompts]
         args, block = (self.cfg, params), max(1, self.cfg["batch_size"])
         done: list[Completion | None] = [None] * len(prompts)
-        for out in stream_blocks(GenerateBlocks, args, sent, self.workers, self.gpus, block):
+        pool = (self.workers, self.gpus, block, self.parts)
+        for out in stream_blocks(GenerateBlocks, args, sent, *pool):
             positions = out["pos"].tolist()
             answers = [Completion(**json.loads(c)) for c in out["out"]]
             for pos, completion in zip(positions, answers, strict=True):

@@ -39,6 +39,9 @@ from engine.store.schemas import schema_for
 
 LLM_CACHE = "llm_cache.sqlite"  # beside the index: the ledger that makes re-runs free
 NER_CACHE = "ner_cache.sqlite"
+RAY_PARTS = ".staging-ray-parts"
+"""Where Ray pool actors write their results as Parquet parts for the driver to commit; a
+staging name, so a build that starts clears what a killed one left."""
 NER_EARLY_FROM = 1000
 """Chunks from which a fresh local build (its NER cache empty) starts its NER worker processes
 before the chunks embed, so they load meanwhile; otherwise the executor starts them when the
@@ -120,6 +123,7 @@ def run_graph_stages(
         config.ray_address,
         config.workers,
         config.gpus_per_worker(),
+        parts=out / RAY_PARTS,
     )
     try:
         build = Build(writer, out, config, chunks, stats, models, executor)
