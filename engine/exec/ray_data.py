@@ -22,7 +22,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -131,6 +131,7 @@ def writing_parts(udf: type) -> type:
 def write_part(table: pa.Table, folder: Path) -> str:
     """Write a block's results as one Parquet part in `folder` (a temporary name, then a
     rename, so a part is whole or absent); the part's path."""
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{uuid.uuid4().hex}.parquet"
     written = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, written)
@@ -152,6 +153,18 @@ def parts_read(announced: Iterator[dict[str, np.ndarray]]) -> Iterator[dict[str,
         for path in out["part"]:
             yield read_part(path)
             os.remove(path)
+
+
+def by_position(n: int, blocks: Iterable[tuple[list[int], list]], on_done=None) -> list:
+    """The values of `n` inputs in input order, from blocks of (positions, values) arriving in
+    any order; each block goes to `on_done(positions, values)` as it arrives."""
+    out: list = [None] * n
+    for positions, values in blocks:
+        for pos, value in zip(positions, values, strict=True):
+            out[pos] = value
+        if on_done is not None:
+            on_done(positions, values)
+    return out
 
 
 def column_of(values: np.ndarray) -> pa.Array:
@@ -200,7 +213,6 @@ def stream_blocks(
     if not texts:
         return
     if parts is not None:
-        parts.mkdir(parents=True, exist_ok=True)
         udf, args = writing_parts(udf), (*args, str(parts))
     ray.data.DataContext.get_current().enable_progress_bars = False  # the caches show progress
     blocks = [

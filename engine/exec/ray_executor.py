@@ -22,6 +22,7 @@ from engine.exec.ray_data import (
     TagBlocks,
     actor_device,
     actor_embedder,
+    by_position,
     quiet_actor,
     stream_blocks,
 )
@@ -129,9 +130,9 @@ class RayExecutor:
         warn_missing_gpus(ray, gpus_per_worker)
         self.embedder_cfg, self.ner_backend = embedder, ner_backend
         self.workers, self.gpus = workers, gpus_per_worker
-        self.parts = parts  # where pool actors write their results (None: back through Ray)
-        if parts is not None:  # parts a killed driver left: their positions mean nothing now
-            shutil.rmtree(parts, ignore_errors=True)
+        # where pool actors write their results (None: back through Ray); parts a killed
+        # driver left are cleared with the index writer's stale .staging-* folders
+        self.parts = parts
         # the ids the manifest records, from a one-off task whose process exits after it
         ids = ray.remote(num_cpus=1, num_gpus=gpus_per_worker, max_calls=1)(_model_ids)
         self.model_id, self.ner_model_id = ray.get(ids.remote(asdict(embedder), ner_backend))
@@ -184,11 +185,7 @@ class RayExecutor:
 
 def gathered(texts: list[str], blocks: Callable[[list[str]], Iterator]) -> list:
     """The values `blocks` gives for the texts (positions, values), in input order."""
-    out: list = [None] * len(texts)
-    for positions, values in blocks(texts):
-        for pos, value in zip(positions, values, strict=True):
-            out[pos] = value
-    return out
+    return by_position(len(texts), blocks(texts))
 
 
 def _actor_models(embedder: dict, ner_backend: str):

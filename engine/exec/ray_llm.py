@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from engine.config import LLMConfig
-from engine.exec.ray_data import GenerateBlocks, parts_read, rows_to_part, stream_blocks
+from engine.exec.ray_data import (
+    GenerateBlocks,
+    by_position,
+    parts_read,
+    rows_to_part,
+    stream_blocks,
+)
 from engine.models import make_backend
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 from engine.models.vllm_llm import prompt_ids
@@ -126,22 +132,20 @@ class RayDataVLLM:
             postprocess=lambda row: {k: row.get(k) for k in ANSWER_COLUMNS},
         )
         schema_given = "structured_outputs" in sampling
-        done: list[Completion | None] = [None] * len(prompts)
         answered = processor(ray.data.from_items(prompt_rows(prompts)))
         if self.parts is not None:  # the processor's blocks written as parts on the cluster
-            self.parts.mkdir(parents=True, exist_ok=True)
             kept = {"folder": str(self.parts), "columns": (*ANSWER_COLUMNS, ERROR_COLUMN)}
             answered = answered.map_batches(
                 rows_to_part, fn_kwargs=kept, batch_size=None, batch_format="pyarrow"
             )
         blocks = answered.iter_batches(batch_size=None, batch_format="numpy")
-        for batch in blocks if self.parts is None else parts_read(blocks):
-            pairs = [completion_of(row, schema_given) for row in rows_of(batch)]
-            for pos, completion in pairs:
-                done[pos] = completion
-            if on_done is not None:
-                on_done([p for p, _ in pairs], [c for _, c in pairs])
-        return all_answered(done)
+
+        def answers():  # each block's (positions, completions)
+            for batch in blocks if self.parts is None else parts_read(blocks):
+                pairs = [completion_of(row, schema_given) for row in rows_of(batch)]
+                yield [p for p, _ in pairs], [c for _, c in pairs]
+
+        return all_answered(by_position(len(prompts), answers(), on_done))
 
 
 class RayDataLLM:
@@ -170,13 +174,9 @@ class RayDataLLM:
         """Answer the prompts on the cluster; each finished block reaches `on_done` at once."""
         sent = [json.dumps(p) for p in prompts]
         args, block = (self.cfg, params), max(1, self.cfg["batch_size"])
-        done: list[Completion | None] = [None] * len(prompts)
         pool = (self.workers, self.gpus, block, self.parts)
-        for out in stream_blocks(GenerateBlocks, args, sent, *pool):
-            positions = out["pos"].tolist()
-            answers = [Completion(**json.loads(c)) for c in out["out"]]
-            for pos, completion in zip(positions, answers, strict=True):
-                done[pos] = completion
-            if on_done is not None:
-                on_done(positions, answers)
-        return all_answered(done)
+        answers = (
+            (out["pos"].tolist(), [Completion(**json.loads(c)) for c in out["out"]])
+            for out in stream_blocks(GenerateBlocks, args, sent, *pool)
+        )
+        return all_answered(by_position(len(prompts), answers, on_done))

@@ -81,16 +81,28 @@ class TransformersLLM:
             if gguf_file
             else f"transformers:{Path(model).name}"
         )
-        self.grammar: SchemaGrammar | None = None
+        self._grammar: SchemaGrammar | None = None
+        self._constrained = constrained
         if constrained:
             if not constrained_available():
                 raise ConfigError(
                     "llm.constrained: grammar-constrained decoding needs llguidance "
                     "(pip install llguidance), or set llm.constrained: false"
                 )
-            self.grammar = SchemaGrammar(self.tokenizer)
             # constrained answers differ from free ones: they must not share cache entries
             self.model_id += "+llguidance"
+
+    @property
+    def grammar(self) -> SchemaGrammar | None:
+        """The schema grammars of this tokenizer when constrained, built on first use (a Ray
+        driver that only counts tokens never builds them)."""
+        if self._constrained and self._grammar is None:
+            self._grammar = SchemaGrammar(self.tokenizer)
+        return self._grammar
+
+    @grammar.setter
+    def grammar(self, value: SchemaGrammar | None) -> None:
+        self._grammar, self._constrained = value, value is not None
 
     @property
     def model(self):
