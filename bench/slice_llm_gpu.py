@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from engine.config import IndexConfig, load_config  # noqa: E402
-from engine.index.extract import extract_triples  # noqa: E402
+from engine.index.extract import extract_configured  # noqa: E402
 from engine.index.units import llm_units, select_core_chunks  # noqa: E402
 from engine.models import make_llm  # noqa: E402
 
@@ -75,18 +75,8 @@ def main() -> None:
         f"{unit_failures} never parsed, {time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    x = cfg.extraction
     t0 = time.perf_counter()
-    found = extract_triples(
-        llm,
-        [text for _, text in pairs],
-        x.entity_types,
-        x.gleaning,
-        x.loop,
-        x.max_rounds,
-        x.max_tokens,
-        x.retries,
-    )
+    found = extract_configured(llm, [text for _, text in pairs], cfg.extraction)
     print(
         f"extract: {sum(len(f.entities) for f in found)} entities, "
         f"{sum(len(f.relations) for f in found)} relations, "

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from engine.models import LLM, GenParams
 from engine.models.structured import Schema, generate_structured, json_object
+
+if TYPE_CHECKING:
+    from engine.config import ExtractionConfig
 
 EXTRACT_PROMPT = """Task: read the text and list its entities and the relationships between them.
 Entity types: {types}.
@@ -170,6 +174,13 @@ def extract_triples(
             cont(pending)
             pending = ask(pending)
     return results
+
+
+def extract_configured(llm: LLM, texts: list[str], x: ExtractionConfig) -> list[ChunkExtraction]:
+    """`extract_triples` as an index config's `extraction` section sets it."""
+    return extract_triples(
+        llm, texts, x.entity_types, x.gleaning, x.loop, x.max_rounds, x.max_tokens, x.retries
+    )
 
 
 def extraction_prompt(text: str, entity_types: list[str]) -> str:

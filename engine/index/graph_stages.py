@@ -24,7 +24,7 @@ import pyarrow as pa
 from engine.config import IndexConfig
 from engine.exec import make_executor
 from engine.index.communities import community_reports, detect_communities
-from engine.index.extract import extract_triples, summarize_descriptions
+from engine.index.extract import extract_configured, summarize_descriptions
 from engine.index.graphs import build_graphs
 from engine.index.resolve import resolve
 from engine.index.units import llm_units, select_core_chunks, unit_batches
@@ -254,17 +254,8 @@ def _ner(b: Build) -> dict[str, Any]:
 def _extract(b: Build) -> dict[str, Any]:
     """LLM triple extraction of every chunk (gleaning or loop NER rounds), then description
     summaries of entities whose joined descriptions are long."""
-    x = b.config.extraction
-    found = extract_triples(
-        b.stage_llm(),
-        [text for _, text in b.chunks.pairs()],
-        x.entity_types,
-        x.gleaning,
-        x.loop,
-        x.max_rounds,
-        x.max_tokens,
-        x.retries,
-    )
+    texts = [text for _, text in b.chunks.pairs()]
+    found = extract_configured(b.stage_llm(), texts, b.config.extraction)
     b.extracted = list(zip(b.chunks.ids.to_pylist(), found, strict=True))
     return {
         "items": len(found),
