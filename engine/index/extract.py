@@ -16,13 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from engine.config import ExtractionConfig
 from engine.models import LLM, GenParams
 from engine.models.structured import Schema, generate_structured, json_object
-
-if TYPE_CHECKING:
-    from engine.config import ExtractionConfig
 
 EXTRACT_PROMPT = """Task: read the text and list its entities and the relationships between them.
 Entity types: {types}.
