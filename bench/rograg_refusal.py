@@ -2,7 +2,9 @@
 questions, their reading-comprehension contexts (gold + distractor passages) indexed once whole
 and once without the gold passages of every second question (the unanswerable half).
 
-    .venv/bin/python bench/rograg_refusal.py [--work DIR] [--questions 100] [--llm-threads 1]
+    .venv/bin/python bench/rograg_refusal.py [--work DIR] [--questions 100]
+                                             [--llm-backend llama|transformers] [--llm-threads 1]
+                                             [--batch-size 16]
 
 On the holed index every question runs through ROGRAG's dual-level stage (keys from the LLM)
 under argument checking, result checking and no check; on the whole index under argument
@@ -11,9 +13,13 @@ unanswerable half and answers the rest as the no-check run did: the pipeline's u
 Per variant: the confusion matrix of refusals (answerable / unanswerable x answered / refused),
 accuracy on answered answerable questions (a gold answer or alias contained in the answer),
 and LLM tokens per question per stage. Contexts are cut to ~800 tokens (CPU_BUDGET) so that
-a verdict costs ~20 s on one core. A llama.cpp server on the packaged SmolLM2 answers and
-judges (a floor); all variants share one response cache (WORK/refusal_cache.sqlite), so a
-re-run resumes. Indexes are LLM-free (alpha = 0).
+a verdict costs ~20 s on one llama.cpp core. The packaged SmolLM2 answers and judges (a floor),
+served by a llama.cpp server (`--llm-backend llama`, the default) or in process by transformers
+with llguidance, `--batch-size` prompts per forward pass (`--llm-backend transformers`: each
+stage's prompts of all questions go to it in one call, which on this 2-core CPU reads prompts
+several times faster than the server's one-request-at-a-time threads); all variants share one
+response cache (WORK/refusal_cache.sqlite, keyed by backend), so a re-run resumes. Indexes are
+LLM-free (alpha = 0).
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +40,7 @@ sys.path.append(str(REPO / "bench"))
 import retrieval  # noqa: E402  (bench/retrieval.py: data paths, config variants)
 
 from engine.cli import main as cli  # noqa: E402
+from engine.models.embed_cache import EMBED_CACHE  # noqa: E402
 
 SOURCES = {"musique": retrieval.SETS["musique"], "hotpotqa": retrieval.SETS["hotpotqa"]}
 CPU_BUDGET = ("entity_tokens: 200", "relation_tokens: 200", "chunk_tokens: 400")
@@ -106,7 +115,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", default="/tmp/graphrag-rograg-refusal")
     ap.add_argument("--questions", type=int, default=100)
-    ap.add_argument("--llm-threads", type=int, default=2)
+    ap.add_argument("--llm-backend", choices=["llama", "transformers"], default="llama")
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama: the server's threads")
+    ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work) / f"n{args.questions}"
@@ -119,6 +130,11 @@ def main() -> None:
     cfg.write_text("graph:\n  alpha: 0.0\n")
     for name in ("whole", "holed"):
         index = work / "idx" / name
+        seed = work / "idx" / "whole" / EMBED_CACHE
+        if name == "holed" and seed.exists() and not (index / EMBED_CACHE).exists():
+            # the holed corpus is the whole one less some passages: most vectors are cached
+            index.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(seed, index / EMBED_CACHE)
         if not (index / "manifest.json").exists():
             assert (
                 cli(
@@ -134,10 +150,17 @@ def main() -> None:
                 == 0
             )
     rows = {}
-    with LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log") as server:
+    with ExitStack() as stack:
+        if args.llm_backend == "llama":
+            server = LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log")
+            llm_yaml = stack.enter_context(server).llm_yaml()
+        else:
+            llm_yaml = (
+                f"models:\n  llm:\n    backend: transformers\n    batch_size: {args.batch_size}\n"
+            )
         for run, (index, label, overrides) in VARIANTS.items():
             spec = retrieval.llm_variant_config(
-                work, "configs/methods/rograg.yaml", run, overrides, server.llm_yaml(),
+                work, "configs/methods/rograg.yaml", run, overrides, llm_yaml,
                 work / "refusal_cache.sqlite",
             )  # fmt: skip
             out = work / "runs" / run

@@ -51,14 +51,15 @@ def main() -> None:
     staged = Path(args.staged)
     chunks = pq.read_table(staged / "chunks.parquet", columns=["chunk_id", "text", "n_tokens"])
     pairs = list(zip(chunks["chunk_id"].to_pylist(), chunks["text"].to_pylist(), strict=True))
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(
+    with tempfile.TemporaryDirectory() as tmp:  # load_config reads a file; nothing is kept
+        yaml = Path(tmp) / "slice.yaml"
+        yaml.write_text(
             f"graph:\n  alpha: {args.alpha}\nextraction:\n  enabled: true\n"
             f"  gleaning: {args.gleaning}\nmodels:\n  llm:\n    backend: transformers\n"
             f"    model: {args.model}\n    gguf_file: {args.gguf}\n    device: {args.device}\n"
             f"    batch_size: {args.batch_size}\n    cache: {args.cache}\n"
         )
-    cfg = load_config(f.name, IndexConfig)
+        cfg = load_config(yaml, IndexConfig)
     llm = make_llm(cfg.models.llm)
     print(f"model {llm.model_id}, {len(pairs)} chunks", flush=True)
     vectors = np.load(staged / "chunk_vectors.npy")

@@ -126,28 +126,7 @@ def build_tasks(
             ),
         ),
     }
-    first = llm_first_round.get("triples")
-    if first is not None:  # the gleaning round and loop NER's verdict continue round one
-        convs = [
-            [
-                {"role": "user", "content": extraction_prompt(t, TYPES)},
-                {"role": "assistant", "content": a},
-            ]
-            for t, a in zip(passages, first, strict=True)
-        ]
-        tasks["triples_gleaning"] = Task(
-            [c + [{"role": "user", "content": CONTINUE_PROMPT}] for c in convs],
-            triples,
-            768,
-            lambda v, i: all(e["name"].lower() in passages[i].lower() for e in v["entities"]),
-        )
-        ask = ASK_PROMPT.format(format=LOOP_CHECK.describe())
-        tasks["loop_check"] = Task(
-            [c + [{"role": "user", "content": ask}] for c in convs],
-            LOOP_CHECK,
-            8,
-            lambda v, i: True,
-        )
+    tasks.update(continued_tasks(passages, llm_first_round.get("triples")))
     from engine.models.ner import entity_recognizer
 
     mentions = entity_recognizer().extract(passages)
@@ -218,6 +197,35 @@ def build_tasks(
             lambda v, i: v == support_gold[i],
         )
     return tasks
+
+
+def continued_tasks(passages: list[str], first: list[str] | None) -> dict[str, Task]:
+    """The gleaning round and loop NER's verdict, which continue round one's conversations on
+    `passages` (none before round one's raw answers `first` exist)."""
+    if first is None:
+        return {}
+    convs = [
+        [
+            {"role": "user", "content": extraction_prompt(t, TYPES)},
+            {"role": "assistant", "content": a},
+        ]
+        for t, a in zip(passages, first, strict=True)
+    ]
+    ask = ASK_PROMPT.format(format=LOOP_CHECK.describe())
+    return {
+        "triples_gleaning": Task(
+            [c + [{"role": "user", "content": CONTINUE_PROMPT}] for c in convs],
+            triple_schema(TYPES),
+            768,
+            lambda v, i: all(e["name"].lower() in passages[i].lower() for e in v["entities"]),
+        ),
+        "loop_check": Task(
+            [c + [{"role": "user", "content": ask}] for c in convs],
+            LOOP_CHECK,
+            8,
+            lambda v, i: True,
+        ),
+    }
 
 
 def gguf_path(name: str, work: Path) -> Path:
@@ -354,14 +362,14 @@ def main() -> None:
                     model, work, args.backend, stack, args.device, args.batch_size
                 )
                 row, raws = run_stage(backend, stage, tasks[stage], decoding, args.retries)
-                row = {"model": model, "backend": args.backend, **row}
+                row = {"model": model, "backend": args.backend, "device": args.device, **row}
                 done.append(row)
                 with rows_file.open("a") as f:
                     f.write(json.dumps(row) + "\n")
-                if stage == "triples":
+                if stage == "triples":  # round one's answers: its continuations can run now
                     raws_file.write_text(json.dumps(raws))
-                    first = {"triples": raws}
-                    tasks = build_tasks(args.items, first, data)
+                    passages = [p["text"] for p in _jsonl(data, "musique_corpus.jsonl", args.items)]
+                    tasks.update(continued_tasks(passages, raws))
                 print(json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
     stack.close()
     head = f"{'model':<9}{'backend':<13}{'stage':<18}{'decoding':<9}{'1st try':>8}{'re-asked':>9}"

@@ -196,3 +196,18 @@ def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
         assert alone[0].tolist() == ids[i].tolist()
     tied = [e for e in ids[-1].tolist() if e == 0 or e >= len(base)]
     assert tied == sorted(tied) and len(tied) == 6  # the name finds itself and its 5 copies
+
+
+def test_placeholder_keywords_are_not_keys() -> None:
+    """SmolLM2 copies the format line's "..." as keys (19 of 100 MuSiQue and HotpotQA questions
+    in bench/rograg_refusal.py): such keys are dropped, and an answer of nothing else is
+    invalid, so it is re-asked and then falls back, counted, instead of matching nothing."""
+    from engine.models.structured import ParseError
+    from engine.retrieve.keywords import KEYWORDS
+
+    low, high = KEYWORDS.parse(
+        '{"low_level_keywords": ["...", "Mach\'s principle"], "high_level_keywords": ["…", " "]}'
+    )
+    assert (low, high) == (["Mach's principle"], [])
+    with pytest.raises(ParseError, match="placeholder"):
+        KEYWORDS.parse('{"low_level_keywords": ["...", "..."], "high_level_keywords": ["..."]}')

@@ -51,10 +51,17 @@ class Keywords:
     """LLM prompt + completion tokens per question, re-asks included."""
 
 
+def _names_something(key: str) -> bool:
+    """Whether a key has a letter or digit: "..." is the format line's placeholder copied."""
+    return any(ch.isalnum() for ch in key)
+
+
 def _lists(value: dict) -> tuple[list[str], list[str]]:
-    low, high = ([k.strip() for k in value[key] if k.strip()] for key in KEYWORD_SCHEMA["required"])
+    low, high = (
+        [k.strip() for k in value[key] if _names_something(k)] for key in KEYWORD_SCHEMA["required"]
+    )
     if not low and not high:
-        raise ParseError("both keyword lists are empty")
+        raise ParseError('no keyword names anything (empty, or the placeholder "..." copied)')
     return low, high
 
 
