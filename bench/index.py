@@ -22,6 +22,8 @@ from pathlib import Path
 
 from child_index import REPO, index_in_child
 
+from engine.models import llm_yaml
+
 DATA = REPO.parent / "shared" / "data"
 FILES = {"musique": "musique_corpus.jsonl", "2wiki": "2wikimultihopqa_corpus.jsonl"}
 
@@ -84,9 +86,8 @@ def main() -> None:
                 "".join(line for _, line in zip(range(args.llm_sample), fh, strict=False))
             )
         for alpha in (float(a) for a in args.alphas.split(",")):
-            config = (
-                f"graph:\n  alpha: {alpha}\n  unit_max_tokens: 128\n"
-                "models:\n  llm:\n    backend: transformers\n    batch_size: 8\n"
+            config = f"graph:\n  alpha: {alpha}\n  unit_max_tokens: 128\n" + llm_yaml(
+                backend="transformers", batch_size=8
             )
             r = run_index(sample, work, f"sample-alpha{alpha}", config, [])
             mode = f"alpha={alpha:g}" + (", SmolLM2" if alpha > 0 else "")

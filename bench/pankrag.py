@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +34,8 @@ sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` pack
 sys.path.append(str(REPO / "bench"))
 
 import retrieval  # noqa: E402  (bench/retrieval.py: index, method table, eval)
+
+from engine.config import LLMConfig  # noqa: E402
 
 YAML = "configs/methods/pankrag.yaml"
 GOLD = ("plan: gold", "sub_answers: gold")
@@ -108,6 +112,64 @@ def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
     return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
 
+def error_kind(error: str) -> str:
+    """A failure's message with its quoted text and numbers masked, so like failures count
+    together."""
+    return re.sub(r"\d+", "k", re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", error))[:80]
+
+
+def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads: int) -> dict:
+    """(c) The planner alone on the first `limit` MuSiQue dev questions: valid-plan rate (95%
+    bootstrap CI), steps and levels per question, step-count agreement with the gold
+    decomposition, asks and planner tokens per question, the failures' last errors."""
+    from collections import Counter
+    from contextlib import ExitStack
+
+    from engine.eval.datasets import load_questions
+    from engine.eval.metrics import bootstrap_ci
+    from engine.methods.pankrag import PankRAGConfig
+    from engine.models import make_llm
+    from engine.models.llama_server import LlamaServer
+    from engine.retrieve.plans import gold_plan, make_plans
+
+    qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
+    max_steps, retries = PankRAGConfig().max_steps, LLMConfig().parse_retries
+    cache = str(work / f"pankrag_plans_{backend}.sqlite")
+    with ExitStack() as stack:
+        if backend == "llama":
+            server = stack.enter_context(LlamaServer(n_threads=threads, log=work / "llama.log"))
+            cfg = LLMConfig(backend="openai", model=server.alias, base_url=server.url)
+        else:
+            cfg = LLMConfig(backend="transformers", batch_size=batch_size)
+        cfg.cache, cfg.read_timeout_s = cache, 600.0
+        llm = make_llm(cfg)
+        t0 = time.perf_counter()
+        planned = make_plans(llm, [q.question for q in qs], max_steps, retries)
+        seconds = time.perf_counter() - t0
+    gold = [len(gold_plan(q).steps) for q in qs]
+    valid = [not f for f in planned.fallback]
+    ok = [p for p, v in zip(planned.plans, valid, strict=True) if v]
+    rate, lo, hi = bootstrap_ci([float(v) for v in valid])
+    agree = [len(p.steps) == g for p, g, v in zip(planned.plans, gold, valid, strict=True) if v]
+    return {
+        "questions": len(qs),
+        "backend": llm.model_id,
+        "valid_plans": round(rate, 3),
+        "valid_ci": [round(lo, 3), round(hi, 3)],
+        "steps_valid": round(sum(len(p.steps) for p in ok) / max(len(ok), 1), 2),
+        "levels_valid": round(sum(len(p.levels()) for p in ok) / max(len(ok), 1), 2),
+        "steps_histogram_valid": dict(sorted(Counter(len(p.steps) for p in ok).items())),
+        "gold_steps": round(sum(gold) / len(gold), 2),
+        "gold_step_count_agrees_all": round(sum(agree) / len(qs), 3),
+        "gold_step_count_agrees_valid": round(sum(agree) / max(len(ok), 1), 3),
+        "with_dependencies_valid": round(sum(bool(p.edges()) for p in ok) / max(len(ok), 1), 3),
+        "asks_per_question": round(sum(planned.attempts) / len(qs), 2),
+        "planner_tokens_per_question": round(sum(planned.tokens) / len(qs), 1),
+        "seconds_per_question": round(seconds / len(qs), 2),
+        "errors": dict(Counter(error_kind(e) for e in planned.errors if e).most_common(8)),
+    }
+
+
 def print_rows(title: str, rows: list[dict]) -> None:
     """One recall table."""
     print(f"\n{title}\n{'method':<40}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}")
@@ -121,10 +183,20 @@ def main() -> None:
     ap = retrieval.llm_bench_parser(
         __doc__.splitlines()[0], "add SmolLM2 plans (llama.cpp server)", 200
     )
+    ap.add_argument("--plans-only", action="store_true", help="(c): the planner alone, no index")
+    ap.add_argument("--llm-backend", choices=["llama", "transformers"], default="llama")
+    ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     retrieval.METHODS.update(VARIANTS | SWEEP)
+    if args.plans_only:
+        work.mkdir(parents=True, exist_ok=True)
+        stats = planner_stats(
+            work, args.llm_questions, args.llm_backend, args.batch_size, args.llm_threads
+        )
+        print("\n(c) plans:", json.dumps(stats))
+        return
     if args.llm:
         rows, stats = with_llm(work, args.llm_questions, args.llm_threads)
         print_rows(f"(a) MuSiQue dev, first {args.llm_questions} questions, SmolLM2 plans", rows)

@@ -1,10 +1,13 @@
 """ROGRAG's logic forms on the comparison questions of 2WikiMultiHopQA and HotpotQA dev (their
 `type` field): share of plans that parse, share with a compare step over two earlier steps,
-operators used. Plans come from a llama.cpp server on the packaged SmolLM2 (a floor), all in
-one batched call per set with a response cache (WORK/logic_forms_cache.sqlite), so a re-run
+operators used. Plans come from the packaged SmolLM2 (a floor): a llama.cpp server
+(`--llm-backend llama`, the schema as response_format) or in process (`--llm-backend
+transformers`, llguidance's grammar, `--batch-size` prompts a pass); all in one batched call
+per set with a response cache (WORK/logic_forms_cache.sqlite, keyed by backend), so a re-run
 resumes.
 
-    .venv/bin/python bench/rograg_logic_forms.py [--work DIR] [--llm-threads 2] [--limit N]
+    .venv/bin/python bench/rograg_logic_forms.py [--work DIR] [--llm-backend llama|transformers]
+                                                 [--llm-threads 2] [--batch-size 16] [--limit N]
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import sys
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +46,9 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", default="/tmp/graphrag-rograg-bench")
-    ap.add_argument("--llm-threads", type=int, default=2)
+    ap.add_argument("--llm-backend", choices=["llama", "transformers"], default="llama")
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama: the server's threads")
+    ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,9 +57,14 @@ def main() -> None:
     steps = ROGRAGConfig().max_steps  # ROGRAG's default plan length
     schema = logic_form_schema(steps)
     rows = {}
-    with LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log") as server:
-        cfg = LLMConfig(backend="openai", model=server.alias, base_url=server.url)
-        cfg.read_timeout_s, cfg.flush_every = 600.0, 16
+    with ExitStack() as stack:
+        if args.llm_backend == "llama":
+            log = work / "llama-server.log"
+            server = stack.enter_context(LlamaServer(n_threads=args.llm_threads, log=log))
+            cfg = LLMConfig(backend="openai", model=server.alias, base_url=server.url)
+            cfg.read_timeout_s, cfg.flush_every = 600.0, 16
+        else:
+            cfg = LLMConfig(backend="transformers", batch_size=args.batch_size)
         llm = make_llm(cfg, default_cache=work / "logic_forms_cache.sqlite")
         for name in SETS:
             qs = comparison_questions(name, args.limit)

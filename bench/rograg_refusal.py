@@ -40,6 +40,7 @@ sys.path.append(str(REPO / "bench"))
 import retrieval  # noqa: E402  (bench/retrieval.py: data paths, config variants)
 
 from engine.cli import main as cli  # noqa: E402
+from engine.models import llm_yaml as models_llm_yaml  # noqa: E402
 from engine.models.embed_cache import EMBED_CACHE  # noqa: E402
 
 SOURCES = {"musique": retrieval.SETS["musique"], "hotpotqa": retrieval.SETS["hotpotqa"]}
@@ -155,9 +156,7 @@ def main() -> None:
             server = LlamaServer(n_threads=args.llm_threads, log=work / "llama-server.log")
             llm_yaml = stack.enter_context(server).llm_yaml()
         else:
-            llm_yaml = (
-                f"models:\n  llm:\n    backend: transformers\n    batch_size: {args.batch_size}\n"
-            )
+            llm_yaml = models_llm_yaml(backend="transformers", batch_size=args.batch_size)
         for run, (index, label, overrides) in VARIANTS.items():
             spec = retrieval.llm_variant_config(
                 work, "configs/methods/rograg.yaml", run, overrides, llm_yaml,

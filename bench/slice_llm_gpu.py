@@ -33,7 +33,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from engine.config import IndexConfig, load_config  # noqa: E402
 from engine.index.extract import extract_configured  # noqa: E402
 from engine.index.units import llm_units, select_core_chunks  # noqa: E402
-from engine.models import make_llm  # noqa: E402
+from engine.models import llm_yaml, make_llm  # noqa: E402
 
 
 def main() -> None:
@@ -55,9 +55,15 @@ def main() -> None:
         yaml = Path(tmp) / "slice.yaml"
         yaml.write_text(
             f"graph:\n  alpha: {args.alpha}\nextraction:\n  enabled: true\n"
-            f"  gleaning: {args.gleaning}\nmodels:\n  llm:\n    backend: transformers\n"
-            f"    model: {args.model}\n    gguf_file: {args.gguf}\n    device: {args.device}\n"
-            f"    batch_size: {args.batch_size}\n    cache: {args.cache}\n"
+            f"  gleaning: {args.gleaning}\n"
+            + llm_yaml(
+                backend="transformers",
+                model=args.model,
+                gguf_file=args.gguf,
+                device=args.device,
+                batch_size=args.batch_size,
+                cache=args.cache,
+            )  # fmt: skip
         )
         cfg = load_config(yaml, IndexConfig)
     llm = make_llm(cfg.models.llm)

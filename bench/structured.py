@@ -342,6 +342,7 @@ def main() -> None:
     done = [json.loads(x) for x in rows_file.open()] if rows_file.exists() else []
     key = lambda r: (r["model"], r["backend"], r["stage"], r["decoding"], r["items"])  # noqa: E731
     finished = {key(r) for r in done}
+    passages = [p["text"] for p in _jsonl(data, "musique_corpus.jsonl", args.items)]
     stack = ExitStack()
     for model in args.models.split(","):
         stack.close()  # one model served at a time
@@ -368,7 +369,6 @@ def main() -> None:
                     f.write(json.dumps(row) + "\n")
                 if stage == "triples":  # round one's answers: its continuations can run now
                     raws_file.write_text(json.dumps(raws))
-                    passages = [p["text"] for p in _jsonl(data, "musique_corpus.jsonl", args.items)]
                     tasks.update(continued_tasks(passages, raws))
                 print(json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
     stack.close()

@@ -76,3 +76,14 @@ def test_bad_values_rejected(tmp_path: Path, text: str, pattern: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_llm_yaml_writes_a_section_that_loads_back(tmp_path: Path) -> None:
+    from engine.models import llm_yaml
+
+    section = llm_yaml(backend="transformers", batch_size=16, device="cpu")
+    cfg = load_config(write(tmp_path, "graph:\n  alpha: 0.5\n" + section))
+    assert (cfg.models.llm.backend, cfg.models.llm.batch_size) == ("transformers", 16)
+    assert cfg.graph.alpha == 0.5
+    with pytest.raises(ConfigError, match="no key 'batchsize'"):
+        llm_yaml(backend="transformers", batchsize=16)

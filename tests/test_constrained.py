@@ -85,3 +85,20 @@ def test_keyword_stage_through_a_real_llama_cpp_server_is_schema_decoded(llama_s
     assert backend.decoding in ("json_schema", "json_object_schema"), backend.refusals
     usage = llm.ledger.get("keywords", backend.model_id)
     assert usage.schema_decoded == usage.calls == len(QUESTIONS) and usage.free_decoded == 0
+
+
+@pytest.mark.slow
+def test_smollm2_logic_forms_under_the_grammar_keep_every_operator_shape(smollm) -> None:
+    """Decoded under the logic-form grammar, SmolLM2's plans keep each operator's arity and
+    fields, which its plans broke when the grammar let any operator take any inputs (a
+    compare at step 1 reading nothing): every answer parses under the stage's own rules."""
+    from engine.methods.rograg import logic_form_max_tokens, logic_form_prompt
+    from engine.retrieve.logic_forms import logic_form_schema
+
+    schema = logic_form_schema(3)
+    prompts = [logic_form_prompt(q, 3) for q in QUESTIONS[:3]]
+    params = GenParams(max_tokens=logic_form_max_tokens(3), json_schema=schema.json_schema)
+    answers = smollm.generate(prompts, params)
+    assert all(a.finish_reason == "stop" for a in answers), [a.text for a in answers]
+    forms = [schema.parse(a.text) for a in answers]  # ParseError fails the test
+    assert all(f.steps[0].operator == "retrieve" for f in forms)

@@ -60,10 +60,31 @@ def test_the_schema_rejects_bad_references_operators_and_fields() -> None:
             {"operator": "retrieve", "query": "a b c"},
             {"operator": "count", "query": "how many", "inputs": [2]},
         ),
+        # what SmolLM2 wrote when the grammar let any operator take any inputs
+        _form({"operator": "compare", "query": "Which opened first?", "relation": "earlier"}),
+        _form(
+            {"operator": "retrieve", "query": "When did A open?"},
+            {"operator": "retrieve", "query": "When did B open?"},
+            {"operator": "compare", "query": "Which first?", "inputs": [1, 2]},
+        ),
+        _form(
+            {"operator": "retrieve", "query": "When did A open?"},
+            {"operator": "retrieve", "query": "When did B open?", "bound": "1990"},
+        ),
     ]
     for text in bad:
         with pytest.raises(ParseError):
             schema.parse(text)
+
+
+def test_the_format_line_offers_each_position_only_its_operators() -> None:
+    """Drawn from the same schema as the grammar: step 1 can only retrieve (nothing earlier to
+    read), step 2 adds the one-input operators."""
+    line = logic_form_schema(4).describe()
+    first, second = line.split("}, {")[:2]
+    assert '"operator": "retrieve",' in first and '"inputs": []' in first
+    assert '"operator": "retrieve" or "filter" or "count",' in second
+    assert '"inputs": [] or [1]' in second
 
 
 @pytest.fixture(scope="module")

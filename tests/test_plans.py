@@ -80,3 +80,31 @@ def test_gold_plans_load_for_every_musique_dev_question(shared_data) -> None:
     chains = sum(len(gold_plan(q).levels()) == len(gold_plan(q).steps) for q in questions)
     assert chains < len(questions)  # some 3-4 hop plans have parallel steps
     assert direct(questions[0].question).steps == (Step(questions[0].question),)
+
+
+def test_planner_counts_asks_and_keeps_the_last_error() -> None:
+    """Answers from the fault-injection server (named as such: it says planted plans): a
+    question whose plan never validates falls back after 1 + 2 asks with the last ask's error
+    kept; a valid plan takes one ask and has none."""
+    from engine.config import LLMConfig
+    from engine.models import make_llm
+    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from engine.retrieve.plans import make_plans
+    from tests.fault_server import FaultInjector
+
+    def plan(*steps) -> str:
+        keys = ("question", "depends_on", "scope")
+        return "say:" + json.dumps({"steps": [dict(zip(keys, s, strict=True)) for s in steps]})
+
+    cycle = plan(("Who wrote #2?", [2], "specific"), ("What did #1 write?", [1], "specific"))
+    dangling = plan(("Who is it?", [], "specific"), ("When did #3 die?", [], "specific"))
+    good = plan(("Who founded the club?", [], "specific"), ("Where was #1 born?", [1], "specific"))
+    with FaultInjector([cycle, dangling, dangling, good]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        llm = make_llm(LLMConfig(backend="openai", model="fault"), backend=backend)
+        bad = make_plans(llm, ["Where was the club's founder born?"], 5, retries=2)
+        ok = make_plans(llm, ["Where was the founder born?"], 5, retries=2)
+    assert bad.fallback == [True] and bad.attempts == [3] and "step 3" in (bad.errors[0] or "")
+    assert bad.plans[0].source == "fallback"
+    assert ok.fallback == [False] and ok.attempts == [1] and ok.errors == [None]
+    assert len(ok.plans[0].steps) == 2 and ok.plans[0].edges() == [(0, 1)]

@@ -5,6 +5,7 @@ Build them from config with `make_llm`, `make_embedder` and `make_reranker`.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,10 +29,20 @@ __all__ = [
     "ResponseCache",
     "Usage",
     "UsageLedger",
+    "llm_yaml",
     "make_embedder",
     "make_llm",
     "make_reranker",
 ]
+
+
+def llm_yaml(**keys: object) -> str:
+    """A config file's `models.llm` section with these settings, each a key of `LLMConfig`."""
+    known = {f.name for f in dataclasses.fields(LLMConfig)}
+    unknown = sorted(set(keys) - known)
+    if unknown:
+        raise ConfigError(f"models.llm has no key {unknown[0]!r}; its keys: {sorted(known)}")
+    return "models:\n  llm:\n" + "".join(f"    {k}: {v}\n" for k, v in keys.items())
 
 
 def _http(cfg) -> object:

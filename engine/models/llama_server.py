@@ -100,10 +100,10 @@ class LlamaServer:
     def llm_yaml(self, read_timeout_s: float = 600.0) -> str:
         """A config's `models.llm` section that sends its prompts to this server (one request
         is served at a time, so a queued request may wait: hence the long read timeout)."""
-        return (
-            "models:\n  llm:\n    backend: openai\n"
-            f"    model: {self.alias}\n    base_url: {self.url}\n"
-            f"    read_timeout_s: {read_timeout_s}\n"
+        from engine.models import llm_yaml
+
+        return llm_yaml(
+            backend="openai", model=self.alias, base_url=self.url, read_timeout_s=read_timeout_s
         )
 
     def __enter__(self) -> LlamaServer:

@@ -144,8 +144,29 @@ class Schema(Generic[T]):
         return _skeleton(self.json_schema)
 
 
+def _merged(shapes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One object schema whose every key allows what any of `shapes` allows at that key, or
+    None when they are not objects with the same keys."""
+    keys = [list(x.get("properties", {})) for x in shapes]
+    if any(x.get("type") != "object" for x in shapes) or any(k != keys[0] for k in keys):
+        return None
+    props: dict[str, Any] = {}
+    for key in keys[0]:
+        options = [x["properties"][key] for x in shapes]
+        if all("enum" in o for o in options):
+            props[key] = {"enum": list(dict.fromkeys(v for o in options for v in o["enum"]))}
+        else:
+            props[key] = {"anyOf": options}
+    return {"type": "object", "properties": props}
+
+
 def _skeleton(s: dict[str, Any]) -> str:
     """A JSON-like template of a schema: keys in order, placeholders for values."""
+    if "anyOf" in s:  # objects of one key set read as one object; else the shapes' union
+        merged = _merged(s["anyOf"])
+        if merged is not None:
+            return _skeleton(merged)
+        return " or ".join(dict.fromkeys(_skeleton(x) for x in s["anyOf"]))
     if "enum" in s:
         return " or ".join(json.dumps(v) for v in s["enum"])
     kind = s.get("type")
@@ -160,6 +181,8 @@ def _skeleton(s: dict[str, Any]) -> str:
     if kind == "array":
         most = f" (at most {s['maxItems']})" if "maxItems" in s else ""
         if "maxItems" in s and s.get("minItems") == s["maxItems"]:
+            if s["maxItems"] == 1:
+                return f"[{_skeleton(s.get('items', {}))}]"
             most = f" (exactly {s['maxItems']})"
         return f"[{_skeleton(s.get('items', {}))}, ...{most}]"
     if kind == "integer" and "minimum" in s and "maximum" in s:

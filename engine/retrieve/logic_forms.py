@@ -10,10 +10,12 @@ Operators:
 - compare: which of two earlier steps' values satisfies `relation` (its answer is that step's
   label, or yes / no for equal).
 
-The schema takes steps by position, so step k's inputs are an enum of 1..k-1; the rule checks
-each operator's arity and its fields and that "#k" names an earlier step. Retrieval steps (and
-filters' per-item lookups) of one level of every question go out in one call; the rest runs
-in plain Python (engine/retrieve/operators.py): model output is data, never code.
+The schema takes steps by position, each one of its operators' shapes (arity in inputs drawn
+from 1..k-1, relation and bound where the operator has them), so a constrained answer cannot
+break them; the rule checks them again for answers no grammar held, and that "#k" names an
+earlier step and a filter's query holds "{item}". Retrieval steps (and filters' per-item
+lookups) of one level of every question go out in one call; the rest runs in plain Python
+(engine/retrieve/operators.py): model output is data, never code.
 """
 
 from __future__ import annotations
@@ -98,22 +100,37 @@ def _check(value: dict) -> LogicForm:
 
 @lru_cache(maxsize=8)
 def logic_form_schema(max_steps: int) -> Schema[LogicForm]:
-    """The logic-form answer: 1..max_steps steps, step k's inputs an enum of 1..k-1."""
+    """The logic-form answer: 1..max_steps steps. Step k is one of its operators' shapes: the
+    operator's arity in inputs drawn from 1..k-1 (so step 1 can only retrieve), a relation for
+    compare and filter ("none" for the rest), a bound only for filter."""
 
     def step(k: int) -> dict:
-        inputs: dict = {"type": "array", "maxItems": 0}
-        if k > 1:
-            inputs = {"type": "array", "items": {"enum": list(range(1, k))}, "maxItems": k - 1}
-        return json_object(
-            {
-                "operator": {"enum": list(OPERATORS)},
-                "query": {"type": "string", "minLength": 3, "maxLength": 160},
-                "inputs": inputs,
-                "relation": {"enum": [*ops.RELATIONS, "none"]},
-                "bound": {"type": "string", "maxLength": 40},
-                "label": {"type": "string", "maxLength": 60},
-            }
-        )
+        shapes = []
+        for op in OPERATORS:
+            least, most = ARITY[op][0], min(ARITY[op][1], k - 1)
+            if least > most:  # fewer earlier steps than the operator reads
+                continue
+            inputs: dict = {"type": "array", "maxItems": 0}
+            if most:
+                choices = {"enum": list(range(1, k))}
+                inputs = {"type": "array", "items": choices, "minItems": least, "maxItems": most}
+            needs_relation = op in ("compare", "filter")
+            bound = {"type": "string", "minLength": 1, "maxLength": 40}
+            plain = {"type": "string", "minLength": 3, "maxLength": 160}
+            query = plain | {"pattern": ".*\\{item\\}.*"}  # a filter asks per item
+            shapes.append(
+                json_object(
+                    {
+                        "operator": {"enum": [op]},
+                        "query": query if op == "filter" else plain,
+                        "inputs": inputs,
+                        "relation": {"enum": list(ops.RELATIONS) if needs_relation else ["none"]},
+                        "bound": bound if op == "filter" else {"enum": [""]},
+                        "label": {"type": "string", "maxLength": 60},
+                    }
+                )
+            )
+        return {"anyOf": shapes}
 
     steps = [step(k) for k in range(1, max_steps + 1)]
     shape = {"type": "array", "prefixItems": steps, "items": False, "minItems": 1}

@@ -160,11 +160,14 @@ def plan_prompt(question: str, max_steps: int) -> str:
 @dataclass
 class Planned:
     """Per question: its plan (the question as one step where the answer never validated),
-    whether it fell back, and the planner's tokens (re-asks included)."""
+    whether it fell back, the planner's tokens and asks (re-asks included), and why the last
+    ask failed (None when it validated)."""
 
     plans: list[Plan]
     fallback: list[bool]
     tokens: list[int]
+    attempts: list[int]
+    errors: list[str | None]
 
 
 def make_plans(
@@ -187,7 +190,10 @@ def make_plans(
         ok = res.ok and res.value is not None
         plans.append(res.value if ok else Plan((Step(q, (), scope),), "fallback"))
         fallback.append(not ok)
-    return Planned(plans, fallback, [r.tokens for r in run.results])
+    res = run.results
+    return Planned(
+        plans, fallback, [r.tokens for r in res], [r.attempts for r in res], [r.error for r in res]
+    )
 
 
 def direct(text: str, scope: Scope = "specific") -> Plan:
