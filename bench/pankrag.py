@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -112,12 +111,6 @@ def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
     return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
 
-def error_kind(error: str) -> str:
-    """A failure's message with its quoted text and numbers masked, so like failures count
-    together."""
-    return re.sub(r"\d+", "k", re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", error))[:80]
-
-
 def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads: int) -> dict:
     """(c) The planner alone on the first `limit` MuSiQue dev questions: valid-plan rate (95%
     bootstrap CI), steps and levels per question, step-count agreement with the gold
@@ -166,7 +159,9 @@ def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads
         "asks_per_question": round(sum(planned.attempts) / len(qs), 2),
         "planner_tokens_per_question": round(sum(planned.tokens) / len(qs), 1),
         "seconds_per_question": round(seconds / len(qs), 2),
-        "errors": dict(Counter(error_kind(e) for e in planned.errors if e).most_common(8)),
+        "errors": dict(
+            Counter(retrieval.error_kind(e) for e in planned.errors if e).most_common(8)
+        ),
     }
 
 

@@ -25,6 +25,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -107,6 +108,12 @@ def recall_cell(row: dict, k: int) -> str:
     """Recall@k of a result row with its 95% CI, as the tables print it."""
     lo, hi = row[f"R@{k}_ci"]
     return f"{row[f'R@{k}']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def error_kind(error: str) -> str:
+    """A failure's message with its quoted text and numbers masked, so like failures count
+    together."""
+    return re.sub(r"\d+", "k", re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", error))[:80]
 
 
 def llm_bench_parser(

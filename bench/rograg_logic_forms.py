@@ -22,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
 
 DATA = REPO.parent / "shared" / "data"
 SETS = {"2wiki": "2wikimultihopqa_dev.jsonl", "hotpotqa": "hotpotqa_dev.jsonl"}
@@ -36,6 +37,8 @@ def comparison_questions(name: str, limit: int | None) -> list[dict]:
 
 def main() -> None:
     """Plan every comparison question, print the shares and a JSON line."""
+    from retrieval import error_kind  # bench/retrieval.py
+
     from engine.config import LLMConfig
     from engine.methods.rograg import ROGRAGConfig, logic_form_max_tokens, logic_form_prompt
     from engine.models import make_llm
@@ -86,6 +89,11 @@ def main() -> None:
                 "compare_over_two_steps": round(len(compare) / len(qs), 3),
                 "operators": dict(ops.most_common()),
                 "tokens_per_question": round(sum(r.tokens for r in run.results) / len(qs), 1),
+                "asks_per_question": round(sum(r.attempts for r in run.results) / len(qs), 2),
+                "errors": dict(
+                    Counter(error_kind(r.error) for r in run.results if r.error).most_common(8)
+                ),
+                "example": next((r.raw for r in run.results if r.ok), None),
             }
             print(name, json.dumps(rows[name]))
     print(json.dumps(rows))
