@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from engine.models import llm_yaml
 from engine.models.base import LLMError
 from engine.models.transformers_llm import smollm2_gguf
 
@@ -100,8 +101,6 @@ class LlamaServer:
     def llm_yaml(self, read_timeout_s: float = 600.0) -> str:
         """A config's `models.llm` section that sends its prompts to this server (one request
         is served at a time, so a queued request may wait: hence the long read timeout)."""
-        from engine.models import llm_yaml
-
         return llm_yaml(
             backend="openai", model=self.alias, base_url=self.url, read_timeout_s=read_timeout_s
         )
