@@ -4,6 +4,8 @@ plans, and level-synchronous batching vs one question at a time.
 
     .venv/bin/python bench/pankrag.py [--work DIR] [--questions 200]
     .venv/bin/python bench/pankrag.py --llm [--llm-questions N] [--llm-threads 2]
+    .venv/bin/python bench/pankrag.py --plans-only [--llm-backend llama|transformers]
+                                      [--batch-size 16] [--llm-questions N]
 
 Without --llm everything is LLM-free: gold (oracle) plans with the gold intermediate answers,
 full / -Ank, and -Path (the question as its only step); the alpha sweep (0.4 .. 1.0) with gold
@@ -18,6 +20,11 @@ the gold-plan rows on the same questions, and the plan statistics: valid-plan ra
 levels per question, agreement with the gold step count, LLM tokens per question by stage. The
 runs share one response cache (WORK/pankrag_cache.sqlite), so a re-run resumes. A 135M model's
 plans and answers make these rows a floor.
+
+With --plans-only the planner runs alone (no index) on the first `--llm-questions` questions,
+through a llama.cpp server or in process with llguidance (`--llm-backend transformers`): the
+plan statistics of (c) with a 95% CI on the valid-plan rate, the step-count histogram, asks
+and the failures' kinds (response cache WORK/pankrag_plans_<backend>.sqlite).
 """
 
 from __future__ import annotations
