@@ -4,6 +4,7 @@ each pair is judged on comprehensiveness, diversity, empowerment and overall, in
 
     .venv/bin/python bench/judge_ultradomain.py [--preset hybrid|regraphrag] [--work DIR]
         [--limit N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
+        [--batch-size 16]
         [--base-url URL --llm-model NAME]
 
 Presets: `hybrid` (issue 17): LightRAG-style hybrid vs NaiveRAG. `regraphrag` (issue 18):
@@ -49,8 +50,9 @@ PRESETS = {  # pairs judged (first, second)
 }
 
 
-def answer_config(work: Path, name: str, answer_tokens: int) -> Path:
-    """The method's config with its overrides and the answer budget raised for long answers."""
+def answer_config(work: Path, name: str, answer_tokens: int, batch_size: int) -> Path:
+    """The method's config with its overrides, the answer budget raised for long answers, and
+    the in-process backend's batch size."""
     spec, overrides = METHODS[name]
     text = re.sub(
         r"(?m)^(generation:\n(?:  .*\n)*?  max_tokens: )\d+",
@@ -60,9 +62,8 @@ def answer_config(work: Path, name: str, answer_tokens: int) -> Path:
     assert f"max_tokens: {answer_tokens}" in text, f"{spec} has no generation.max_tokens"
     # llama-cpp-python's server answers one request at a time: send one at a time, and give a
     # long answer prompt on one thread the minutes it takes (queued requests timed out at 120 s)
-    text = re.sub(
-        r"(?m)^  llm:\n", "  llm:\n    concurrency: 1\n    read_timeout_s: 1800\n", text, count=1
-    )
+    llm = f"  llm:\n    concurrency: 1\n    read_timeout_s: 1800\n    batch_size: {batch_size}\n"
+    text = re.sub(r"(?m)^  llm:\n", llm, text, count=1)
     for override in overrides:
         key = override.split(":")[0]
         text = re.sub(rf"(?m)^  {key}:.*$", f"  {override}", text)
@@ -80,6 +81,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=41)
     ap.add_argument("--answer-tokens", type=int, default=200)
     ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
+    ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     ap.add_argument("--base-url", help="openai: the server's /v1 URL")
     ap.add_argument("--llm-model", help="openai: the served model's name")
     args = ap.parse_args()
@@ -111,11 +113,12 @@ def main() -> None:
             judge = ["--judge-backend", "openai", "--judge-model", args.llm_model]
             judge += ["--base-url", args.base_url]
         else:
-            flags, judge = ["--llm-backend", "transformers"], ["--judge-backend", "transformers"]
+            flags = ["--llm-backend", "transformers"]
+            judge = ["--judge-backend", "transformers", "--judge-batch-size", str(args.batch_size)]
         pairs = PRESETS[args.preset]
         for name in dict.fromkeys(n for pair in pairs for n in pair):
             t0 = time.perf_counter()
-            spec = answer_config(work, name, args.answer_tokens)
+            spec = answer_config(work, name, args.answer_tokens, args.batch_size)
             q = ["query", str(index), str(questions), "--method", str(spec)]
             out = work / "runs" / name
             assert cli([*q, "--limit", str(args.limit), *flags, "--out", str(out)]) == 0

@@ -69,21 +69,50 @@ def extras_of(run: Path) -> list[dict]:
     return [r["extras"] | {"tokens": r["tokens"]} for r in retrieval.run_rows(run)]
 
 
-def plan_stats(run: Path, gold_steps: list[int]) -> dict[str, float]:
-    """Valid-plan rate, mean steps and levels, share with the gold step count, tokens by stage."""
+def plan_figures(
+    steps: list[int], levels: list[int], deps: list[bool], valid: list[bool], gold: list[int]
+) -> dict:
+    """Per question set: valid-plan rate (95% bootstrap CI); steps, levels, step-count histogram
+    and share with a dependency over the valid plans; step-count agreement with the gold
+    decomposition (`gold` may be empty: no agreement reported)."""
+    from collections import Counter
+
+    from engine.eval.metrics import bootstrap_ci
+
+    n, ok = len(valid), [i for i, v in enumerate(valid) if v]
+    rate, lo, hi = bootstrap_ci([float(v) for v in valid])
+    figures = {
+        "questions": n,
+        "valid_plans": round(rate, 3),
+        "valid_ci": [round(lo, 3), round(hi, 3)],
+        "steps_valid": round(sum(steps[i] for i in ok) / max(len(ok), 1), 2),
+        "levels_valid": round(sum(levels[i] for i in ok) / max(len(ok), 1), 2),
+        "steps_histogram_valid": dict(sorted(Counter(steps[i] for i in ok).items())),
+        "with_dependencies_valid": round(sum(deps[i] for i in ok) / max(len(ok), 1), 3),
+    }
+    if gold:
+        agree = sum(steps[i] == gold[i] for i in ok)
+        figures["gold_steps"] = round(sum(gold) / len(gold), 2)
+        figures["gold_step_count_agrees_all"] = round(agree / n, 3)
+        figures["gold_step_count_agrees_valid"] = round(agree / max(len(ok), 1), 3)
+    return figures
+
+
+def plan_stats(run: Path, gold_steps: list[int]) -> dict:
+    """A run's plan figures (plan_figures, all plans' mean steps and levels) and its LLM tokens
+    per question by stage."""
     ex = extras_of(run)
     n = len(ex)
     stages: dict[str, int] = {}
     for e in ex:
         for k, v in e["tokens"].items():
             stages[k] = stages.get(k, 0) + v
-    return {
-        "valid_plans": round(sum(not e.get("plan_fallback") for e in ex) / n, 3),
-        "steps": round(sum(len(e["plan"]) for e in ex) / n, 2),
-        "levels": round(sum(e["levels"] for e in ex) / n, 2),
-        "gold_step_count_agrees": round(
-            sum(len(e["plan"]) == g for e, g in zip(ex, gold_steps, strict=False)) / n, 3
-        ),
+    steps, levels = [len(e["plan"]) for e in ex], [e["levels"] for e in ex]
+    deps = [bool(e["edges"]) for e in ex]
+    valid = [not e.get("plan_fallback") for e in ex]
+    return plan_figures(steps, levels, deps, valid, gold_steps) | {
+        "steps": round(sum(steps) / n, 2),
+        "levels": round(sum(levels) / n, 2),
         "tokens_per_question": {k: round(v / n, 1) for k, v in sorted(stages.items())},
     }
 
@@ -119,14 +148,12 @@ def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
 
 
 def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads: int) -> dict:
-    """(c) The planner alone on the first `limit` MuSiQue dev questions: valid-plan rate (95%
-    bootstrap CI), steps and levels per question, step-count agreement with the gold
-    decomposition, asks and planner tokens per question, the failures' last errors."""
+    """(c) The planner alone on the first `limit` MuSiQue dev questions: plan_figures, asks
+    and planner tokens per question, the failures' last errors."""
     from collections import Counter
     from contextlib import ExitStack
 
     from engine.eval.datasets import load_questions
-    from engine.eval.metrics import bootstrap_ci
     from engine.methods.pankrag import PankRAGConfig
     from engine.models import make_llm
     from engine.models.llama_server import LlamaServer
@@ -146,23 +173,15 @@ def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads
         t0 = time.perf_counter()
         planned = make_plans(llm, [q.question for q in qs], max_steps, retries)
         seconds = time.perf_counter() - t0
-    gold = [len(gold_plan(q).steps) for q in qs]
-    valid = [not f for f in planned.fallback]
-    ok = [p for p, v in zip(planned.plans, valid, strict=True) if v]
-    rate, lo, hi = bootstrap_ci([float(v) for v in valid])
-    agree = [len(p.steps) == g for p, g, v in zip(planned.plans, gold, valid, strict=True) if v]
-    return {
-        "questions": len(qs),
-        "backend": llm.model_id,
-        "valid_plans": round(rate, 3),
-        "valid_ci": [round(lo, 3), round(hi, 3)],
-        "steps_valid": round(sum(len(p.steps) for p in ok) / max(len(ok), 1), 2),
-        "levels_valid": round(sum(len(p.levels()) for p in ok) / max(len(ok), 1), 2),
-        "steps_histogram_valid": dict(sorted(Counter(len(p.steps) for p in ok).items())),
-        "gold_steps": round(sum(gold) / len(gold), 2),
-        "gold_step_count_agrees_all": round(sum(agree) / len(qs), 3),
-        "gold_step_count_agrees_valid": round(sum(agree) / max(len(ok), 1), 3),
-        "with_dependencies_valid": round(sum(bool(p.edges()) for p in ok) / max(len(ok), 1), 3),
+    plans = planned.plans
+    figures = plan_figures(
+        [len(p.steps) for p in plans],
+        [len(p.levels()) for p in plans],
+        [bool(p.edges()) for p in plans],
+        [not f for f in planned.fallback],
+        [len(gold_plan(q).steps) for q in qs],
+    )
+    cost = {
         "asks_per_question": round(sum(planned.attempts) / len(qs), 2),
         "planner_tokens_per_question": round(sum(planned.tokens) / len(qs), 1),
         "seconds_per_question": round(seconds / len(qs), 2),
@@ -170,6 +189,7 @@ def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads
             Counter(retrieval.error_kind(e) for e in planned.errors if e).most_common(8)
         ),
     }
+    return {"backend": llm.model_id} | figures | cost
 
 
 def print_rows(title: str, rows: list[dict]) -> None:

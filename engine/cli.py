@@ -381,6 +381,8 @@ def _judge_config(args: argparse.Namespace):
     from engine.config import LLMConfig
 
     llm_cfg = LLMConfig(backend=args.judge_backend, model=args.judge_model)
+    if args.judge_batch_size:
+        llm_cfg.batch_size = args.judge_batch_size
     if args.base_url:
         llm_cfg.base_url = args.base_url
     return llm_cfg
@@ -587,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--judge-backend", default="transformers", choices=["transformers", "openai", "vllm"]
     )
     p.add_argument("--judge-model")
+    p.add_argument(
+        "--judge-batch-size", type=int, help="transformers: prompts per forward pass (default 8)"
+    )
     p.add_argument("--base-url", dest="base_url")
     p.add_argument("--judge-limit", type=int, help="judge only the first N questions")
     p.add_argument(

@@ -103,6 +103,17 @@ def logic_form_schema(max_steps: int) -> Schema[LogicForm]:
     """The logic-form answer: 1..max_steps steps. Step k is one of its operators' shapes: the
     operator's arity in inputs drawn from 1..k-1 (so step 1 can only retrieve), a relation for
     compare and filter ("none" for the rest), a bound only for filter."""
+    plain = {"type": "string", "minLength": 3, "maxLength": 160}
+    fields = {  # per operator, the fields whose shape depends on it
+        op: {
+            "query": plain | {"pattern": ".*\\{item\\}.*"} if op == "filter" else plain,  # per item
+            "relation": {"enum": list(ops.RELATIONS) if op in ("compare", "filter") else ["none"]},
+            "bound": {"type": "string", "minLength": 1, "maxLength": 40}
+            if op == "filter"
+            else {"enum": [""]},
+        }
+        for op in OPERATORS
+    }
 
     def step(k: int) -> dict:
         shapes = []
@@ -114,22 +125,9 @@ def logic_form_schema(max_steps: int) -> Schema[LogicForm]:
             if most:
                 choices = {"enum": list(range(1, k))}
                 inputs = {"type": "array", "items": choices, "minItems": least, "maxItems": most}
-            needs_relation = op in ("compare", "filter")
-            bound = {"type": "string", "minLength": 1, "maxLength": 40}
-            plain = {"type": "string", "minLength": 3, "maxLength": 160}
-            query = plain | {"pattern": ".*\\{item\\}.*"}  # a filter asks per item
-            shapes.append(
-                json_object(
-                    {
-                        "operator": {"enum": [op]},
-                        "query": query if op == "filter" else plain,
-                        "inputs": inputs,
-                        "relation": {"enum": list(ops.RELATIONS) if needs_relation else ["none"]},
-                        "bound": bound if op == "filter" else {"enum": [""]},
-                        "label": {"type": "string", "maxLength": 60},
-                    }
-                )
-            )
+            shape = {"operator": {"enum": [op]}, "query": fields[op]["query"], "inputs": inputs}
+            shape |= {"relation": fields[op]["relation"], "bound": fields[op]["bound"]}
+            shapes.append(json_object(shape | {"label": {"type": "string", "maxLength": 60}}))
         return {"anyOf": shapes}
 
     steps = [step(k) for k in range(1, max_steps + 1)]

@@ -160,14 +160,18 @@ def plan_prompt(question: str, max_steps: int) -> str:
 @dataclass
 class Planned:
     """Per question: its plan (the question as one step where the answer never validated),
-    whether it fell back, the planner's tokens and asks (re-asks included), and why the last
-    ask failed (None when it validated)."""
+    the planner's tokens and asks (re-asks included), and why the last ask failed (None when it
+    validated)."""
 
     plans: list[Plan]
-    fallback: list[bool]
     tokens: list[int]
     attempts: list[int]
     errors: list[str | None]
+
+    @property
+    def fallback(self) -> list[bool]:
+        """Per question: whether its plan fell back to the question alone."""
+        return [e is not None for e in self.errors]
 
 
 def make_plans(
@@ -185,15 +189,14 @@ def make_plans(
         stage="pankrag_plan",
         retries=retries,
     )
-    plans, fallback = [], []
+    planned = Planned([], [], [], [])
     for q, res in zip(questions, run.results, strict=True):
         ok = res.ok and res.value is not None
-        plans.append(res.value if ok else Plan((Step(q, (), scope),), "fallback"))
-        fallback.append(not ok)
-    res = run.results
-    return Planned(
-        plans, fallback, [r.tokens for r in res], [r.attempts for r in res], [r.error for r in res]
-    )
+        planned.plans.append(res.value if ok else Plan((Step(q, (), scope),), "fallback"))
+        planned.tokens.append(res.tokens)
+        planned.attempts.append(res.attempts)
+        planned.errors.append(None if ok else res.error or "no answer")
+    return planned
 
 
 def direct(text: str, scope: Scope = "specific") -> Plan:
