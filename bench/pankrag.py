@@ -4,6 +4,7 @@ plans, and level-synchronous batching vs one question at a time.
 
     .venv/bin/python bench/pankrag.py [--work DIR] [--questions 200]
     .venv/bin/python bench/pankrag.py --llm [--llm-questions N] [--llm-threads 2]
+                                      [--llm-backend llama|transformers] [--batch-size 16]
     .venv/bin/python bench/pankrag.py --plans-only [--llm-backend llama|transformers]
                                       [--batch-size 16] [--llm-questions N]
 
@@ -14,7 +15,8 @@ index is bench/retrieval.py's, shared under WORK/idx/musique). Prints Recall@2/5
 the plan shape (steps, levels), and (c) questions/s batched vs one at a time (in process, same
 context, the ratio) with gold plans.
 
-With --llm it starts a llama.cpp server on the packaged SmolLM2 and runs, on the first
+With --llm it sends its prompts to the packaged SmolLM2 (a llama.cpp server, or in process
+with `--llm-backend transformers`) and runs, on the first
 `--llm-questions` questions, SmolLM2 plans with SmolLM2 intermediate answers (full and -Ank),
 the gold-plan rows on the same questions, and the plan statistics: valid-plan rate, steps and
 levels per question, agreement with the gold step count, LLM tokens per question by stage. The
@@ -133,13 +135,13 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     return retrieval.batched_vs_single(pankrag, ctx, qs)[0]
 
 
-def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
+def with_llm(work: Path, limit: int, local: retrieval.LocalLLM) -> tuple[list[dict], dict]:
     """SmolLM2-planned rows next to the gold-plan rows and baselines on the first `limit`
     questions; the rows and each LLM variant's plan statistics."""
     others = [*VARIANTS, *BASELINES]
     cache = "pankrag_cache.sqlite"
     rows = retrieval.run_with_llm(
-        work, "pankrag-llm", limit, threads, YAML, LLM_VARIANTS, others, cache
+        work, "pankrag-llm", limit, local, YAML, LLM_VARIANTS, others, cache
     )
     questions = retrieval.DATA / "musique_dev.jsonl"
     gold = [len(json.loads(x)["meta"]["question_decomposition"]) for x in questions.open()][:limit]
@@ -147,7 +149,7 @@ def with_llm(work: Path, limit: int, threads: int) -> tuple[list[dict], dict]:
     return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
 
-def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads: int) -> dict:
+def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
     """(c) The planner alone on the first `limit` MuSiQue dev questions: plan_figures, asks
     and planner tokens per question, the failures' last errors."""
     from collections import Counter
@@ -156,20 +158,13 @@ def planner_stats(work: Path, limit: int, backend: str, batch_size: int, threads
     from engine.eval.datasets import load_questions
     from engine.methods.pankrag import PankRAGConfig
     from engine.models import make_llm
-    from engine.models.llama_server import LlamaServer
     from engine.retrieve.plans import gold_plan, make_plans
 
     qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
     max_steps, retries = PankRAGConfig().max_steps, LLMConfig().parse_retries
-    cache = str(work / f"pankrag_plans_{backend}.sqlite")
+    cache = str(work / f"pankrag_plans_{local.backend}.sqlite")
     with ExitStack() as stack:
-        if backend == "llama":
-            server = stack.enter_context(LlamaServer(n_threads=threads, log=work / "llama.log"))
-            cfg = LLMConfig(backend="openai", model=server.alias, base_url=server.url)
-        else:
-            cfg = LLMConfig(backend="transformers", batch_size=batch_size)
-        cfg.cache, cfg.read_timeout_s = cache, 600.0
-        llm = make_llm(cfg)
+        llm = make_llm(LLMConfig(**local.keys(stack, work / "llama.log"), cache=cache))
         t0 = time.perf_counter()
         planned = make_plans(llm, [q.question for q in qs], max_steps, retries)
         seconds = time.perf_counter() - t0
@@ -206,21 +201,17 @@ def main() -> None:
         __doc__.splitlines()[0], "add SmolLM2 plans (llama.cpp server)", 200
     )
     ap.add_argument("--plans-only", action="store_true", help="(c): the planner alone, no index")
-    ap.add_argument("--llm-backend", choices=["llama", "transformers"], default="llama")
-    ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     retrieval.METHODS.update(VARIANTS | SWEEP)
     if args.plans_only:
         work.mkdir(parents=True, exist_ok=True)
-        stats = planner_stats(
-            work, args.llm_questions, args.llm_backend, args.batch_size, args.llm_threads
-        )
+        stats = planner_stats(work, args.llm_questions, retrieval.LocalLLM.of(args))
         print("\n(c) plans:", json.dumps(stats))
         return
     if args.llm:
-        rows, stats = with_llm(work, args.llm_questions, args.llm_threads)
+        rows, stats = with_llm(work, args.llm_questions, retrieval.LocalLLM.of(args))
         print_rows(f"(a) MuSiQue dev, first {args.llm_questions} questions, SmolLM2 plans", rows)
         print("\n(c, d) plans:", json.dumps(stats))
         print(json.dumps({"llm_rows": rows, "plan_stats": stats}))

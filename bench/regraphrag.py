@@ -2,6 +2,8 @@
 Algorithm 1 makes, the retrieval proxy next to the baselines, and batched vs one-at-a-time speed.
 
     .venv/bin/python bench/regraphrag.py [--work DIR] [--questions 200]
+    .venv/bin/python bench/regraphrag.py --llm [--llm-questions N] [--sweep]
+                                         [--llm-backend llama|transformers] [--batch-size 16]
 
 Runs, from one `graphrag-engine query --retrieval-only` each (bench/retrieval.py's machinery,
 the index shared with it under WORK/idx/musique): ReGraphRAG without perspective expansion
@@ -18,8 +20,9 @@ hybrid (NER keywords) beside them. Prints:
 (c) questions/s batched vs one question at a time (in process, same context object, the ratio),
     and the seconds of reorganization alone per question.
 
-With `--llm` it starts a llama.cpp server on the packaged SmolLM2 (`--llm-threads`) and adds,
-on the first `--llm-questions` questions, the variants with perspective expansion (full, w/o
+With `--llm` it sends the expansion prompts to the packaged SmolLM2, through a llama.cpp server
+(`--llm-threads`) or in process with llguidance (`--llm-backend transformers --batch-size N`),
+and adds, on the first `--llm-questions` questions, the variants with perspective expansion (full, w/o
 Reorg, w/o Rerank; with `--sweep` also m = 1..6 at n = 3 and n = 1..4 at m = 4), all sharing
 one LLM response cache (WORK/expansion_cache.sqlite: a re-run resumes), next to the LLM-free
 rows and the baselines on the same questions, with the expansion's cost per question: its
@@ -142,14 +145,14 @@ def expansion_cost(rows: list[dict]) -> dict[str, float]:
     }
 
 
-def with_llm(work: Path, limit: int, threads: int, sweep: bool) -> list[dict]:
+def with_llm(work: Path, limit: int, local: retrieval.LocalLLM, sweep: bool) -> list[dict]:
     """The expansion variants next to the LLM-free ones and the baselines, on the first
     `limit` questions; rows with R@2/R@5 and CIs, structure and expansion cost."""
     variants = LLM_VARIANTS | (SWEEP if sweep else {})
     base = "configs/methods/regraphrag.yaml"
     others = [*VARIANTS, *BASELINES]
     cache = "expansion_cache.sqlite"
-    rows = retrieval.run_with_llm(work, "llm", limit, threads, base, variants, others, cache)
+    rows = retrieval.run_with_llm(work, "llm", limit, local, base, variants, others, cache)
     mentioned_in = entity_passages(work / "idx" / "musique")
     for row in rows:
         run = Path(row["run"])
@@ -191,7 +194,7 @@ def main() -> None:
     work = Path(args.work)
     if args.llm:
         retrieval.METHODS.update(VARIANTS)
-        rows = with_llm(work, args.llm_questions, args.llm_threads, args.sweep)
+        rows = with_llm(work, args.llm_questions, retrieval.LocalLLM.of(args), args.sweep)
         print_llm_rows(rows)
         print(json.dumps({"llm_rows": rows}))
         return

@@ -28,6 +28,8 @@ import os
 import re
 import sys
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,14 +122,48 @@ def llm_bench_parser(
     description: str, llm_help: str, llm_questions: int
 ) -> argparse.ArgumentParser:
     """The arguments the method benches share: --work, --questions, --llm, --llm-questions,
-    --llm-threads."""
+    and LocalLLM's --llm-backend, --llm-threads, --batch-size."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--llm", action="store_true", help=llm_help)
     ap.add_argument("--llm-questions", type=int, default=llm_questions)
-    ap.add_argument("--llm-threads", type=int, default=2, help="llama.cpp server threads")
+    ap.add_argument(
+        "--llm-backend",
+        choices=["llama", "transformers"],
+        default="llama",
+        help="llama: a llama.cpp server on 127.0.0.1; transformers: in process with llguidance",
+    )
+    ap.add_argument("--llm-threads", type=int, default=2, help="llama: the server's threads")
+    ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     return ap
+
+
+@dataclass(frozen=True)
+class LocalLLM:
+    """How a bench's LLM rows reach the packaged SmolLM2: a llama.cpp server on 127.0.0.1
+    (`threads`) or in process with llguidance-constrained decoding (`batch_size`)."""
+
+    backend: str = "llama"
+    threads: int = 2
+    batch_size: int = 16
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> LocalLLM:
+        """The choice llm_bench_parser's flags made."""
+        return cls(args.llm_backend, args.llm_threads, args.batch_size)
+
+    def keys(self, stack: ExitStack, log: Path) -> dict[str, object]:
+        """The `models.llm` settings to use, starting the server in `stack` when there is one
+        (it answers one request at a time, so a queued request may wait: a long timeout)."""
+        if self.backend == "transformers":
+            return {"backend": "transformers", "batch_size": self.batch_size}
+        from engine.models.llama_server import LlamaServer
+
+        server = stack.enter_context(LlamaServer(n_threads=self.threads, log=log))
+        return {"backend": "openai", "model": server.alias, "base_url": server.url} | {
+            "read_timeout_s": 600.0
+        }
 
 
 def llm_variant_config(
@@ -149,26 +185,27 @@ def run_with_llm(
     work: Path,
     tag: str,
     limit: int,
-    threads: int,
+    local: LocalLLM,
     base: str,
     variants: dict[str, tuple[str, tuple[str, ...]]],
     others: list[str],
     cache_name: str,
 ) -> list[dict]:
     """On MuSiQue dev's first `limit` questions: every LLM variant of `base` (label,
-    overrides) with its prompts sent to a llama.cpp server on the packaged SmolLM2 (`threads`),
-    all sharing the response cache WORK/`cache_name` so a re-run resumes; then the LLM-free `others` (names
-    of METHODS); one eval. Rows of recall@2/5 with 95% CIs, each with its run folder."""
-    from engine.models.llama_server import LlamaServer
+    overrides) with its prompts sent to the packaged SmolLM2 as `local` says, all sharing the
+    response cache WORK/`cache_name` so a re-run resumes; then the LLM-free `others` (names of
+    METHODS); one eval. Rows of recall@2/5 with 95% CIs, each with its run folder."""
+    from engine.models import llm_yaml
 
     index = work / "idx" / "musique"
     questions = DATA / "musique_dev.jsonl"
     runs_dir = work / "runs" / f"musique-{tag}{limit}"
     cache = work / cache_name
     runs, labels = [], {}
-    with LlamaServer(n_threads=threads, log=work / "llama-server.log") as server:
+    with ExitStack() as stack:
+        section = llm_yaml(**local.keys(stack, work / "llama-server.log"))
         for name, (label, overrides) in variants.items():
-            spec = llm_variant_config(work, base, name, overrides, server.llm_yaml(), cache)
+            spec = llm_variant_config(work, base, name, overrides, section, cache)
             runs.append(runs_dir / name)
             labels[name] = label
             args = ["query", str(index), str(questions), "--method", str(spec)]

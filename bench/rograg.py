@@ -109,7 +109,7 @@ def main() -> None:
     if args.llm:
         base, cache = "configs/methods/rograg.yaml", "rograg_cache.sqlite"
         rows = retrieval.run_with_llm(
-            work, "rograg", args.llm_questions, args.llm_threads, base, LLM_VARIANTS,
+            work, "rograg", args.llm_questions, retrieval.LocalLLM.of(args), base, LLM_VARIANTS,
             [*FREE, *BASELINES], cache,
         )  # fmt: skip
         for row in rows:
