@@ -2,14 +2,16 @@
 LightRAG and ReGraphRAG papers: each method answers with the same LLM and answer budget, and
 each pair is judged on comprehensiveness, diversity, empowerment and overall, in both orders.
 
-    .venv/bin/python bench/judge_ultradomain.py [--preset hybrid|regraphrag] [--work DIR]
+    .venv/bin/python bench/judge_ultradomain.py [--preset hybrid|regraphrag|pankrag] [--work DIR]
         [--limit N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
         [--batch-size 16]
         [--base-url URL --llm-model NAME]
 
 Presets: `hybrid` (issue 17): LightRAG-style hybrid vs NaiveRAG. `regraphrag` (issue 18):
 ReGraphRAG vs NaiveRAG, HyDE and LightRAG-style hybrid, and its three ablations (w/o P-exp,
-w/o Reorg, w/o Rerank) vs the full method. `--llm-backend llama` (default) serves the packaged
+w/o Reorg, w/o Rerank) vs the full method. `pankrag` (issue 19): PankRAG (SmolLM2 plans,
+level-synchronous sub-answers) vs NaiveRAG and LightRAG-style hybrid. Presets sharing a WORK
+share their methods' answered runs. `--llm-backend llama` (default) serves the packaged
 SmolLM2 from a real llama.cpp server on 127.0.0.1; `openai` with `--base-url` and `--llm-model`
 sends every prompt (answers and verdicts) to any OpenAI-compatible server, e.g. vLLM with a
 7B+ model, which is what gives the protocol meaning. With SmolLM2-135M as answerer and judge
@@ -42,11 +44,13 @@ METHODS = {  # run name: (config, `key: value` overrides of its method section)
     "rg_no_pexp": ("configs/methods/regraphrag.yaml", ("expansion: false",)),
     "rg_no_reorg": ("configs/methods/regraphrag.yaml", ("reorganize: false",)),
     "rg_no_rerank": ("configs/methods/regraphrag.yaml", ("rerank: false",)),
+    "pankrag": ("configs/methods/pankrag.yaml", ()),
 }
 PRESETS = {  # pairs judged (first, second)
     "hybrid": [("hybrid", "naive")],
     "regraphrag": [("regraphrag", x) for x in ("naive", "hyde", "hybrid")]
     + [("regraphrag", x) for x in ("rg_no_pexp", "rg_no_reorg", "rg_no_rerank")],
+    "pankrag": [("pankrag", x) for x in ("naive", "hybrid")],
 }
 
 
