@@ -15,7 +15,14 @@ from engine.cli import main
 from engine.config import LLMConfig
 from engine.eval.datasets import demo_questions_path, load_questions
 from engine.eval.forecast import forecast_judge
-from engine.eval.judge import CRITERIA, pairwise_judge, parse_verdict, ragas_scores, win_rates
+from engine.eval.judge import (
+    CRITERIA,
+    pairwise_judge,
+    parse_verdict,
+    ragas_scores,
+    win_rate_table,
+    win_rates,
+)
 from engine.eval.metrics import recall_at_k
 from engine.methods import query_config
 from engine.methods.run import run_query
@@ -110,6 +117,14 @@ def test_verdict_parsing_and_position_bias_cancels() -> None:
     ]
     (w,) = win_rates(rows)
     assert w["win_a"] == 0.5 and w["win_b"] == 0.5 and w["tie"] == 0.0
+    assert w["first_shown"] == 1.0 and w["consistent"] == 0.0  # ... and the table says why
+    # a judge that prefers run A in both orders: no position bias, consistent
+    fair = [{**r, "qid": "q2", "verdict": "a"} for r in rows]
+    (w,) = win_rates(fair)
+    assert w["win_a"] == 1.0 and w["first_shown"] == 0.5 and w["consistent"] == 1.0
+    (w,) = win_rates(rows + fair)
+    assert w["win_a"] == 0.75 and w["first_shown"] == 0.75 and w["consistent"] == 0.5
+    assert "| 100.0% | 0.0% |" in "\n".join(win_rate_table(rows))
     rows.append({**rows[0], "verdict": "unparsable"})
     assert win_rates(rows)[0]["unparsable"] == 1
 

@@ -163,7 +163,10 @@ def pairwise_judge(
 
 def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (pair, criterion): win rates of a and b and the tie rate, each averaged over the two
-    answer orders (shares among parsed verdicts of that order), plus unparsable counts."""
+    answer orders (shares among parsed verdicts of that order); the judge's position bias: the
+    share of decided verdicts won by the answer shown first, and the share of questions whose
+    two orders name the same winner (a judge that always picks one slot scores 1.0 and 0.0 and
+    its win rates are exactly 50/50); plus unparsable counts."""
     out = []
     keys = sorted(
         {(r["run_a"], r["run_b"], r["criterion"]) for r in rows},
@@ -180,6 +183,13 @@ def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if parsed:
                     shares[k].append(parsed.count(k) / len(parsed))
         mean = {k: (sum(v) / len(v) if v else float("nan")) for k, v in shares.items()}
+        decided = [r for r in sel if r["verdict"] in ("a", "b")]
+        first = sum((r["order"] == "ab") == (r["verdict"] == "a") for r in decided)
+        by_qid: dict[str, dict[str, str]] = {}
+        for r in sel:
+            by_qid.setdefault(r["qid"], {})[r["order"]] = r["verdict"]
+        both = [v for v in by_qid.values() if v.get("ab", "unparsable") != "unparsable"]
+        both = [v for v in both if v.get("ba", "unparsable") != "unparsable"]
         out.append(
             {
                 "run_a": a,
@@ -188,6 +198,10 @@ def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "win_a": mean["a"],
                 "win_b": mean["b"],
                 "tie": mean["tie"],
+                "first_shown": first / len(decided) if decided else float("nan"),
+                "consistent": sum(v["ab"] == v["ba"] for v in both) / len(both)
+                if both
+                else float("nan"),
                 "judged": sum(r["verdict"] != "unparsable" for r in sel),
                 "unparsable": sum(r["verdict"] == "unparsable" for r in sel),
             }
@@ -200,14 +214,19 @@ def win_rate_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "## LLM judge: pairwise win rates (averaged over both answer orders)",
         "",
-        "| run A | run B | criterion | A wins | B wins | ties | judged | unparsable |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        '"first shown": decided verdicts won by the answer shown first (0.5 = no position bias);'
+        ' "consistent": questions whose two orders name the same winner.',
+        "",
+        "| run A | run B | criterion | A wins | B wins | ties | first shown | consistent | judged"
+        " | unparsable |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for w in win_rates(rows):
         pct = lambda x: "–" if x != x else f"{100 * x:.1f}%"  # noqa: E731
         lines.append(
             f"| {w['run_a']} | {w['run_b']} | {w['criterion']} | {pct(w['win_a'])} | "
-            f"{pct(w['win_b'])} | {pct(w['tie'])} | {w['judged']} | {w['unparsable']} |"
+            f"{pct(w['win_b'])} | {pct(w['tie'])} | {pct(w['first_shown'])} | "
+            f"{pct(w['consistent'])} | {w['judged']} | {w['unparsable']} |"
         )
     return lines
 
