@@ -23,6 +23,8 @@ built under WORK once and reused; answered runs and judged pairs resume.
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import os
 import re
 import sys
@@ -75,6 +77,40 @@ def answer_config(work: Path, name: str, answer_tokens: int, batch_size: int) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def cost_lines(work: Path, names: list[str]) -> list[str]:
+    """Per method: seconds and LLM calls (re-asks included) and tokens per question by stage,
+    from each answered run's summary.json."""
+    lines = ["| method | s / question | stage: calls, prompt + completion tokens per question |"]
+    lines.append("| --- | --- | --- |")
+    for name in names:
+        summary = json.loads((work / "runs" / name / "summary.json").read_text())
+        n = summary["questions"]
+        stages = []
+        for key, u in summary["llm"].items():
+            calls = (u["calls"] + u["cached_calls"]) / n
+            tokens = (u["prompt_tokens"] + u["cached_prompt_tokens"]) / n
+            tokens_out = (u["completion_tokens"] + u["cached_completion_tokens"]) / n
+            stages.append(f"{key.split('/')[0]}: {calls:.2f}, {tokens:.0f} + {tokens_out:.0f}")
+        lines.append(f"| {name} | {summary['seconds'] / n:.2f} | {'; '.join(stages)} |")
+    return lines
+
+
+def bias_lines(work: Path, pairs: list[tuple[str, str]]) -> list[str]:
+    """Per judged pair, on "overall": A's win rate (both orders averaged), the judge's position
+    bias (first shown, consistent) and verdict counts, from each report's judge_verdicts.csv."""
+    from engine.eval.judge import win_rates
+
+    lines = ["| A vs B | A wins (overall) | first shown | consistent | judged (unparsable) |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for a, b in pairs:
+        with (work / "reports" / f"{a}_vs_{b}" / "judge_verdicts.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        (w,) = [w for w in win_rates(rows) if w["criterion"] == "overall"]
+        cells = [f"{100 * w[k]:.1f}%" for k in ("win_a", "first_shown", "consistent")]
+        lines.append(f"| {a} vs {b} | {' | '.join(cells)} | {w['judged']} ({w['unparsable']}) |")
+    return lines
 
 
 def main() -> None:
@@ -137,6 +173,8 @@ def main() -> None:
             text = (report / "report.md").read_text()
             start = text.find("## LLM judge")
             print(text[start:] if start >= 0 else text)
+        names = list(dict.fromkeys(n for pair in pairs for n in pair))
+        print("\n".join(["", *bias_lines(work, pairs), "", *cost_lines(work, names)]))
 
 
 if __name__ == "__main__":
