@@ -5,6 +5,7 @@ plans, and level-synchronous batching vs one question at a time.
     .venv/bin/python bench/pankrag.py [--work DIR] [--questions 200]
     .venv/bin/python bench/pankrag.py --llm [--llm-questions N] [--llm-threads 2]
                                       [--llm-backend llama|transformers] [--batch-size 16]
+    .venv/bin/python bench/pankrag.py --ragas 50 [--llm-backend llama|transformers]
     .venv/bin/python bench/pankrag.py --plans-only [--llm-backend llama|transformers]
                                       [--batch-size 16] [--llm-questions N]
 
@@ -23,6 +24,10 @@ levels per question, agreement with the gold step count, LLM tokens per question
 runs share one response cache (WORK/pankrag_cache.sqlite), so a re-run resumes. A 135M model's
 plans and answers make these rows a floor.
 
+With --ragas N, PankRAG (SmolLM2 plans and answers) and NaiveRAG answer the first N questions
+and the engine's RAGAS-style metrics score both, SmolLM2 as judge: (b), a floor (response cache
+WORK/pankrag_ragas_cache.sqlite; the index must exist: run without flags first).
+
 With --plans-only the planner runs alone (no index) on the first `--llm-questions` questions,
 through a llama.cpp server or in process with llguidance (`--llm-backend transformers`): the
 plan statistics of (c) with a 95% CI on the valid-plan rate, the step-count histogram, asks
@@ -35,6 +40,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -153,7 +159,6 @@ def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
     """(c) The planner alone on the first `limit` MuSiQue dev questions: plan_figures, asks
     and planner tokens per question, the failures' last errors."""
     from collections import Counter
-    from contextlib import ExitStack
 
     from engine.eval.datasets import load_questions
     from engine.methods.pankrag import PankRAGConfig
@@ -187,6 +192,49 @@ def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
     return {"backend": llm.model_id} | figures | cost
 
 
+def ragas(work: Path, limit: int, local: retrieval.LocalLLM) -> str:
+    """(b) PankRAG (SmolLM2 plans, intermediate and final answers, the CPU context budget) and
+    NaiveRAG answer the first `limit` MuSiQue dev questions; the engine's RAGAS-style metrics
+    (faithfulness, context recall, context precision) score both with the same SmolLM2 as
+    judge. Returns the report's metric sections."""
+    from engine.models import llm_yaml
+
+    index, questions = work / "idx" / "musique", retrieval.DATA / "musique_dev.jsonl"
+    cache = work / "pankrag_ragas_cache.sqlite"
+    runs = work / "runs" / f"musique-ragas{limit}"
+    with ExitStack() as stack:
+        keys = local.keys(stack, work / "llama-server.log")
+        section = llm_yaml(**keys)
+        for name, base, overrides in (
+            ("pankrag", YAML, CPU_BUDGET),
+            ("naive", "configs/methods/naive.yaml", ()),
+        ):
+            spec = retrieval.llm_variant_config(
+                work, base, f"ragas_{name}", overrides, section, cache
+            )
+            args = [
+                "query",
+                str(index),
+                str(questions),
+                "--method",
+                str(spec),
+                "--limit",
+                str(limit),
+            ]
+            assert retrieval.cli([*args, "--out", str(runs / name)]) == 0
+        if keys["backend"] == "transformers":
+            judge = ["--judge-backend", "transformers", "--judge-batch-size", str(local.batch_size)]
+        else:
+            judge = ["--judge-backend", "openai", "--judge-model", str(keys["model"])]
+            judge += ["--base-url", str(keys["base_url"])]
+        report = work / "reports" / f"musique-ragas{limit}"
+        eval_args = ["eval", str(runs / "pankrag"), str(runs / "naive"), "--out", str(report)]
+        assert retrieval.cli([*eval_args, "--ragas", *judge, "--judge-limit", str(limit)]) == 0
+    text = (report / "report.md").read_text()
+    start = text.find("## faithfulness")
+    return text[start:] if start >= 0 else text
+
+
 def print_rows(title: str, rows: list[dict]) -> None:
     """One recall table."""
     print(f"\n{title}\n{'method':<40}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}")
@@ -201,6 +249,9 @@ def main() -> None:
         __doc__.splitlines()[0], "add SmolLM2 plans (llama.cpp server)", 200
     )
     ap.add_argument("--plans-only", action="store_true", help="(c): the planner alone, no index")
+    ap.add_argument(
+        "--ragas", type=int, metavar="N", help="(b): RAGAS-style scores on the first N questions"
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
@@ -209,6 +260,9 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         stats = planner_stats(work, args.llm_questions, retrieval.LocalLLM.of(args))
         print("\n(c) plans:", json.dumps(stats))
+        return
+    if args.ragas:
+        print(ragas(work, args.ragas, retrieval.LocalLLM.of(args)))
         return
     if args.llm:
         rows, stats = with_llm(work, args.llm_questions, retrieval.LocalLLM.of(args))
