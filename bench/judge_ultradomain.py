@@ -93,7 +93,10 @@ def cost_lines(work: Path, names: list[str]) -> list[str]:
             tokens = (u["prompt_tokens"] + u["cached_prompt_tokens"]) / n
             tokens_out = (u["completion_tokens"] + u["cached_completion_tokens"]) / n
             stages.append(f"{key.split('/')[0]}: {calls:.2f}, {tokens:.0f} + {tokens_out:.0f}")
-        lines.append(f"| {name} | {summary['seconds'] / n:.2f} | {'; '.join(stages)} |")
+        # a resumed run's summary times only the questions it answered this time
+        fresh = n - summary.get("resumed_questions", 0)
+        secs = f"{summary['seconds'] / fresh:.2f}" if fresh else "(resumed: see its first run)"
+        lines.append(f"| {name} | {secs} | {'; '.join(stages)} |")
     return lines
 
 
