@@ -17,9 +17,12 @@ from engine.eval.datasets import demo_questions_path, load_questions
 from engine.eval.forecast import forecast_judge
 from engine.eval.judge import (
     CRITERIA,
+    STATEMENTS,
+    USEFUL,
     pairwise_judge,
     parse_verdict,
     ragas_scores,
+    support_schema,
     win_rate_table,
     win_rates,
 )
@@ -127,6 +130,19 @@ def test_verdict_parsing_and_position_bias_cancels() -> None:
     assert "| 100.0% | 0.0% |" in "\n".join(win_rate_table(rows))
     rows.append({**rows[0], "verdict": "unparsable"})
     assert win_rates(rows)[0]["unparsable"] == 1
+
+
+def test_ragas_steps_declare_their_schemas() -> None:
+    assert support_schema(3).validate({"verdicts": [1, 0, 1]}) == [1, 0, 1]
+    for wrong in ({"verdicts": [1, 0]}, {"verdicts": [1, 0, 2]}, {"verdict": [1, 0, 1]}):
+        with pytest.raises(ParseError):
+            support_schema(3).validate(wrong)
+    assert STATEMENTS.validate({"statements": [" The sky is blue. "]}) == ["The sky is blue."]
+    with pytest.raises(ParseError):
+        STATEMENTS.validate({"statements": []})
+    assert USEFUL.validate({"verdict": 0}) == 0 and '"verdicts": [0 or 1' in (
+        support_schema(2).describe()
+    )
 
 
 @pytest.mark.slow

@@ -16,11 +16,18 @@ re-asked and then recorded as failures (NaN), never guessed.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
 from engine.models.base import GenParams
-from engine.models.structured import ParseError, Schema, generate_structured, parse_json
+from engine.models.structured import (
+    ParseError,
+    Schema,
+    generate_structured,
+    json_object,
+    parse_json,
+)
 
 CRITERIA = {
     "comprehensiveness": "how much detail the answer gives to cover every aspect of the question",
@@ -236,7 +243,8 @@ STATEMENTS_PROMPT = """Question: {question}
 Answer: {answer}
 
 Rewrite the answer as a list of short, self-contained statements (use the question to make
-each one understandable on its own). Reply with a JSON list of strings only."""
+each one understandable on its own). Reply with one JSON object of this form and nothing else:
+{format}"""
 
 SUPPORT_PROMPT = """Context:
 {context}
@@ -245,7 +253,8 @@ For each statement, say whether the context supports it (1) or not (0).
 Statements:
 {statements}
 
-Reply with a JSON list of 0/1 numbers only, one per statement, in order."""
+Reply with one JSON object of this form, one verdict per statement in order, and nothing else:
+{format}"""
 
 USEFUL_PROMPT = """Question: {question}
 Reference answer: {reference}
@@ -253,43 +262,42 @@ Reference answer: {reference}
 Passage:
 {passage}
 
-Was this passage useful to reach the reference answer? Reply with JSON only: {{"verdict": 1}} or {{"verdict": 0}}."""
+Was this passage useful to reach the reference answer (1) or not (0)? Reply with one JSON
+object of this form and nothing else:
+{format}"""
 
 
-def _string_list(text: str) -> list[str]:
-    obj = parse_json(text)
-    if isinstance(obj, dict) and len(obj) == 1:
-        obj = next(iter(obj.values()))
-    if not isinstance(obj, list) or not obj or not all(isinstance(s, str) for s in obj):
-        raise ParseError("expected a non-empty JSON list of strings")
-    return [s.strip() for s in obj if s.strip()]
+def _statements(value: dict) -> list[str]:
+    kept = [s.strip() for s in value["statements"] if s.strip()]
+    if not kept:
+        raise ParseError("every statement is blank")
+    return kept
 
 
-def _binary_list(n: int):
-    def parse(text: str) -> list[int]:
-        obj = parse_json(text)
-        if isinstance(obj, dict) and len(obj) == 1:
-            obj = next(iter(obj.values()))
-        if not isinstance(obj, list) or len(obj) != n:
-            raise ParseError(f"expected a JSON list of {n} verdicts")
-        vals = []
-        for v in obj:
-            v = v.get("verdict") if isinstance(v, dict) else v
-            if v in (0, 1, "0", "1", True, False):
-                vals.append(int(v))
-            else:
-                raise ParseError(f"verdict {v!r} is not 0 or 1")
-        return vals
+STATEMENTS = Schema(
+    json_object(
+        {
+            "statements": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 3, "maxLength": 300},
+                "minItems": 1,
+                "maxItems": 12,
+            }
+        }
+    ),
+    _statements,
+)
+"""The answer rewritten as 1..12 statements (RAGAS faithfulness, step 1)."""
 
-    return parse
+USEFUL = Schema(json_object({"verdict": {"enum": [0, 1]}}), lambda v: int(v["verdict"]))
+"""One passage's usefulness verdict (RAGAS context precision)."""
 
 
-def _verdict(text: str) -> int:
-    obj = parse_json(text)
-    v = obj.get("verdict") if isinstance(obj, dict) else obj
-    if v in (0, 1, "0", "1", True, False):
-        return int(v)
-    raise ParseError("no 0/1 verdict")
+@lru_cache(maxsize=64)
+def support_schema(n: int) -> Schema[list[int]]:
+    """Exactly n 0/1 support verdicts, one per statement in order."""
+    verdicts = {"type": "array", "items": {"enum": [0, 1]}, "minItems": n, "maxItems": n}
+    return Schema(json_object({"verdicts": verdicts}), lambda v: [int(x) for x in v["verdicts"]])
 
 
 def _sentences(text: str) -> list[str]:
@@ -307,16 +315,23 @@ def _support(
     """Share of each statement list supported by its context (NaN when the verdict never parsed)."""
     if not contexts:
         return []
-    prompts = [
-        SUPPORT_PROMPT.format(
-            context=c, statements="\n".join(f"{k + 1}. {s}" for k, s in enumerate(sts))
-        )
-        for c, sts in zip(contexts, statements, strict=True)
-    ]
-    res = generate_structured(
-        llm, prompts, [_binary_list(len(s)) for s in statements], params, stage, retries
-    )
-    return [sum(s.value) / len(s.value) if s.ok else float("nan") for s in res.results]
+    out = [float("nan")] * len(contexts)
+    for n in sorted({len(s) for s in statements} - {0}):  # one schema, one batched call, per n
+        idx = [i for i, s in enumerate(statements) if len(s) == n]
+        fmt = support_schema(n).describe()
+        prompts = [
+            SUPPORT_PROMPT.format(
+                context=contexts[i],
+                statements="\n".join(f"{k + 1}. {s}" for k, s in enumerate(statements[i])),
+                format=fmt,
+            )
+            for i in idx
+        ]
+        res = generate_structured(llm, prompts, support_schema(n), params, stage, retries)
+        for i, r in zip(idx, res.results, strict=True):
+            if r.ok:
+                out[i] = sum(r.value) / n
+    return out
 
 
 def ragas_scores(
@@ -335,10 +350,12 @@ def ragas_scores(
     st = generate_structured(
         llm,
         [
-            STATEMENTS_PROMPT.format(question=rows[i]["question"], answer=rows[i]["answer"])
+            STATEMENTS_PROMPT.format(
+                question=rows[i]["question"], answer=rows[i]["answer"], format=STATEMENTS.describe()
+            )
             for i in idx
         ],
-        _string_list,
+        STATEMENTS,
         params,
         "ragas_statements",
         retries,
@@ -377,10 +394,11 @@ def ragas_scores(
                     question=rows[i]["question"],
                     reference=rows[i]["gold_answers"][0],
                     passage=rows[i]["context_text"][k],
+                    format=USEFUL.describe(),
                 )
                 for i, k in pairs
             ],
-            _verdict,
+            USEFUL,
             GenParams(max_tokens=SHORT_VERDICT_TOKENS),
             "ragas_context_precision",
             retries,
