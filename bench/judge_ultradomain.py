@@ -34,6 +34,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+sys.path.append(str(REPO / "bench"))
+
+from retrieval import judge_flags  # noqa: E402  (bench/retrieval.py)
 
 from engine.cli import main as cli  # noqa: E402
 
@@ -146,20 +149,19 @@ def main() -> None:
                 LlamaServer(n_threads=1, n_ctx=8192, log=work / "llama-server.log")
             )
             flags = server.query_flags()
-            judge = ["--judge-backend", "openai", "--judge-model", server.alias]
-            judge += ["--base-url", server.url]
+            judge = judge_flags("openai", args.batch_size, server.alias, server.url)
         elif args.llm_backend == "openai":
             if not (args.base_url and args.llm_model):
                 raise SystemExit("--llm-backend openai needs --base-url and --llm-model")
             flags = ["--llm-backend", "openai", "--llm-model", args.llm_model]
             flags += ["--base-url", args.base_url]
-            judge = ["--judge-backend", "openai", "--judge-model", args.llm_model]
-            judge += ["--base-url", args.base_url]
         else:
             flags = ["--llm-backend", "transformers"]
-            judge = ["--judge-backend", "transformers", "--judge-batch-size", str(args.batch_size)]
+        if args.llm_backend != "llama":
+            judge = judge_flags(args.llm_backend, args.batch_size, args.llm_model, args.base_url)
         pairs = PRESETS[args.preset]
-        for name in dict.fromkeys(n for pair in pairs for n in pair):
+        names = list(dict.fromkeys(n for pair in pairs for n in pair))
+        for name in names:
             t0 = time.perf_counter()
             spec = answer_config(work, name, args.answer_tokens, args.batch_size)
             q = ["query", str(index), str(questions), "--method", str(spec)]
@@ -176,7 +178,6 @@ def main() -> None:
             text = (report / "report.md").read_text()
             start = text.find("## LLM judge")
             print(text[start:] if start >= 0 else text)
-        names = list(dict.fromkeys(n for pair in pairs for n in pair))
         print("\n".join(["", *bias_lines(work, pairs), "", *cost_lines(work, names)]))
 
 

@@ -149,8 +149,11 @@ def with_llm(work: Path, limit: int, local: retrieval.LocalLLM) -> tuple[list[di
     rows = retrieval.run_with_llm(
         work, "pankrag-llm", limit, local, YAML, LLM_VARIANTS, others, cache
     )
-    questions = retrieval.DATA / "musique_dev.jsonl"
-    gold = [len(json.loads(x)["meta"]["question_decomposition"]) for x in questions.open()][:limit]
+    from engine.eval.datasets import load_questions
+    from engine.retrieve.plans import gold_plan
+
+    qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
+    gold = [len(gold_plan(q).steps) for q in qs]
     runs = {Path(r["run"]).name: Path(r["run"]) for r in rows}
     return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
@@ -222,11 +225,7 @@ def ragas(work: Path, limit: int, local: retrieval.LocalLLM) -> str:
                 str(limit),
             ]
             assert retrieval.cli([*args, "--out", str(runs / name)]) == 0
-        if keys["backend"] == "transformers":
-            judge = ["--judge-backend", "transformers", "--judge-batch-size", str(local.batch_size)]
-        else:
-            judge = ["--judge-backend", "openai", "--judge-model", str(keys["model"])]
-            judge += ["--base-url", str(keys["base_url"])]
+        judge = local.judge_flags(keys)
         report = work / "reports" / f"musique-ragas{limit}"
         eval_args = ["eval", str(runs / "pankrag"), str(runs / "naive"), "--out", str(report)]
         assert retrieval.cli([*eval_args, "--ragas", *judge, "--judge-limit", str(limit)]) == 0

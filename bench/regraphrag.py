@@ -163,8 +163,9 @@ def with_llm(work: Path, limit: int, local: retrieval.LocalLLM, sweep: bool) -> 
     variants = LLM_VARIANTS | (SWEEP if sweep else {})
     base = "configs/methods/regraphrag.yaml"
     others = [*VARIANTS, *BASELINES]
-    cache = EXPANSION_CACHE
-    rows = retrieval.run_with_llm(work, "llm", limit, local, base, variants, others, cache)
+    rows = retrieval.run_with_llm(
+        work, "llm", limit, local, base, variants, others, EXPANSION_CACHE
+    )
     mentioned_in = entity_passages(work / "idx" / "musique")
     for row in rows:
         run = Path(row["run"])

@@ -161,9 +161,26 @@ class LocalLLM:
         from engine.models.llama_server import LlamaServer
 
         server = stack.enter_context(LlamaServer(n_threads=self.threads, log=log))
-        return {"backend": "openai", "model": server.alias, "base_url": server.url} | {
-            "read_timeout_s": 600.0
+        return {
+            "backend": "openai",
+            "model": server.alias,
+            "base_url": server.url,
+            "read_timeout_s": 600.0,
         }
+
+    def judge_flags(self, keys: dict[str, object]) -> list[str]:
+        """`eval`'s judge flags for the LLM that `keys` (from `keys()`) reaches."""
+        return judge_flags(self.backend, self.batch_size, keys.get("model"), keys.get("base_url"))
+
+
+def judge_flags(
+    backend: str, batch_size: int, model: object = None, base_url: object = None
+) -> list[str]:
+    """`eval`'s judge flags: in process (`transformers`, `batch_size` prompts a pass) or the
+    OpenAI-compatible server at `base_url` serving `model`."""
+    if backend == "transformers":
+        return ["--judge-backend", "transformers", "--judge-batch-size", str(batch_size)]
+    return ["--judge-backend", "openai", "--judge-model", str(model), "--base-url", str(base_url)]
 
 
 def llm_variant_config(

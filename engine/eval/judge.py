@@ -195,8 +195,11 @@ def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_qid: dict[str, dict[str, str]] = {}
         for r in sel:
             by_qid.setdefault(r["qid"], {})[r["order"]] = r["verdict"]
-        both = [v for v in by_qid.values() if v.get("ab", "unparsable") != "unparsable"]
-        both = [v for v in both if v.get("ba", "unparsable") != "unparsable"]
+        both = [
+            v
+            for v in by_qid.values()
+            if "unparsable" not in (v.get("ab", "unparsable"), v.get("ba", "unparsable"))
+        ]
         out.append(
             {
                 "run_a": a,
