@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -346,6 +347,23 @@ def load_model(
     return TransformersLLM(str(folder), device=device, batch_size=batch)
 
 
+def checked_nll(backend, text: str) -> float | None:
+    """The in-process model's loss per token on `text` (None for a server); stops the bench when
+    it is nearer chance than a language model: weights that loaded wrong make every row noise."""
+    if not hasattr(backend, "model"):
+        return None
+    import torch
+
+    ids = backend.tokenizer(text, return_tensors="pt")["input_ids"].to(backend.device)
+    with torch.no_grad():
+        nll = float(backend.model(ids, labels=ids).loss)
+    chance = math.log(backend.model.config.vocab_size)
+    print(f"{backend.model_id}: {nll:.2f} nats a token on a MuSiQue passage (chance {chance:.2f})")
+    if not nll < chance / 2:  # a NaN fails too
+        raise SystemExit(f"{backend.model_id} did not load as a language model (loss {nll:.2f})")
+    return nll
+
+
 @contextmanager
 def decoded(backend, decoding: str):
     """The backend decoding under the stage's schema ("schema") or freely ("free")."""
@@ -430,11 +448,14 @@ def main() -> None:
                 if stage not in tasks:  # a continued stage before round one's answers exist
                     print(f"{stage}: needs the triples stage's answers first; skipped")
                     continue
-                backend = backend or load_model(
-                    model, work, args.backend, stack, args.device, args.batch_size
-                )
+                if backend is None:
+                    backend = load_model(
+                        model, work, args.backend, stack, args.device, args.batch_size
+                    )
+                    nll = checked_nll(backend, passages[0])
                 row, raws = run_stage(backend, stage, tasks[stage], decoding, args.retries)
                 row = {"model": model, "backend": args.backend, "device": args.device, **row}
+                row["nll_per_token"] = nll
                 done.append(row)
                 with rows_file.open("a") as f:
                     f.write(json.dumps(row) + "\n")
