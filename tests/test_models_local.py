@@ -373,3 +373,23 @@ def test_embedding_cache_streams_what_it_stored_in_order(
     assert np.array_equal(np.concatenate(other.blocks), streamed)
     with pytest.raises(RuntimeError, match="were not in the cache"):
         list(cache.stored("another-model", [texts]))
+
+
+def test_nan_scores_stop_generation_with_a_clear_error(smollm) -> None:
+    """Fault injection on the real model: one NaN weight in the final norm makes every score
+    NaN; the backend refuses (naming model and device) instead of decoding noise."""
+    import torch
+
+    from engine.errors import ConfigError
+
+    norm = smollm.model.model.norm.weight
+    saved = norm.detach().clone()
+    try:
+        with torch.no_grad():
+            norm[0] = float("nan")
+        with pytest.raises(ConfigError, match=r"NaN scores on cpu for 2 of 2 prompts"):
+            smollm.generate(PROMPTS[:2], GenParams(max_tokens=4))
+    finally:
+        with torch.no_grad():
+            norm.copy_(saved)
+    assert smollm.generate(PROMPTS[:1], GenParams(max_tokens=4))[0].completion_tokens > 0

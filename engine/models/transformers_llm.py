@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from pathlib import Path
+from typing import Any
 
 from engine.errors import ConfigError
 from engine.models.base import Completion, Done, GenParams, Prompt, as_messages
@@ -44,6 +45,29 @@ def save_dequantized(model, tokenizer, out: str | Path) -> None:
     Path(out).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+
+
+class NaNGuard:
+    """Logits processor that refuses NaN scores at a batch's first generated token: weights
+    that loaded wrong, or an attention kernel that breaks on left padding, would otherwise
+    decode noise (greedy argmax over NaN picks the lowest token id the grammar allows)."""
+
+    def __init__(self, model_id: str, device: str) -> None:
+        self.model_id, self.device, self.checked = model_id, device, False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """Pass the scores through; raise ConfigError on the first step's NaNs."""
+        if not self.checked:
+            self.checked = True
+            rows = scores.isnan().any(dim=-1)
+            if bool(rows.any()):
+                raise ConfigError(
+                    f"llm.model: {self.model_id} gave NaN scores on {self.device} for "
+                    f"{int(rows.sum())} of {len(rows)} prompts in a left-padded batch; its "
+                    "weights or attention kernel do not work here: try llm.batch_size 1, "
+                    "another device, or another model"
+                )
+        return scores
 
 
 class TransformersLLM:
@@ -168,7 +192,9 @@ class TransformersLLM:
                     top_p=params.top_p if sampling else None,
                     top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id,
-                    logits_processor=LogitsProcessorList(constraint),
+                    logits_processor=LogitsProcessorList(
+                        [NaNGuard(self.model_id, self.device), *constraint]
+                    ),
                 )
             latency = time.perf_counter() - t0
             new = gen[:, enc["input_ids"].shape[1] :]
