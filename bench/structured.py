@@ -14,8 +14,12 @@ questions; the 41 UltraDomain CS questions (+ HotpotQA to reach N). `gemma3` is 
 pretrained, not an instruction-tuned, model. `--backend llama` (default) serves each model's GGUF
 from a real llama.cpp server on 127.0.0.1 (schema decoding = response_format with the schema;
 free = no response_format); `transformers` runs it in-process (schema decoding = llguidance;
-Gemma dequantized once under WORK), about 20x slower here on prefill. Rows go to WORK/rows.jsonl
-(resumed: a finished (model, stage, decoding) is not run again) and a table is printed.
+Gemma dequantized once under WORK), about 20x slower here on prefill. An in-process model's loss
+per token on the first passage is measured after loading and kept in every row; the bench stops
+when it is nearer chance than a language model. `--stages` runs the named stages in the order
+given (the gleaning and loop-check stages after `triples`, whose answers they continue). Rows go
+to WORK/rows.jsonl (resumed: a finished (model, stage, decoding) is not run again) and a table
+is printed.
 """
 
 from __future__ import annotations
