@@ -382,14 +382,15 @@ def test_nan_scores_stop_generation_with_a_clear_error(smollm) -> None:
 
     from engine.errors import ConfigError
 
+    smollm.generate(PROMPTS[:1], GenParams(max_tokens=1))  # weights load as generation loads them
     norm = smollm.model.model.norm.weight
-    saved = norm.detach().clone()
+    with torch.inference_mode():  # weights first used inside inference mode are inference tensors
+        saved = norm.clone()
+        norm[0] = float("nan")
     try:
-        with torch.no_grad():
-            norm[0] = float("nan")
         with pytest.raises(ConfigError, match=r"NaN scores on cpu for 2 of 2 prompts"):
             smollm.generate(PROMPTS[:2], GenParams(max_tokens=4))
     finally:
-        with torch.no_grad():
+        with torch.inference_mode():
             norm.copy_(saved)
     assert smollm.generate(PROMPTS[:1], GenParams(max_tokens=4))[0].completion_tokens > 0
