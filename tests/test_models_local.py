@@ -394,3 +394,20 @@ def test_nan_scores_stop_generation_with_a_clear_error(smollm) -> None:
         with torch.inference_mode():
             norm.copy_(saved)
     assert smollm.generate(PROMPTS[:1], GenParams(max_tokens=4))[0].completion_tokens > 0
+
+
+def test_a_tokenizer_that_lost_its_merges_is_refused(smollm, tmp_path: Path) -> None:
+    """Fault injection on the real SmolLM2 tokenizer: without its BPE merges (what transformers
+    5.17 makes of Gemma 3's GGUF tokenizer) it splits prose character by character, and the
+    backend refuses it at load instead of feeding the model text it never saw."""
+    from engine.errors import ConfigError
+    from engine.models.transformers_llm import TransformersLLM, check_tokenizer
+
+    assert 3.5 < check_tokenizer(smollm.tokenizer, "smollm2") < 7
+    smollm.tokenizer.save_pretrained(tmp_path)
+    spec = json.loads((tmp_path / "tokenizer.json").read_text())
+    assert spec["model"]["merges"]
+    spec["model"]["merges"] = []
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(ConfigError, match=r"into 1\.\d\d characters a token .* lost its merges"):
+        TransformersLLM(str(tmp_path))

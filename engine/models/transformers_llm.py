@@ -47,6 +47,33 @@ def save_dequantized(model, tokenizer, out: str | Path) -> None:
     tokenizer.save_pretrained(out)
 
 
+# plain English prose: a word-piece tokenizer splits it into about 4-5 characters a token
+TOKENIZER_PROBE = (
+    "The committee met in the old town hall on Thursday evening and agreed, after a long "
+    "discussion about the budget, to rebuild the bridge over the river before next winter."
+)
+
+
+def check_tokenizer(tokenizer: Any, model: str) -> float:
+    """Characters per token on English prose; a ConfigError when the tokenizer splits it
+    almost character by character, as a GGUF tokenizer converted without its merges does
+    (transformers 5.17 does this to Gemma 3: the model then reads text it was never trained on
+    and every answer is noise)."""
+    ids = tokenizer(TOKENIZER_PROBE, add_special_tokens=False)["input_ids"]
+    chars = len(TOKENIZER_PROBE) / max(len(ids), 1)
+    if chars < 2.0:
+        import transformers
+
+        raise ConfigError(
+            f"llm.model: the tokenizer of {model} splits English prose into {chars:.2f} "
+            "characters a token (a word-piece tokenizer gives about 4): it lost its merges "
+            "(transformers 5.17 loses them converting Gemma 3's GGUF tokenizer; this is "
+            f"transformers {transformers.__version__}); upgrade transformers, or give a model "
+            "folder with a working tokenizer"
+        )
+    return chars
+
+
 class NaNGuard:
     """Logits processor that refuses NaN scores at a batch's first generated token: weights
     that loaded wrong, or an attention kernel that breaks on left padding, would otherwise
@@ -93,6 +120,7 @@ class TransformersLLM:
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}
         silence_library_bars()
         self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True, **kwargs)
+        check_tokenizer(self.tokenizer, model)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
