@@ -149,16 +149,18 @@ def main() -> None:
                 LlamaServer(n_threads=1, n_ctx=8192, log=work / "llama-server.log")
             )
             flags = server.query_flags()
-            judge = judge_flags("openai", args.batch_size, server.alias, server.url)
+            judged_by = ("openai", server.alias, server.url)
         elif args.llm_backend == "openai":
             if not (args.base_url and args.llm_model):
                 raise SystemExit("--llm-backend openai needs --base-url and --llm-model")
             flags = ["--llm-backend", "openai", "--llm-model", args.llm_model]
             flags += ["--base-url", args.base_url]
+            judged_by = ("openai", args.llm_model, args.base_url)
         else:
             flags = ["--llm-backend", "transformers"]
-        if args.llm_backend != "llama":
-            judge = judge_flags(args.llm_backend, args.batch_size, args.llm_model, args.base_url)
+            judged_by = ("transformers", args.llm_model, args.base_url)
+        backend, model, url = judged_by
+        judge = judge_flags(backend, args.batch_size, model, url)
         pairs = PRESETS[args.preset]
         names = list(dict.fromkeys(n for pair in pairs for n in pair))
         for name in names:

@@ -159,7 +159,7 @@ def build_tasks(
     }
     tasks.update(continued_tasks(passages, llm_first_round.get("triples")))
     mentions = passage_mentions(passages, work)
-    reports = []
+    reports, report_format = [], REPORT.describe()
     for ents in mentions:
         names = list(dict.fromkeys(name for name, _ in ents))[:12]
         lines = "\n".join(f"- {name} ({label})" for name, label in dict(ents).items())
@@ -168,7 +168,7 @@ def build_tasks(
         )
         reports.append(
             REPORT_PROMPT.format(
-                format=REPORT.describe(), entities=lines, relations=pairs or "- (none)"
+                format=report_format, entities=lines, relations=pairs or "- (none)"
             )
         )
     tasks["reports"] = Task(
@@ -182,8 +182,9 @@ def build_tasks(
     tasks["judge"] = Task(
         judge, VERDICT, 300, lambda v, i: v["overall"] == ("1" if i % 2 == 0 else "2")
     )
+    keyword_format = KEYWORDS.describe()
     tasks["keywords"] = Task(
-        [KEYWORD_PROMPT.format(question=q["question"], format=KEYWORDS.describe()) for q in hotpot],
+        [KEYWORD_PROMPT.format(question=q["question"], format=keyword_format) for q in hotpot],
         KEYWORDS,
         160,
         lambda v, i: all(k.lower() in hotpot[i]["question"].lower() for k in v[0]),
@@ -236,11 +237,16 @@ def ragas_tasks(
     answers: statements of the answer, one statement's support by a supporting passage (even
     items) or a distractor (odd), and that passage's usefulness; gold as for the verdicts."""
     one = support_schema(1)
+    statements_format, support_format, useful_format = (
+        STATEMENTS.describe(),
+        one.describe(),
+        USEFUL.describe(),
+    )
     return {
         "ragas_statements": Task(
             [
                 STATEMENTS_PROMPT.format(
-                    question=q["question"], answer=q["answer"], format=STATEMENTS.describe()
+                    question=q["question"], answer=q["answer"], format=statements_format
                 )
                 for q in musique
             ],
@@ -253,7 +259,7 @@ def ragas_tasks(
         "ragas_support": Task(
             [
                 SUPPORT_PROMPT.format(
-                    context=text, statements=f"1. {q} {answer}", format=one.describe()
+                    context=text, statements=f"1. {q} {answer}", format=support_format
                 )
                 for q, answer, text in support
             ],
@@ -264,7 +270,7 @@ def ragas_tasks(
         "ragas_useful": Task(
             [
                 USEFUL_PROMPT.format(
-                    question=q, reference=answer, passage=text, format=USEFUL.describe()
+                    question=q, reference=answer, passage=text, format=useful_format
                 )
                 for q, answer, text in support
             ],

@@ -347,6 +347,7 @@ def ragas_scores(
     n = len(rows)
     ctx_text = ["\n\n".join(r["context_text"] or []) for r in rows]
     faith, recall, precision = [nan] * n, [nan] * n, [nan] * n
+    statements_format, useful_format = STATEMENTS.describe(), USEFUL.describe()
 
     # faithfulness: statements of the answer, then their support by the context
     idx = [i for i, r in enumerate(rows) if r["answer"] and ctx_text[i]]
@@ -354,7 +355,7 @@ def ragas_scores(
         llm,
         [
             STATEMENTS_PROMPT.format(
-                question=rows[i]["question"], answer=rows[i]["answer"], format=STATEMENTS.describe()
+                question=rows[i]["question"], answer=rows[i]["answer"], format=statements_format
             )
             for i in idx
         ],
@@ -397,7 +398,7 @@ def ragas_scores(
                     question=rows[i]["question"],
                     reference=rows[i]["gold_answers"][0],
                     passage=rows[i]["context_text"][k],
-                    format=USEFUL.describe(),
+                    format=useful_format,
                 )
                 for i, k in pairs
             ],
