@@ -24,6 +24,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,21 +51,19 @@ def footprint(dist: str) -> dict[str, Any]:
         d = md.distribution(dist)
     except md.PackageNotFoundError:
         return {"installed": False}
+    from packaging.requirements import Requirement
+
     size = sum((Path(d.locate_file(f)).stat().st_size for f in d.files or []), 0)
     missing = []
-    for req in d.requires or []:
-        if "extra ==" in req:
-            continue
-        name = req.split(";")[0].split("(")[0].split("[")[0]
-        name = name.split(">")[0].split("<")[0].split("=")[0].split("!")[0].split("~")[0].strip()
-        if ";" in req and "Linux" not in req.split(";")[1] and "x86_64" not in req.split(";")[1]:
-            continue  # a requirement for another platform or Python
+    for req in map(Requirement, d.requires or []):
+        if req.marker and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra, or a requirement for another platform or Python
         try:  # installed in this environment, not only on PYTHONPATH for this bench
-            found = str(md.distribution(name).locate_file("")).startswith(sys.prefix)
+            found = str(md.distribution(req.name).locate_file("")).startswith(sys.prefix)
         except md.PackageNotFoundError:
             found = False
         if not found:
-            missing.append(name)
+            missing.append(req.name)
     return {"installed": True, "version": d.version, "mb": size / 2**20, "would_add": missing}
 
 
@@ -133,13 +132,6 @@ class View:
     def matcher(self, compiled: Any, ids: list[int]) -> tuple[Any, Any, Any]:
         """(fill the next mask given the step, is a token allowed, advance by a token) for a
         fresh match of `compiled`; `ids` only for lm-format-enforcer, which takes prefixes."""
-        import torch
-
-        words = torch.zeros(1, (self.vocab + 31) // 32 + 1, dtype=torch.int32)
-
-        def in_words(token: int) -> bool:
-            return bool((int(words[0, token // 32]) >> (token % 32)) & 1)
-
         if self.engine == "llguidance":
             import llguidance
             import llguidance.torch
@@ -147,17 +139,21 @@ class View:
             m = llguidance.LLMatcher(self.view, compiled)
             words = llguidance.torch.allocate_token_bitmask(1, self.view.vocab_size)
             fill = lambda _: llguidance.torch.fill_next_token_bitmask(m, words, 0)  # noqa: E731
-            return fill, in_words, m.consume_token
+            return fill, partial(bit_set, words), m.consume_token
         if self.engine == "xgrammar":
             import xgrammar as xgr
 
             m = xgr.GrammarMatcher(compiled)
             words = xgr.allocate_token_bitmask(1, self.vocab)
-            return lambda _: m.fill_next_token_bitmask(words), in_words, m.accept_token
+            fill = lambda _: m.fill_next_token_bitmask(words)  # noqa: E731
+            return fill, partial(bit_set, words), m.accept_token
         if self.engine == "outlines-core":
+            import torch
             from outlines_core import Guide
 
             g = Guide(compiled)
+            words = torch.zeros(1, (self.vocab + 31) // 32 + 1, dtype=torch.int32)
+            in_words = partial(bit_set, words)
 
             def write(_: int) -> None:
                 g.write_mask_into(words.data_ptr(), words.numel(), words.element_size())
@@ -173,9 +169,16 @@ class View:
 
         def allowed_after(k: int) -> None:
             ok.clear()
-            ok.update(token_set(enforcer.get_allowed_tokens(prompt + ids[:k])))
+            allowed = enforcer.get_allowed_tokens(prompt + ids[:k])  # a TokenList or a list
+            ok.update(getattr(allowed, "allowed_tokens", allowed))
 
         return allowed_after, ok.__contains__, lambda _: None
+
+
+def bit_set(words: Any, token: int) -> bool:
+    """Whether a packed token bitmask (int32 words, bit i of word w = token 32 w + i) allows
+    `token`."""
+    return bool((int(words[0, token // 32]) >> (token % 32)) & 1)
 
 
 def enforcer_tokenizer_data(tokenizer: Any) -> Any:
@@ -184,10 +187,8 @@ def enforcer_tokenizer_data(tokenizer: Any) -> Any:
     import under transformers 5: it imports `PreTrainedTokenizerBase` from a moved module)."""
     from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
 
-    zero, special = (
-        tokenizer.encode("0", add_special_tokens=False)[-1],
-        set(tokenizer.all_special_ids),
-    )
+    zero = tokenizer.encode("0", add_special_tokens=False)[-1]
+    special = set(tokenizer.all_special_ids)
     regular = []
     for i in range(len(tokenizer)):
         if i in special:
@@ -203,22 +204,12 @@ def enforcer_tokenizer_data(tokenizer: Any) -> Any:
     )
 
 
-def token_set(allowed: Any) -> set[int]:
-    """lm-format-enforcer's allowed tokens as a set, from a list or a packed bitmask."""
-    import torch
-
-    allowed = getattr(allowed, "allowed_tokens", allowed)
-    if isinstance(allowed, torch.Tensor):
-        bits = (allowed.unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1
-        return set(bits.reshape(-1).nonzero().flatten().tolist())
-    return set(allowed)
-
-
 def byte_vocabulary(tokenizer: Any) -> dict[bytes, list[int]]:
     """A byte-level BPE vocabulary as outlines-core takes it: each token's bytes -> its ids
     (GPT-2's byte-to-character table undone; special tokens left out)."""
-    table = bytes_to_unicode()
-    back = {c: b for b, c in table.items()}
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    back = {c: b for b, c in bytes_to_unicode().items()}
     special = set(tokenizer.all_special_ids)
     out: dict[bytes, list[int]] = {}
     for token, i in tokenizer.get_vocab().items():
@@ -226,18 +217,6 @@ def byte_vocabulary(tokenizer: Any) -> dict[bytes, list[int]]:
             continue
         out.setdefault(bytes(back[c] for c in token), []).append(i)
     return out
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's table of bytes to printable characters (byte-level BPE vocabularies use it)."""
-    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
-    kept += range(ord("®"), ord("ÿ") + 1)
-    table, extra = {b: chr(b) for b in kept}, 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def measure(view: View, schema: dict, answers: list[list[int]], out: Any) -> None:
@@ -313,7 +292,7 @@ def main() -> None:
         f"{len(valid)} valid SmolLM2 extraction answers, {sum(map(len, valid))} tokens; "
         f"vocabulary {len(tok)}; OMP_NUM_THREADS={torch_threads}"
     )
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, tuple[float, dict[str, Any]]] = {}  # engine -> (tokenizer s, stage rows)
     for engine, dist in ENGINES.items():
         fp = footprint(dist)
         print(f"\n{engine}: {json.dumps(fp)}", flush=True)
@@ -321,25 +300,25 @@ def main() -> None:
             continue
         t0 = time.perf_counter()
         view = View(engine, tok)
-        rows = {"tokenizer_s": time.perf_counter() - t0}
+        tokenizer_s, rows = time.perf_counter() - t0, {}
         for stage, task in tasks.items():
             walk = valid if stage == "triples" else []
             rows[stage] = run(view, task.schema.json_schema, walk, args.timeout)
             print(f"  {stage}: {json.dumps(rows[stage])}", flush=True)
-        results[engine] = rows
-    base = results.get("llguidance", {}).get("triples", {}).get("ms_per_step")
+        results[engine] = tokenizer_s, rows
+    base = results.get("llguidance", (0, {}))[1].get("triples", {}).get("ms_per_step")
     print(
         f"\n{'engine':<20}{'tokenizer s':>12}{'compiled':>10}{'compile s':>11}"
         f"{'ms/step':>9}{'x llg':>7}{'blocked':>9}"
     )
-    for engine, rows in results.items():
-        stages = [r for k, r in rows.items() if k != "tokenizer_s"]
+    for engine, (tokenizer_s, rows) in results.items():
+        stages = list(rows.values())
         ok = [r for r in stages if "error" not in r]
         tri = rows["triples"]
         ms = tri.get("ms_per_step")
         ratio = f"{ms / base:.2f}" if ms and base else "-"
         print(
-            f"{engine:<20}{rows['tokenizer_s']:>12.2f}{len(ok):>7}/{len(stages):<2}"
+            f"{engine:<20}{tokenizer_s:>12.2f}{len(ok):>7}/{len(stages):<2}"
             f"{sum(r['compile_s'] for r in ok):>11.2f}{ms or float('nan'):>9.3f}{ratio:>7}"
             f"{tri.get('answers_blocked', '-')!s:>6}/{tri.get('answers', '-')}"
         )
