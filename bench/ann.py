@@ -24,16 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from engine.config import EmbedderConfig  # noqa: E402
-from engine.models import make_embedder  # noqa: E402
-from engine.store.index_store import Index  # noqa: E402
-from kernels.ann import AnnIndex, AnnParams  # noqa: E402
-from kernels.similarity import cosine_topk, l2_normalize  # noqa: E402
+from bench.common import write_result
+from graphrag_engine.config import EmbedderConfig
+from graphrag_engine.kernels.ann import AnnIndex, AnnParams
+from graphrag_engine.kernels.similarity import cosine_topk, l2_normalize
+from graphrag_engine.models import make_embedder
+from graphrag_engine.store.index_store import Index
 
 TABLES = ("chunk_vectors", "unit_vectors", "entity_vectors", "relation_vectors")
 COPY_COSINE = 0.8
@@ -142,6 +140,7 @@ def main() -> None:
     print(f"pool: {len(base):,} real MiniLM vectors from {len(args.index)} indexes; "
           f"{len(queries)} real questions; k={args.k}; {args.threads} thread(s); "
           f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    tables = []
     for rows in (len(base), args.rows):
         table = fill(base, rows)
         synthetic = max(0, rows - len(base))
@@ -149,9 +148,17 @@ def main() -> None:
               "to their source)" if synthetic else f"\n## {rows:,} vectors (all real)")  # fmt: skip
         print(f"| search | build s | q/s | x exact | recall@{args.k} | MB |")
         print("| --- | --- | --- | --- | --- | --- |")
+        measured = []
         for name, build, qps, ratio, rec, mb in measure(table, queries, args.k, settings):
             print(f"| {name} | {build:.1f} | {qps:,.0f} | {ratio:.1f} | {rec:.3f} | {mb:,.0f} |")
             sys.stdout.flush()
+            measured.append(
+                {"search": name, "build_s": build, "q_per_s": qps, "x_exact": ratio,
+                 "recall": rec, "mb": mb}
+            )  # fmt: skip
+        tables.append({"vectors": rows, "noisy_copies": synthetic, "rows": measured})
+    write_result("ann", {"queries": len(queries), "k": args.k, "threads": args.threads,
+                         "tables": tables})  # fmt: skip
 
 
 if __name__ == "__main__":

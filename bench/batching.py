@@ -22,17 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-
-from engine.eval.datasets import Question, load_questions  # noqa: E402
-from engine.methods import load_query_config, method_spec, query_config  # noqa: E402
-from engine.retrieve.context import QueryContext  # noqa: E402
-from engine.retrieve.types import Retrieved, StageClock  # noqa: E402
-from engine.store import open_index  # noqa: E402
-from engine.store.index_store import NoIndex  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
+from bench.common import DATA, REPO, work_dir, write_result
+from graphrag_engine.eval.datasets import Question, load_questions
+from graphrag_engine.methods import load_query_config, method_spec, query_config
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import Retrieved, StageClock
+from graphrag_engine.store import open_index
+from graphrag_engine.store.index_store import NoIndex
 
 
 def repeated(questions: list[Question], n: int) -> list[Question]:
@@ -82,7 +78,7 @@ def measure(name: str, cfg, index, questions: list[Question], work: Path) -> dic
 def main() -> None:
     """Run every method both ways; print a table and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--work", default=work_dir("retrieval"))
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--methods", default="bm25,naive,hipporag,clue,lego0")
     args = ap.parse_args()
@@ -108,7 +104,7 @@ def main() -> None:
             f"{r['method']:<10}{r['batch_size']:>7}{r['batched_qps']:>13}{r['single_qps']:>15}"
             f"{r['ratio']:>8}  {r['same_results']}/{r['questions']}"
         )
-    print(json.dumps({"n": args.n, "rows": rows}))
+    write_result("batching", {"n": args.n, "rows": rows})
 
 
 if __name__ == "__main__":

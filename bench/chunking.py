@@ -15,7 +15,7 @@ import random
 import shutil
 from pathlib import Path
 
-from child_index import index_in_child
+from bench.common import index_in_child, work_dir, write_result
 
 WORDS = (
     "harbour island council river market railway engineer composer opera bridge museum storm "
@@ -64,7 +64,7 @@ def main() -> None:
     """Run the benchmark and print a table and a JSON line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-gb", type=float, default=2.0)
-    parser.add_argument("--workdir", default="/tmp/graphrag-chunk-bench")
+    parser.add_argument("--workdir", default=work_dir("chunk"))
     parser.add_argument("--keep", action="store_true", help="keep the generated corpora")
     args = parser.parse_args()
     work = Path(args.workdir)
@@ -88,10 +88,9 @@ def main() -> None:
     print(
         f"corpus size ratio {res['corpus_mib'] / ref['corpus_mib']:.1f}x, peak RSS ratio {ratio:.2f}x"
     )
-    print(
-        json.dumps(
-            {"bench": "chunking", "reference": ref, "big": res, "peak_rss_ratio": round(ratio, 3)}
-        )
+    write_result(
+        "chunking",
+        {"bench": "chunking", "reference": ref, "big": res, "peak_rss_ratio": round(ratio, 3)},
     )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

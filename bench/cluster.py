@@ -26,13 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+from bench.common import DATA, REPO, work_dir, write_result
+from graphrag_engine.store import open_index
+from graphrag_engine.store.compare import index_differences
 
-from engine.store import open_index  # noqa: E402
-from engine.store.compare import index_differences  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
 QUESTION_FILES = ["musique_dev", "hotpotqa_dev", "2wikimultihopqa_dev", "multihoprag_dev"]
 
 
@@ -46,7 +43,7 @@ def cli(*args: str) -> tuple[float, str]:
     }
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args], env=env, cwd=REPO, capture_output=True,
+        [sys.executable, "-m", "graphrag_engine.cli", *args], env=env, cwd=REPO, capture_output=True,
         text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
@@ -157,7 +154,7 @@ def bench_query(work: Path, n: int, method: str, batch_size: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-cluster")
+    ap.add_argument("--work", default=work_dir("cluster"))
     ap.add_argument("--questions", type=int, default=1000)
     ap.add_argument("--method", default="hipporag")
     ap.add_argument("--batch-size", type=int, default=50, help="questions per query batch")
@@ -178,7 +175,7 @@ def main() -> None:
         result["query"] = bench_query(work, args.questions, args.method, args.batch_size)
         print("query:", json.dumps(result["query"]), flush=True)
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
-    print(json.dumps(result))
+    write_result("cluster", result)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ warm-up pass. Prints a table and one JSON line.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -21,14 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # bench/kernels.py must not shadow it
-sys.path.append(str(Path(__file__).resolve().parent))
-
-from embed_floor import index_texts  # noqa: E402
-
-from engine.errors import ConfigError  # noqa: E402
-from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
-from engine.models.onnx_embed import OnnxInt8Embedder  # noqa: E402
+from bench.common import write_result
+from bench.embed_floor import index_texts
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.models.embed import SentenceTransformerEmbedder
+from graphrag_engine.models.onnx_embed import OnnxInt8Embedder
 
 KINDS = ("chunks", "units", "entities")
 
@@ -80,7 +76,7 @@ def main() -> None:
     for r in rows:
         cells = "".join("{:>20}".format(f"{r['texts_per_s'][c]} ({r['x_64'][c]})") for c in columns)
         print(f"{r['path']:<6}{r['kind']:<10}{cells}")
-    print(json.dumps({"bench": "embed_batch", "sample": args.sample, "rows": rows}))
+    write_result("embed_batch", {"bench": "embed_batch", "sample": args.sample, "rows": rows})
 
 
 if __name__ == "__main__":

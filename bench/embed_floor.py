@@ -18,7 +18,6 @@ prints a table and one JSON line.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,13 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # bench/kernels.py must not shadow it
-
-from engine.errors import ConfigError  # noqa: E402
-from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
-from engine.models.onnx_embed import FP32, SCHEME, OnnxEmbedder  # noqa: E402
-from engine.names import entity_text, relation_text, titled_chunk  # noqa: E402
-from engine.store import open_index  # noqa: E402
+from bench.common import write_result
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.models.embed import SentenceTransformerEmbedder
+from graphrag_engine.models.onnx_embed import FP32, SCHEME, OnnxEmbedder
+from graphrag_engine.names import entity_text, relation_text, titled_chunk
+from graphrag_engine.store import open_index
 
 LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
 
@@ -148,10 +146,9 @@ def main() -> None:
             + "".join(f"{r.get(n + '_cosine_min', ''):>15}" for n in others)
             + f"{r['peak_s']:>10}"
         )
-    print(
-        json.dumps(
-            {"bench": "embed_floor", "gflops_peak": round(peak, 1), "rows": rows, "total": total}
-        )
+    write_result(
+        "embed_floor",
+        {"bench": "embed_floor", "gflops_peak": round(peak, 1), "rows": rows, "total": total},
     )
 
 

@@ -8,28 +8,19 @@ index that bench/retrieval.py builds: questions/s of each and whether the contex
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+from bench.common import DATA, QUESTIONS, work_dir, write_result
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.graphrag_local import graphrag_local
+from graphrag_engine.methods.lightrag import lightrag
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
-from engine.eval.datasets import load_questions  # noqa: E402
-from engine.methods import query_config  # noqa: E402
-from engine.methods.graphrag_local import graphrag_local  # noqa: E402
-from engine.methods.lightrag import lightrag  # noqa: E402
-from engine.retrieve.context import QueryContext  # noqa: E402
-from engine.retrieve.types import StageClock  # noqa: E402
-from engine.store import open_index  # noqa: E402
-
-QUESTIONS = {
-    "musique": "musique_dev.jsonl",
-    "2wiki": "2wikimultihopqa_dev.jsonl",
-    "hotpotqa": "hotpotqa_dev.jsonl",
-}
 MODES = [("lightrag", "local"), ("lightrag", "global"), ("lightrag", "hybrid")]
 MODES += [("lightrag", "mix"), ("graphrag_local", None)]
 
@@ -38,12 +29,12 @@ def main() -> None:
     """Time batched and one-at-a-time retrieval per mode; print a table and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", default="musique", choices=sorted(QUESTIONS))
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--work", default=work_dir("retrieval"))
     ap.add_argument("--n", type=int, default=200)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     index = open_index(Path(args.work) / "idx" / args.set)
-    questions = load_questions(REPO.parent / "shared" / "data" / QUESTIONS[args.set], limit=args.n)
+    questions = load_questions(DATA / QUESTIONS[args.set], limit=args.n)
     rows = []
     for method, mode in MODES:
         cfg = query_config(method)
@@ -76,10 +67,9 @@ def main() -> None:
             f"{r['method']:<22}{r['batched_q_per_s']:>13}{r['single_q_per_s']:>12}"
             f"{r['ratio']:>8}  {r['identical_contexts']}"
         )
-    print(
-        json.dumps(
-            {"bench": "entity_baselines", "set": args.set, "n": len(questions), "results": rows}
-        )
+    write_result(
+        "entity_baselines",
+        {"bench": "entity_baselines", "set": args.set, "n": len(questions), "results": rows},
     )
 
 

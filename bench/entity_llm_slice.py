@@ -28,23 +28,18 @@ import argparse
 import csv
 import json
 import os
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+import regraphrag
+import retrieval
 
-import regraphrag  # noqa: E402  (bench/regraphrag.py: structure and gold shares of a run)
-import retrieval  # noqa: E402  (bench/retrieval.py: the method table and its config variants)
+from bench.common import DATA, work_dir, write_result
+from graphrag_engine.cli import main as cli
+from graphrag_engine.models.llama_server import LlamaServer
+from graphrag_engine.store import open_index
 
-from engine.cli import main as cli  # noqa: E402
-from engine.models.llama_server import LlamaServer  # noqa: E402
-from engine.store import open_index  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
 LLM_VARIANTS = {
     f"lr_llm_{mode}": (f"LightRAG-style {mode} (LLM keywords)", "configs/methods/lightrag.yaml")
     + (f"mode: {mode}",)
@@ -138,7 +133,7 @@ def main() -> None:
     """Slice, index, query every method, evaluate; print the tables and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=200)
-    ap.add_argument("--work", default="/tmp/graphrag-entity-llm-slice")
+    ap.add_argument("--work", default=work_dir("entity-llm-slice"))
     ap.add_argument("--alpha", type=float, default=1.0, help="share of tokens in LLM units")
     ap.add_argument("--gleaning", type=int, default=1, help="extraction gleaning rounds")
     ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
@@ -220,7 +215,9 @@ def query_all(
             row |= regraphrag.run_figures(mentioned_in, out)
             cells = "".join(f"{row['structure'][k]:>13}" for k in figures)
             print(f"{row['method']:<40}{cells}  expansion {json.dumps(row['expansion'])}")
-    print(json.dumps({"slice": passages, "questions": n_questions, **facts, "rows": rows}))
+    write_result(
+        "entity_llm_slice", {"slice": passages, "questions": n_questions, **facts, "rows": rows}
+    )
 
 
 if __name__ == "__main__":

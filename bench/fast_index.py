@@ -26,15 +26,10 @@ import shutil
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
-
-from child_index import index_in_child  # noqa: E402
-from retrieval import DATA, SETS  # noqa: E402
-
-from engine.cli import main as cli  # noqa: E402
-from engine.models.onnx_embed import BACKENDS, OnnxEmbedder  # noqa: E402
+from bench.common import index_in_child, work_dir, write_result
+from bench.retrieval import DATA, SETS
+from graphrag_engine.cli import main as cli
+from graphrag_engine.models.onnx_embed import BACKENDS, OnnxEmbedder
 
 VARIANTS = {
     "batch64": "graph:\n  alpha: 0.0\nmodels:\n  embedder:\n    batch_size: 64\n",
@@ -87,7 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="musique")
     ap.add_argument("--variants", default=",".join(VARIANTS))
-    ap.add_argument("--work", default="/tmp/graphrag-fast-index")
+    ap.add_argument("--work", default=work_dir("fast-index"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
@@ -134,7 +129,7 @@ def main() -> None:
             f"{r['embedded']:>8}{st.get('embed_chunks', 0):>9.1f}{st.get('embed', 0):>9.1f}"
             f"{st.get('ner', 0):>7.1f}{cells}{100 * recall_shift(r['recall'], first[r['set']]):>13.2f}"
         )
-    print(json.dumps({"bench": "fast_index", "rows": rows}))
+    write_result("fast_index", {"bench": "fast_index", "rows": rows})
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ The exact PPR's cost is one product P^T X per step: a sparse (n x n, m entries) 
 dense block of query columns. This times that product on the bench graph of bench/kernels.py
 (200,000 nodes, 1,000,000 edges) for blocks of 64, 256 and 1,000 columns, float32, with:
 
-* torch: `torch.sparse.mm` on a CSR tensor (cuSPARSE SpMM), what kernels/ppr.py runs;
+* torch: `torch.sparse.mm` on a CSR tensor (cuSPARSE SpMM), what graphrag_engine/kernels/ppr.py runs;
 * CuPy: `cupyx.scipy.sparse.csr_matrix @ cupy.ndarray` (cuSPARSE SpMM, CuPy's binding);
 * torch-geometric: gather-and-scatter message passing, `x[col] * w` summed into rows with
   `torch_geometric.utils.scatter` (how its layers propagate), and `torch_geometric.utils.spmm`.
@@ -18,18 +18,15 @@ line. A library that is not installed is reported as such.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from bench.kernels import power_law_graph  # noqa: E402
-from kernels.graph import CSRGraph  # noqa: E402
+from bench.common import write_result
+from bench.kernels import power_law_graph
+from graphrag_engine.kernels.graph import CSRGraph
 
 
 def gpu_ms(fn, reps: int) -> tuple[float, object]:
@@ -120,19 +117,16 @@ def main() -> None:
         cu = (r.get("cupy_ms", "-"), r.get("cupy_vs_torch", "-"))
         print(f"{r['columns']:>8}{r['torch_ms']:>10}{cu[0]:>10}{cu[1]:>9}", end="")
         print(f"{r.get('pyg_scatter_ms', '-'):>12}{r.get('pyg_scatter_vs_torch', '-'):>9}")
-    print(
-        json.dumps(
-            {
-                "bench": "gpu_stack",
-                "device": name,
-                "torch": torch.__version__,
-                "cupy": None if cupy is None else cupy.__version__,
-                "torch_geometric": None
-                if pyg is None
-                else __import__("torch_geometric").__version__,
-                "rows": rows,
-            }
-        )
+    write_result(
+        "gpu_stack",
+        {
+            "bench": "gpu_stack",
+            "device": name,
+            "torch": torch.__version__,
+            "cupy": None if cupy is None else cupy.__version__,
+            "torch_geometric": None if pyg is None else __import__("torch_geometric").__version__,
+            "rows": rows,
+        },
     )
 
 

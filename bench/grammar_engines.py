@@ -28,13 +28,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
-
-from structured import DATA, build_tasks  # noqa: E402  (bench/structured.py)
-
-from engine.models.transformers_llm import TransformersLLM  # noqa: E402
+from bench.common import work_dir, write_result
+from bench.structured import DATA, build_tasks
+from graphrag_engine.models.transformers_llm import TransformersLLM
 
 ENGINES = {  # engine -> its distribution on the package index
     "llguidance": "llguidance",
@@ -266,7 +262,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--answers", type=int, default=50, help="extraction answers to walk")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per (engine, schema)")
-    ap.add_argument("--work", default="/tmp/graphrag-structured-bench", help="structured.py's")
+    ap.add_argument("--work", default=work_dir("structured"), help="structured.py's")
     ap.add_argument("--data", default=str(DATA))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -322,6 +318,16 @@ def main() -> None:
             f"{sum(r['compile_s'] for r in ok):>11.2f}{ms or float('nan'):>9.3f}{ratio:>7}"
             f"{tri.get('answers_blocked', '-')!s:>6}/{tri.get('answers', '-')}"
         )
+    write_result(
+        "grammar_engines",
+        {
+            "answers": len(valid),
+            "engines": {
+                engine: {"tokenizer_s": tokenizer_s, "stages": rows}
+                for engine, (tokenizer_s, rows) in results.items()
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

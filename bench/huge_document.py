@@ -26,16 +26,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-DATA = REPO.parent / "shared" / "data"
+from bench.common import DATA, REPO, work_dir, write_result
 
 CHILD = """
 import json, resource, sys, time
-sys.path.insert(0, {repo!r})
-import engine.index.chunking as chunking
-from engine.config import ChunkingConfig
-from engine.index.ingest import DocumentReader
+import graphrag_engine.index.chunking as chunking
+from graphrag_engine.config import ChunkingConfig
+from graphrag_engine.index.ingest import DocumentReader
 if {whole}:
     chunking.SEGMENT_CHARS = 1 << 62
 t0 = time.perf_counter()
@@ -78,8 +75,7 @@ def measure(path: Path, whole: bool) -> dict:
 
 FULL_CHILD = """
 import json, resource, sys, time
-sys.path.insert(0, {repo!r})
-from engine.cli import main
+from graphrag_engine.cli import main
 t0 = time.perf_counter()
 code = main(["index", {path!r}, "--out", {out!r}, "--config", {config!r}])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -136,14 +132,14 @@ def main_full(sizes: list[int], work: Path, config: str | None, seed: Path | Non
             f"entities  {row['seconds']} s  per stage: {row['stage_peaks']}",
             flush=True,
         )
-    print(json.dumps({"bench": "huge_document_full", "rows": rows}))
+    write_result("huge_document", {"rows": rows}, tag="full")
 
 
 def main() -> None:
     """Measure every size, segmented and (up to --whole-limit) whole; print a table and JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="50,500", help="document sizes in MB")
-    ap.add_argument("--work", default="/tmp/graphrag-huge-document")
+    ap.add_argument("--work", default=work_dir("huge-document"))
     ap.add_argument("--whole-limit", type=int, default=50, help="largest MB for the whole pass")
     ap.add_argument("--full", action="store_true", help="a whole index of each size")
     ap.add_argument("--config", help="index config of --full (default configs/index.yaml)")
@@ -168,7 +164,7 @@ def main() -> None:
                 f"{row['seconds']} s",
                 flush=True,
             )
-    print(json.dumps({"bench": "huge_document", "rows": rows}))
+    write_result("huge_document", {"rows": rows})
 
 
 if __name__ == "__main__":

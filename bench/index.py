@@ -15,16 +15,13 @@ Peak RSS is the index process's own (Ray workers are separate processes and not 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 from pathlib import Path
 
-from child_index import REPO, index_in_child
+from bench.common import DATA, index_in_child, write_result
+from graphrag_engine.models import llm_yaml
 
-from engine.models import llm_yaml
-
-DATA = REPO.parent / "shared" / "data"
 FILES = {"musique": "musique_corpus.jsonl", "2wiki": "2wikimultihopqa_corpus.jsonl"}
 
 
@@ -105,7 +102,7 @@ def main() -> None:
             f"{r['llm'].get('core_chunks', 0):>6}{r['llm'].get('parse_failures', 0):>7}"
             f"{r['llm'].get('prompt_tokens', 0):>11}{r['llm'].get('completion_tokens', 0):>11}"
         )
-    print(json.dumps({"bench": "index", "results": results}))
+    write_result("index", {"bench": "index", "results": results})
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -14,21 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
-
-from retrieval import DATA  # noqa: E402
-
-from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
-from engine.models.onnx_embed import OnnxInt8Embedder  # noqa: E402
-from engine.names import titled_chunk  # noqa: E402
+from bench.common import write_result
+from bench.retrieval import DATA
+from graphrag_engine.models.embed import SentenceTransformerEmbedder
+from graphrag_engine.models.onnx_embed import OnnxInt8Embedder
+from graphrag_engine.names import titled_chunk
 
 
 def recall(questions: np.ndarray, passages: np.ndarray, gold: list[list[int]], k: int) -> float:
@@ -90,7 +84,7 @@ def main() -> None:
             f"{r['set']:<10}{r['questions']:>10}{r['queries']:>9}{r['fp32'][0]:>8.1f} / {r['fp32'][1]:.1f}"
             f"{r['change'][0]:>+11.2f} / {r['change'][1]:+.2f}{r['passage_cosine']:>9.4f}"
         )
-    print(json.dumps({"bench": "int8_recall", "rows": rows, "chunks_per_s": rate}))
+    write_result("int8_recall", {"bench": "int8_recall", "rows": rows, "chunks_per_s": rate})
 
 
 if __name__ == "__main__":

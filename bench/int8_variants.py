@@ -15,23 +15,18 @@ import argparse
 import copy
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
-
-from retrieval import DATA  # noqa: E402
-
-from engine.models import onnx_embed  # noqa: E402
-from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
-from engine.models.onnx_int8 import activation_stats, quantize_per_token  # noqa: E402
-from engine.names import titled_chunk  # noqa: E402
+from bench.common import write_result
+from bench.retrieval import DATA
+from graphrag_engine.models import onnx_embed
+from graphrag_engine.models.embed import SentenceTransformerEmbedder
+from graphrag_engine.models.onnx_int8 import activation_stats, quantize_per_token
+from graphrag_engine.names import titled_chunk
 
 
 def main() -> None:
@@ -87,7 +82,7 @@ def main() -> None:
             f"{name:<30}{cosine[name][0]:>11.5f} / {cosine[name][1]:.4f}{rate:>10.1f}"
             f"{best[first] / best[name]:>11.3f}"
         )
-    print(json.dumps({"bench": "int8_variants", "set": args.set, "rows": rows}))
+    write_result("int8_variants", {"bench": "int8_variants", "set": args.set, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -27,20 +27,14 @@ import csv
 import json
 import os
 import re
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+from bench.common import DATA, REPO, work_dir, write_result
+from bench.retrieval import judge_flags
+from graphrag_engine.cli import main as cli
 
-from retrieval import judge_flags  # noqa: E402  (bench/retrieval.py)
-
-from engine.cli import main as cli  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
 METHODS = {  # run name: (config, `key: value` overrides of its method section)
     "hybrid": ("configs/methods/lightrag.yaml", ()),
     "naive": ("configs/methods/naive.yaml", ()),
@@ -106,7 +100,7 @@ def cost_lines(work: Path, names: list[str]) -> list[str]:
 def bias_lines(work: Path, pairs: list[tuple[str, str]]) -> list[str]:
     """Per judged pair, on "overall": A's win rate (both orders averaged), the judge's position
     bias (first shown, consistent) and verdict counts, from each report's judge_verdicts.csv."""
-    from engine.eval.judge import win_rates
+    from graphrag_engine.eval.judge import win_rates
 
     lines = ["| A vs B | A wins (overall) | first shown | consistent | judged (unparsable) |"]
     lines.append("| --- | --- | --- | --- | --- |")
@@ -123,7 +117,7 @@ def main() -> None:
     """Index, answer with every method of the preset, judge its pairs; print the tables."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", choices=list(PRESETS), default="hybrid")
-    ap.add_argument("--work", default="/tmp/graphrag-judge-ultradomain")
+    ap.add_argument("--work", default=work_dir("judge-ultradomain"))
     ap.add_argument("--limit", type=int, default=41)
     ap.add_argument("--answer-tokens", type=int, default=200)
     ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
@@ -141,7 +135,7 @@ def main() -> None:
     questions = DATA / "ultradomain_cs_dev.jsonl"
     with ExitStack() as stack:
         if args.llm_backend == "llama":
-            from engine.models.llama_server import LlamaServer
+            from graphrag_engine.models.llama_server import LlamaServer
 
             # SmolLM2's trained context (8,192), not the server's 2,048 default: answer prompts
             # with LightRAG-style contexts run past 2,048 tokens
@@ -180,7 +174,13 @@ def main() -> None:
             text = (report / "report.md").read_text()
             start = text.find("## LLM judge")
             print(text[start:] if start >= 0 else text)
-        print("\n".join(["", *bias_lines(work, pairs), "", *cost_lines(work, names)]))
+        bias, cost = bias_lines(work, pairs), cost_lines(work, names)
+        print("\n".join(["", *bias, "", *cost]))
+        write_result(
+            "judge_ultradomain",
+            {"preset": args.preset, "bias": bias, "cost": cost},
+            tag=args.preset,
+        )
 
 
 if __name__ == "__main__":

@@ -14,23 +14,17 @@ Prints a table, then one JSON line with every number.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
-# Run as `python bench/kernels.py`, this file's folder comes first on sys.path and its name
-# would shadow the `kernels` package: put the repository root there instead.
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+import igraph as ig
+import networkx as nx
+import numpy as np
 
-import igraph as ig  # noqa: E402
-import networkx as nx  # noqa: E402
-import numpy as np  # noqa: E402
-
-from kernels.graph import CSRGraph  # noqa: E402
-from kernels.paths import shortest_paths  # noqa: E402
-from kernels.ppr import personalized_pagerank  # noqa: E402
-from kernels.similarity import cosine_topk  # noqa: E402
+from bench.common import write_result
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.paths import shortest_paths
+from graphrag_engine.kernels.ppr import personalized_pagerank
+from graphrag_engine.kernels.similarity import cosine_topk
 
 
 def power_law_graph(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -306,7 +300,7 @@ def main() -> None:
     print(
         f"cosine top-10 ({c['queries']} x {c['candidates']} x {c['dim']}): ours {c['ours_s']} s, numpy {c['numpy_s']} s, ratio {c['ratio']}x, ids equal {c['top10_equal']:.4f}"
     )
-    print(json.dumps({"bench": "kernels", **result}))
+    write_result("kernels", {"bench": "kernels", **result})
 
 
 if __name__ == "__main__":

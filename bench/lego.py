@@ -20,15 +20,11 @@ import csv
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+from bench.common import DATA, REPO, work_dir, write_result
+from graphrag_engine.cli import main as cli
 
-from engine.cli import main as cli  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
 METRICS = ["se_entity_f1", "se_entity_recall", "pf_entity_f1", "pf_entity_recall"]
 METRICS += ["pr_entity_f1", "pr_entity_recall", "seconds_se", "seconds_pf", "seconds_pr"]
 
@@ -78,7 +74,7 @@ def main() -> None:
     ap.add_argument("--multihop", type=int, default=10, help="MuSiQue dev questions")
     ap.add_argument("--llm", type=int, default=10, help="questions for LLM-scored instances")
     ap.add_argument("--index", default="/tmp/graphrag-retrieval-bench/idx/musique")
-    ap.add_argument("--work", default="/tmp/graphrag-lego-bench")
+    ap.add_argument("--work", default=work_dir("lego"))
     ap.add_argument("--cross-encoder", default=None, help="local folder for bge-reranker-v2-m3")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -130,7 +126,7 @@ def main() -> None:
     for r in results:
         if "skipped" in r:
             print(f"skipped {r['instance']:02d}: {r['skipped']}")
-    print(json.dumps({"bench": "lego", "results": results}))
+    write_result("lego", {"bench": "lego", "results": results})
 
 
 if __name__ == "__main__":

@@ -26,19 +26,15 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from engine.eval.datasets import load_questions  # noqa: E402
-from engine.models.embed import packaged_minilm_path  # noqa: E402
-from engine.retrieve.lego_modules import pretty_relation  # noqa: E402
+from bench.common import REPO, write_result
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods.lego.modules import pretty_relation
+from graphrag_engine.models.embed import packaged_minilm_path
 
 DATA = REPO.parent / "shared" / "data" / "webqsp_dev.jsonl"
 OUT = {
@@ -170,9 +166,9 @@ def train_cross_encoder(args, train, held) -> tuple[float, float, int]:
 def llm_groups_score(model_dir: str | None, held_groups) -> tuple[float, float]:
     """(parsable share, first-pick-is-gold share) of the LLM scorer on the held-out groups,
     greedy, no re-asks."""
-    from engine.models.llm import LLM
-    from engine.models.transformers_llm import TransformersLLM
-    from engine.retrieve.scoring import LLMScorer
+    from graphrag_engine.models.llm import LLM
+    from graphrag_engine.models.transformers_llm import TransformersLLM
+    from graphrag_engine.retrieve.scoring import LLMScorer
 
     llm = LLM(TransformersLLM(model_dir, batch_size=8) if model_dir else TransformersLLM())
     scorer = LLMScorer(llm, group=16, retries=0)
@@ -190,8 +186,8 @@ def train_llm(args, train_groups, held_groups) -> tuple[tuple, tuple, int]:
     """SFT of SmolLM2 on the scorer prompt; (parsable, first-pick) before and after, steps."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engine.models.transformers_llm import save_dequantized, smollm2_gguf
-    from engine.retrieve.scoring import choice_prompt
+    from graphrag_engine.models.transformers_llm import save_dequantized, smollm2_gguf
+    from graphrag_engine.retrieve.scoring import choice_prompt
 
     before = llm_groups_score(None, held_groups)
     folder, gguf = smollm2_gguf()
@@ -279,6 +275,9 @@ def main() -> None:
             f" held-out ({len(held)} groups) parsable {before[0]:.3f} -> {after[0]:.3f},"
             f" first pick gold {before[1]:.3f} -> {after[1]:.3f}; saved {args.out}"
         )
+        figures = {"groups": len(train), "steps": steps, "held_out": len(held)}
+        figures |= {"parsable": [before[0], after[0]], "first_pick_gold": [before[1], after[1]]}
+        write_result("lego_finetune", figures, tag=args.kind)
         return
     train = examples(questions[args.skip :], random.Random(0))
     held = examples(questions[: args.held], random.Random(1), per_question=1)
@@ -289,6 +288,8 @@ def main() -> None:
         f" held-out pairwise accuracy {before:.3f} -> {after:.3f} ({len(held)} triplets);"
         f" saved {args.out}"
     )
+    figures = {"triplets": len(train), "steps": steps, "held_out": len(held)}
+    write_result("lego_finetune", figures | {"pairwise_accuracy": [before, after]}, tag=args.kind)
 
 
 if __name__ == "__main__":

@@ -12,20 +12,14 @@ Prints a table and one JSON line. Greedy decoding; the response cache is off.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
-# As a script, bench/ comes first on sys.path and bench/kernels.py would shadow the `kernels`
-# package: put the repository root there instead.
-sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from engine.models import GenParams  # noqa: E402
-from engine.models.embed import SentenceTransformerEmbedder  # noqa: E402
-from engine.models.llama_server import LlamaServer  # noqa: E402
-from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM  # noqa: E402
-from engine.models.transformers_llm import TransformersLLM  # noqa: E402
+from bench.common import write_result
+from graphrag_engine.models import GenParams
+from graphrag_engine.models.embed import SentenceTransformerEmbedder
+from graphrag_engine.models.llama_server import LlamaServer
+from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+from graphrag_engine.models.transformers_llm import TransformersLLM
 
 TOPICS = [
     "harbours",
@@ -134,10 +128,9 @@ def main() -> None:
     print(
         f"{'MiniLM embeddings (texts/s)':<44}{e['one_at_a_time_texts_per_s']:>16}{e['batched_texts_per_s']:>12}{e['ratio']:>8}"
     )
-    print(
-        json.dumps(
-            {"bench": "models", "prompts": args.prompts, "max_tokens": args.max_tokens, **result}
-        )
+    write_result(
+        "models",
+        {"bench": "models", "prompts": args.prompts, "max_tokens": args.max_tokens, **result},
     )
 
 

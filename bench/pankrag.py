@@ -38,18 +38,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+import retrieval
 
-import retrieval  # noqa: E402  (bench/retrieval.py: index, method table, eval)
-
-from engine.config import LLMConfig  # noqa: E402
+from bench.common import write_result
+from graphrag_engine.config import LLMConfig
 
 YAML = "configs/methods/pankrag.yaml"
 GOLD = ("plan: gold", "sub_answers: gold")
@@ -85,7 +81,7 @@ def plan_figures(
     decomposition (`gold` may be empty: no agreement reported)."""
     from collections import Counter
 
-    from engine.eval.metrics import bootstrap_ci
+    from graphrag_engine.eval.metrics import bootstrap_ci
 
     n, ok = len(valid), [i for i, v in enumerate(valid) if v]
     rate, lo, hi = bootstrap_ci([float(v) for v in valid])
@@ -127,11 +123,11 @@ def plan_stats(run: Path, gold_steps: list[int]) -> dict:
 
 def speed(index: Path, questions: int) -> dict[str, float]:
     """Gold plans, gold answers: the whole batch level by level vs one question at a time."""
-    from engine.eval.datasets import load_questions
-    from engine.methods import query_config
-    from engine.methods.pankrag import pankrag
-    from engine.retrieve.context import QueryContext
-    from engine.store import open_index
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.pankrag import pankrag
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.store import open_index
 
     qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
     cfg = query_config("pankrag")
@@ -149,8 +145,8 @@ def with_llm(work: Path, limit: int, local: retrieval.LocalLLM) -> tuple[list[di
     rows = retrieval.run_with_llm(
         work, "pankrag-llm", limit, local, YAML, LLM_VARIANTS, others, cache
     )
-    from engine.eval.datasets import load_questions
-    from engine.retrieve.plans import gold_plan
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.methods.pankrag.plans import gold_plan
 
     qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
     gold = [len(gold_plan(q).steps) for q in qs]
@@ -163,10 +159,10 @@ def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
     and planner tokens per question, the failures' last errors."""
     from collections import Counter
 
-    from engine.eval.datasets import load_questions
-    from engine.methods.pankrag import PankRAGConfig
-    from engine.models import make_llm
-    from engine.retrieve.plans import gold_plan, make_plans
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.methods.pankrag import PankRAGConfig
+    from graphrag_engine.methods.pankrag.plans import gold_plan, make_plans
+    from graphrag_engine.models import make_llm
 
     qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
     max_steps, retries = PankRAGConfig().max_steps, LLMConfig().parse_retries
@@ -200,7 +196,7 @@ def ragas(work: Path, limit: int, local: retrieval.LocalLLM) -> str:
     NaiveRAG answer the first `limit` MuSiQue dev questions; the engine's RAGAS-style metrics
     (faithfulness, context recall, context precision) score both with the same SmolLM2 as
     judge. Returns the report's metric sections."""
-    from engine.models import llm_yaml
+    from graphrag_engine.models import llm_yaml
 
     index, questions = work / "idx" / "musique", retrieval.DATA / "musique_dev.jsonl"
     cache = work / "pankrag_ragas_cache.sqlite"
@@ -267,7 +263,7 @@ def main() -> None:
         rows, stats = with_llm(work, args.llm_questions, retrieval.LocalLLM.of(args))
         print_rows(f"(a) MuSiQue dev, first {args.llm_questions} questions, SmolLM2 plans", rows)
         print("\n(c, d) plans:", json.dumps(stats))
-        print(json.dumps({"llm_rows": rows, "plan_stats": stats}))
+        write_result("pankrag", {"llm_rows": rows, "plan_stats": stats}, tag="llm")
         return
     rows = retrieval.run_set("musique", work, False, [*VARIANTS, *SWEEP, *BASELINES])
     print_rows("(a) MuSiQue dev, LLM-free index, gold plans and answers", rows)
@@ -279,7 +275,7 @@ def main() -> None:
     print("\nplan shape (mean steps, levels per question):", json.dumps(shape))
     fast = speed(work / "idx" / "musique", args.questions)
     print("\n(d) speed, gold plans:", json.dumps(fast))
-    print(json.dumps({"rows": rows, "shape": shape, "speed": fast}))
+    write_result("pankrag", {"rows": rows, "shape": shape, "speed": fast})
 
 
 if __name__ == "__main__":

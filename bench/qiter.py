@@ -10,39 +10,29 @@ warmed before timing, so both sides measure retrieval only.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-
-from engine.eval.datasets import load_questions  # noqa: E402
-from engine.methods import query_config  # noqa: E402
-from engine.methods.clue_rag import clue_rag  # noqa: E402
-from engine.retrieve.context import QueryContext  # noqa: E402
-from engine.retrieve.types import StageClock  # noqa: E402
-from engine.store import open_index  # noqa: E402
-
-QUESTIONS = {
-    "musique": "musique_dev.jsonl",
-    "2wiki": "2wikimultihopqa_dev.jsonl",
-    "hotpotqa": "hotpotqa_dev.jsonl",
-}
+from bench.common import DATA, QUESTIONS, work_dir, write_result
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.clue_rag import clue_rag
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
 
 def main() -> None:
     """Time batched and one-at-a-time Q-Iter; print a table and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", default="musique", choices=sorted(QUESTIONS))
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--work", default=work_dir("retrieval"))
     ap.add_argument("--n", type=int, default=200)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     index = open_index(Path(args.work) / "idx" / args.set)
-    questions = load_questions(REPO.parent / "shared" / "data" / QUESTIONS[args.set], limit=args.n)
+    questions = load_questions(DATA / QUESTIONS[args.set], limit=args.n)
     cfg = query_config("clue")
     cfg.generation.enabled = False
     ctx = QueryContext(index, cfg, Path(args.work) / "qiter-bench")
@@ -72,17 +62,16 @@ def main() -> None:
     for r in rows:
         print(f"{r['mode']:<26}{r['seconds']:>9}{r['q_per_s']:>8}")
     print(f"batched / single: {t_single / t_batch:.1f}x; identical rankings: {same}")
-    print(
-        json.dumps(
-            {
-                "bench": "qiter",
-                "set": args.set,
-                "n": n,
-                "results": rows,
-                "ratio": round(t_single / t_batch, 2),
-                "identical": same,
-            }
-        )
+    write_result(
+        "qiter",
+        {
+            "bench": "qiter",
+            "set": args.set,
+            "n": n,
+            "results": rows,
+            "ratio": round(t_single / t_batch, 2),
+            "identical": same,
+        },
     )
 
 

@@ -33,14 +33,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+import retrieval
 
-import retrieval  # noqa: E402  (bench/retrieval.py: index, method table, eval)
+from bench.common import write_result
 
 VARIANTS = {
     "rg_noexp": ("ReGraphRAG w/o P-exp (LLM-free)", "configs/methods/regraphrag.yaml")
@@ -64,10 +61,10 @@ def structure(rows: list[dict]) -> dict[str, float]:
 
 def entity_passages(index: Path) -> list[set[str]]:
     """For each entity row of the index's entity graph, the passages that mention it."""
-    from engine.methods import query_config
-    from engine.retrieve.context import QueryContext
-    from engine.retrieve.entity_graph import entity_graph
-    from engine.store import open_index
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.retrieve.entity_graph import entity_graph
+    from graphrag_engine.store import open_index
 
     # the run folder is where an LLM would keep its cache; the entity graph needs none, so
     # nothing is written there
@@ -103,12 +100,12 @@ def speed(index: Path, questions: int, cache: Path | None = None) -> dict[str, f
     """Batched vs one at a time, in process, for the full variant: LLM-free (no expansion), or
     with expansion whose SmolLM2 answers all come from the response `cache` of an earlier run
     (so the figures time the engine's retrieval, Algorithm 1 and reranking, not the LLM)."""
-    from engine.config import LLMConfig
-    from engine.eval.datasets import load_questions
-    from engine.methods import query_config
-    from engine.methods.regraphrag import regraphrag
-    from engine.retrieve.context import QueryContext
-    from engine.store import open_index
+    from graphrag_engine.config import LLMConfig
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.regraphrag import regraphrag
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.store import open_index
 
     qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
     cfg = query_config("regraphrag")
@@ -144,7 +141,7 @@ def expansion_cost(rows: list[dict]) -> dict[str, float]:
     """Share of a run's questions whose expansion fell back, mean expansion tokens per question,
     and the mean tokens of the context the answer prompt would carry (the paper's Table 4 token
     cost is expansion plus prompt)."""
-    from engine.models.tokenizer import load_tokenizer
+    from graphrag_engine.models.tokenizer import load_tokenizer
 
     llm = [r["tokens"] for r in rows]
     texts = ["\n".join(r["context_text"] or []) for r in rows]
@@ -212,7 +209,7 @@ def main() -> None:
         cache = work / EXPANSION_CACHE
         fast = speed(work / "idx" / "musique", args.llm_questions, cache)
         print("\n(c) speed with expansion (answers from the cache):", json.dumps(fast))
-        print(json.dumps({"llm_rows": rows, "speed": fast}))
+        write_result("regraphrag", {"llm_rows": rows, "speed": fast}, tag="llm")
         return
     retrieval.METHODS.update(VARIANTS)
     methods = [*VARIANTS, *BASELINES]
@@ -231,7 +228,7 @@ def main() -> None:
         print(f"{r['method']:<36}{cells[0]:<24}{cells[1]:<24}{r['q_per_s']:>8} q/s")
     fast = speed(work / "idx" / "musique", args.questions)
     print("\n(c) speed:", json.dumps(fast))
-    print(json.dumps({"structure": shapes, "rows": rows, "speed": fast}))
+    write_result("regraphrag", {"structure": shapes, "rows": rows, "speed": fast})
 
 
 if __name__ == "__main__":

@@ -26,23 +26,15 @@ import csv
 import json
 import os
 import re
-import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+from bench.common import DATA, DEV_SETS, REPO, work_dir, write_result
+from graphrag_engine.cli import main as cli
 
-from engine.cli import main as cli  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
-SETS = {
-    "musique": ("musique_corpus.jsonl", "musique_dev.jsonl"),
-    "2wiki": ("2wikimultihopqa_corpus.jsonl", "2wikimultihopqa_dev.jsonl"),
-    "hotpotqa": ("hotpotqa_corpus.jsonl", "hotpotqa_dev.jsonl"),
-}
+SETS = DEV_SETS
 METHODS = {  # run name: (label, --method)
     "bm25": ("BM25", "bm25"),
     "naive": ("dense MiniLM", "naive"),
@@ -124,7 +116,7 @@ def llm_bench_parser(
     """The arguments the method benches share: --work, --questions, --llm, --llm-questions,
     and LocalLLM's --llm-backend, --llm-threads, --batch-size."""
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--work", default=work_dir("retrieval"))
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--llm", action="store_true", help=llm_help)
     ap.add_argument("--llm-questions", type=int, default=llm_questions)
@@ -158,7 +150,7 @@ class LocalLLM:
         (it answers one request at a time, so a queued request may wait: a long timeout)."""
         if self.backend == "transformers":
             return {"backend": "transformers", "batch_size": self.batch_size}
-        from engine.models.llama_server import LlamaServer
+        from graphrag_engine.models.llama_server import LlamaServer
 
         server = stack.enter_context(LlamaServer(n_threads=self.threads, log=log))
         return {
@@ -212,7 +204,7 @@ def run_with_llm(
     overrides) with its prompts sent to the packaged SmolLM2 as `local` says, all sharing the
     response cache WORK/`cache_name` so a re-run resumes; then the LLM-free `others` (names of
     METHODS); one eval. Rows of recall@2/5 with 95% CIs, each with its run folder."""
-    from engine.models import llm_yaml
+    from graphrag_engine.models import llm_yaml
 
     index = work / "idx" / "musique"
     questions = DATA / "musique_dev.jsonl"
@@ -251,7 +243,7 @@ def run_with_llm(
 def batched_vs_single(method, ctx, questions: list) -> tuple[dict, object]:
     """A registered method's questions/s over the whole batch vs one question at a time, in
     process on the same context after a warm-up call; the figures and the batched run's clock."""
-    from engine.retrieve.types import StageClock
+    from graphrag_engine.retrieve.types import StageClock
 
     method(ctx, questions[:4], StageClock())  # warm: models, graph, vectors
     clock = StageClock()
@@ -289,8 +281,8 @@ def reference_recall(name: str) -> dict[str, tuple[float, float]]:
     import bm25s
     import numpy as np
 
-    from engine.eval.metrics import recall_at_k
-    from engine.models.embed import SentenceTransformerEmbedder
+    from graphrag_engine.eval.metrics import recall_at_k
+    from graphrag_engine.models.embed import SentenceTransformerEmbedder
 
     corpus_file, questions_file = SETS[name]
     corpus = [json.loads(x) for x in (DATA / corpus_file).open()]
@@ -409,7 +401,7 @@ def main() -> None:
     """Run every set and print a table and a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
-    ap.add_argument("--work", default="/tmp/graphrag-retrieval-bench")
+    ap.add_argument("--work", default=work_dir("retrieval"))
     ap.add_argument("--methods", default=",".join(METHODS), help=f"of {', '.join(METHODS)}")
     ap.add_argument(
         "--no-reference",
@@ -444,7 +436,7 @@ def main() -> None:
     )
     if answers:
         print_answers(answers)
-    print(json.dumps({"bench": "retrieval", "results": rows, "answers": answers}))
+    write_result("retrieval", {"bench": "retrieval", "results": rows, "answers": answers})
 
 
 if __name__ == "__main__":

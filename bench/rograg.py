@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+import retrieval
 
-import retrieval  # noqa: E402  (bench/retrieval.py: index, method table, eval)
+from bench.common import write_result
 
 FREE = ["rog_fuzzy", "rog_exact"]
 BASELINES = ["bm25", "naive", "hipporag", "lr_hybrid", "gr_local"]
@@ -53,7 +50,7 @@ LLM_VARIANTS = {  # run name: (label, `key: value` lines for the rograg section)
 
 def shape(run: Path) -> dict:
     """Context tokens, LLM tokens per stage (means per question) and the answering stages."""
-    from engine.models.tokenizer import load_tokenizer
+    from graphrag_engine.models.tokenizer import load_tokenizer
 
     rows = retrieval.run_rows(run)
     texts = ["\n".join(r["context_text"] or []) for r in rows]
@@ -73,11 +70,11 @@ def shape(run: Path) -> dict:
 
 def speed(index: Path, questions: int) -> dict[str, float]:
     """Batched vs one at a time, in process, for dual-level fuzzy with NER keys."""
-    from engine.eval.datasets import load_questions
-    from engine.methods import query_config
-    from engine.methods.rograg import rograg
-    from engine.retrieve.context import QueryContext
-    from engine.store import open_index
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.rograg import rograg
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.store import open_index
 
     qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
     cfg = query_config("rograg")
@@ -116,7 +113,7 @@ def main() -> None:
             if Path(row["run"]).name.startswith("rog_"):
                 row["shape"] = shape(Path(row["run"]))
         print_rows(rows)
-        print(json.dumps({"llm_rows": rows}))
+        write_result("rograg", {"llm_rows": rows}, tag="llm")
         return
     rows = retrieval.run_set("musique", work, False, [*FREE, *BASELINES])
     for row, name in zip(rows, [*FREE, *BASELINES], strict=True):
@@ -125,7 +122,7 @@ def main() -> None:
     print_rows(rows)
     fast = speed(work / "idx" / "musique", args.questions)
     print("speed:", json.dumps(fast))
-    print(json.dumps({"rows": rows, "speed": fast}))
+    write_result("rograg", {"rows": rows, "speed": fast})
 
 
 if __name__ == "__main__":

@@ -15,16 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+from bench.common import DATA, work_dir, write_result
 
-DATA = REPO.parent / "shared" / "data"
 SETS = {"2wiki": "2wikimultihopqa_dev.jsonl", "hotpotqa": "hotpotqa_dev.jsonl"}
 
 
@@ -39,16 +35,20 @@ def main() -> None:
     """Plan every comparison question, print the shares and a JSON line."""
     from retrieval import error_kind  # bench/retrieval.py
 
-    from engine.config import LLMConfig
-    from engine.methods.rograg import ROGRAGConfig, logic_form_max_tokens, logic_form_prompt
-    from engine.models import make_llm
-    from engine.models.base import GenParams
-    from engine.models.llama_server import LlamaServer
-    from engine.models.structured import generate_structured
-    from engine.retrieve.logic_forms import logic_form_schema
+    from graphrag_engine.config import LLMConfig
+    from graphrag_engine.methods.rograg import (
+        ROGRAGConfig,
+        logic_form_max_tokens,
+        logic_form_prompt,
+    )
+    from graphrag_engine.methods.rograg.logic_forms import logic_form_schema
+    from graphrag_engine.models import make_llm
+    from graphrag_engine.models.base import GenParams
+    from graphrag_engine.models.llama_server import LlamaServer
+    from graphrag_engine.models.structured import generate_structured
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-rograg-bench")
+    ap.add_argument("--work", default=work_dir("rograg"))
     ap.add_argument("--llm-backend", choices=["llama", "transformers"], default="llama")
     ap.add_argument("--llm-threads", type=int, default=2, help="llama: the server's threads")
     ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
@@ -96,7 +96,7 @@ def main() -> None:
                 "example": next((r.raw for r in run.results if r.ok), None),
             }
             print(name, json.dumps(rows[name]))
-    print(json.dumps(rows))
+    write_result("rograg_logic_forms", rows)
 
 
 if __name__ == "__main__":

@@ -28,20 +28,16 @@ import argparse
 import json
 import os
 import shutil
-import sys
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+import retrieval
 
-import retrieval  # noqa: E402  (bench/retrieval.py: data paths, config variants)
-
-from engine.cli import main as cli  # noqa: E402
-from engine.models import llm_yaml as models_llm_yaml  # noqa: E402
-from engine.models.embed_cache import EMBED_CACHE  # noqa: E402
+from bench.common import work_dir, write_result
+from graphrag_engine.cli import main as cli
+from graphrag_engine.models import llm_yaml as models_llm_yaml
+from graphrag_engine.models.embed_cache import EMBED_CACHE
 
 SOURCES = {"musique": retrieval.SETS["musique"], "hotpotqa": retrieval.SETS["hotpotqa"]}
 CPU_BUDGET = ("entity_tokens: 200", "relation_tokens: 200", "chunk_tokens: 400")
@@ -81,7 +77,7 @@ def build_set(work: Path, n: int) -> tuple[Path, set[str]]:
 
 def confusion(run: Path, holed: set[str], golds: dict[str, list[str]]) -> dict:
     """Refusals by answerability, accuracy on answered answerable questions, LLM cost."""
-    from engine.eval.metrics import accuracy
+    from graphrag_engine.eval.metrics import accuracy
 
     rows = retrieval.run_rows(run)
     cell = {"answerable": [0, 0], "unanswerable": [0, 0]}  # [answered, refused]
@@ -111,10 +107,10 @@ def confusion(run: Path, holed: set[str], golds: dict[str, list[str]]) -> dict:
 
 def main() -> None:
     """Build the set, index twice, run the variants, print the confusion table and JSON."""
-    from engine.models.llama_server import LlamaServer
+    from graphrag_engine.models.llama_server import LlamaServer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/graphrag-rograg-refusal")
+    ap.add_argument("--work", default=work_dir("rograg-refusal"))
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--llm-backend", choices=["llama", "transformers"], default="llama")
     ap.add_argument("--llm-threads", type=int, default=2, help="llama: the server's threads")
@@ -184,7 +180,9 @@ def main() -> None:
     print(f"{'variant':<34}" + "".join(f"{k[:14]:>16}" for k in keys))
     for label, r in rows.items():
         print(f"{label:<34}" + "".join(f"{str(r[k]):>16}" for k in keys))
-    print(json.dumps({"questions": len(golds), "unanswerable": len(holed), "rows": rows}))
+    write_result(
+        "rograg_refusal", {"questions": len(golds), "unanswerable": len(holed), "rows": rows}
+    )
 
 
 if __name__ == "__main__":

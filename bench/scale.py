@@ -26,19 +26,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
+from bench.common import DATA, REPO, index_in_child, work_dir, write_result
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods import method_spec, query_config
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
-from child_index import index_in_child  # noqa: E402
-
-from engine.eval.datasets import load_questions  # noqa: E402
-from engine.methods import method_spec, query_config  # noqa: E402
-from engine.retrieve.context import QueryContext  # noqa: E402
-from engine.retrieve.types import StageClock  # noqa: E402
-from engine.store import open_index  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
 POOL = [
     "musique_corpus.jsonl",
     "musique_train_corpus.jsonl",
@@ -154,7 +148,7 @@ def main() -> None:
     """Build and index each scale, measure it, print a table and a JSON line, save the plot."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scales", default="1,4,16")
-    ap.add_argument("--work", default="/tmp/graphrag-scale")
+    ap.add_argument("--work", default=work_dir("scale"))
     ap.add_argument("--methods", default="bm25,naive,hipporag")
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--plot", default=str(REPO / "bench" / "out" / "scale.png"))
@@ -200,7 +194,7 @@ def main() -> None:
             f"{r['seconds']:>9}{per:>10.1f}{r['peak_rss_mib']:>9}{r['index_mib']:>9}  {r['qps']}"
         )
     plot(rows, Path(args.plot))
-    print(json.dumps({"bench": "scale", "rows": rows}))
+    write_result("scale", {"bench": "scale", "rows": rows})
 
 
 if __name__ == "__main__":

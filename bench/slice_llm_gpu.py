@@ -18,22 +18,18 @@ where two tokens tie. Prints each stage's calls, tokens, seconds and parse failu
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
+import numpy as np
+import pyarrow.parquet as pq
 
-import numpy as np  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from engine.config import IndexConfig, load_config  # noqa: E402
-from engine.index.extract import extract_configured  # noqa: E402
-from engine.index.units import llm_units, select_core_chunks  # noqa: E402
-from engine.models import llm_yaml, make_llm  # noqa: E402
+from bench.common import write_result
+from graphrag_engine.config import IndexConfig, load_config
+from graphrag_engine.index.extract import extract_configured
+from graphrag_engine.index.units import llm_units, select_core_chunks
+from graphrag_engine.models import llm_yaml, make_llm
 
 
 def main() -> None:
@@ -90,7 +86,7 @@ def main() -> None:
         f"{sum(f.failures for f in found)} failed rounds, {time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    print(json.dumps(llm.ledger.summary()))
+    write_result("slice_llm_gpu", llm.ledger.summary())
 
 
 if __name__ == "__main__":

@@ -29,18 +29,14 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[0] = str(REPO)  # `bench/kernels.py` must not shadow the `kernels` package
-sys.path.append(str(REPO / "bench"))
-
-from engine.eval.judge import (  # noqa: E402
+from bench.common import DATA, work_dir, write_result
+from graphrag_engine.eval.judge import (
     SHORT_VERDICT_TOKENS,
     STATEMENTS,
     STATEMENTS_PROMPT,
@@ -51,32 +47,31 @@ from engine.eval.judge import (  # noqa: E402
     pairwise_prompt,
     support_schema,
 )
-from engine.index.communities import REPORT, REPORT_PROMPT  # noqa: E402
-from engine.index.extract import (  # noqa: E402
+from graphrag_engine.index.communities import REPORT, REPORT_PROMPT
+from graphrag_engine.index.extract import (
     ASK_PROMPT,
     CONTINUE_PROMPT,
     LOOP_CHECK,
     extraction_prompt,
     triple_schema,
 )
-from engine.index.units import UNITS, unit_prompt  # noqa: E402
-from engine.methods.pankrag import PankRAGConfig  # noqa: E402
-from engine.methods.rograg import VERDICT as SUPPORTED  # noqa: E402
-from engine.methods.rograg import (  # noqa: E402
+from graphrag_engine.index.units import UNITS, unit_prompt
+from graphrag_engine.methods.pankrag import PankRAGConfig
+from graphrag_engine.methods.pankrag.plans import plan_prompt, plan_schema
+from graphrag_engine.methods.regraphrag.perspectives import perspectives, perspectives_prompt
+from graphrag_engine.methods.rograg import VERDICT as SUPPORTED
+from graphrag_engine.methods.rograg import (
     ROGRAGConfig,
     logic_form_max_tokens,
     logic_form_prompt,
     verdict_prompt,
 )
-from engine.models import LLM, GenParams  # noqa: E402
-from engine.models.openai_llm import DECODING_LADDER  # noqa: E402
-from engine.models.structured import Schema, generate_structured  # noqa: E402
-from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS  # noqa: E402
-from engine.retrieve.logic_forms import logic_form_schema  # noqa: E402
-from engine.retrieve.perspectives import perspectives, perspectives_prompt  # noqa: E402
-from engine.retrieve.plans import plan_prompt, plan_schema  # noqa: E402
+from graphrag_engine.methods.rograg.logic_forms import logic_form_schema
+from graphrag_engine.models import LLM, GenParams
+from graphrag_engine.models.openai_llm import DECODING_LADDER
+from graphrag_engine.models.structured import Schema, generate_structured
+from graphrag_engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS
 
-DATA = REPO.parent / "shared" / "data"
 TYPES = ["person", "organization", "location", "event", "work", "concept"]
 PERSPECTIVES = perspectives(3, 2)
 CONTINUED = ("triples_gleaning", "loop_check")  # stages that continue round one's conversations
@@ -119,7 +114,7 @@ def passage_mentions(passages: list[str], work: Path | None) -> list[list[tuple[
     cache = work / f"mentions-{digest}.json" if work else None
     if cache and cache.exists():
         return [[tuple(m) for m in ms] for ms in json.loads(cache.read_text())]
-    from engine.models.ner import entity_recognizer
+    from graphrag_engine.models.ner import entity_recognizer
 
     mentions = entity_recognizer().extract(passages)
     if cache:
@@ -233,7 +228,7 @@ def build_tasks(
 def ragas_tasks(
     musique: list[dict], support: list[tuple[str, str, str]], gold: list[bool]
 ) -> dict[str, Task]:
-    """The three RAGAS judge steps (engine/eval/judge.py) on MuSiQue questions with their gold
+    """The three RAGAS judge steps (graphrag_engine/eval/judge.py) on MuSiQue questions with their gold
     answers: statements of the answer, one statement's support by a supporting passage (even
     items) or a distractor (odd), and that passage's usefulness; gold as for the verdicts."""
     one = support_schema(1)
@@ -313,7 +308,7 @@ def continued_tasks(passages: list[str], first: list[str] | None) -> dict[str, T
 def gguf_path(name: str, work: Path) -> Path:
     """The GGUF file of a bench model (Gemma assembled from its chunk packages once)."""
     if name == "smollm2":
-        from engine.models.transformers_llm import smollm2_gguf
+        from graphrag_engine.models.transformers_llm import smollm2_gguf
 
         folder, file = smollm2_gguf()
         return Path(folder) / file
@@ -331,8 +326,8 @@ def load_model(
     """The backend of a bench model: a llama.cpp server of its GGUF, or transformers on `device`
     (`batch` prompts per forward pass)."""
     if backend == "llama":
-        from engine.models.llama_server import LlamaServer
-        from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+        from graphrag_engine.models.llama_server import LlamaServer
+        from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
         server = LlamaServer(
             str(gguf_path(name, work)), alias=name, log=work / f"{name}-server.log"
@@ -340,7 +335,7 @@ def load_model(
         stack.enter_context(server)
         settings = HTTPSettings(base_url=server.url, concurrency=4, read_timeout_s=600)
         return OpenAICompatLLM(name, settings)
-    from engine.models.transformers_llm import TransformersLLM, save_dequantized
+    from graphrag_engine.models.transformers_llm import TransformersLLM, save_dequantized
 
     if name == "smollm2":
         return TransformersLLM(device=device, batch_size=batch)
@@ -426,7 +421,7 @@ def main() -> None:
     ap.add_argument("--stages", default="", help="comma-separated, run in this order (all)")
     ap.add_argument("--decodings", default="schema,free")
     ap.add_argument("--retries", type=int, default=2)
-    ap.add_argument("--work", default="/tmp/graphrag-structured-bench")
+    ap.add_argument("--work", default=work_dir("structured"))
     ap.add_argument("--backend", choices=["llama", "transformers"], default="llama")
     ap.add_argument("--device", default="cpu", help="transformers: cpu, cuda or cuda:N")
     ap.add_argument("--batch-size", type=int, default=8, help="transformers: prompts per pass")
@@ -482,6 +477,8 @@ def main() -> None:
             f"{r['valid_after_reasks']:>9.2f}{r['useful']:>8.2f}{r['tokens_per_item']:>8.0f}"
             f"{r['seconds_per_item']:>8.2f}"
         )
+    rows = [{k: v for k, v in r.items() if k != "example"} for r in done]
+    write_result("structured", {"rows": rows})
 
 
 if __name__ == "__main__":

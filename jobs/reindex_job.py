@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli import main
+from graphrag_engine.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["reindex", *sys.argv[1:]]))

@@ -34,7 +34,7 @@ def _run_cli(
     unless asked for)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": str(int(progress))}
     return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args],
+        [sys.executable, "-m", "graphrag_engine.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -52,7 +52,7 @@ def run_cli():
 @pytest.fixture(scope="session")
 def smollm():
     """The packaged SmolLM2-135M GGUF in transformers, loaded once per test session (~30 s)."""
-    from engine.models.transformers_llm import TransformersLLM
+    from graphrag_engine.models.transformers_llm import TransformersLLM
 
     return TransformersLLM(batch_size=4)
 
@@ -60,7 +60,7 @@ def smollm():
 @pytest.fixture(scope="session")
 def minilm():
     """The packaged all-MiniLM-L6-v2 sentence-transformers embedder, loaded once."""
-    from engine.models.embed import SentenceTransformerEmbedder
+    from graphrag_engine.models.embed import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 
@@ -68,7 +68,7 @@ def minilm():
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
     """A real llama.cpp OpenAI-compatible server on 127.0.0.1 serving the packaged SmolLM2."""
-    from engine.models.llama_server import LlamaServer
+    from graphrag_engine.models.llama_server import LlamaServer
 
     server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log")
     try:
@@ -80,7 +80,7 @@ def llama_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory) -> Path:
     """The built-in demo corpus indexed once per session (alpha = 0, spaCy NER, MiniLM)."""
-    from engine.cli import main
+    from graphrag_engine.cli import main
 
     out = tmp_path_factory.mktemp("demo-index") / "index"
     assert main(["index", "--demo", "--out", str(out)]) == 0
@@ -91,7 +91,7 @@ def demo_index(tmp_path_factory) -> Path:
 def demo_reports_index(tmp_path_factory) -> Path:
     """The demo corpus with hierarchical communities (clusters of at most 6) and SmolLM2-written
     community reports, built once per session (global search and PankRAG's report search)."""
-    from engine.cli import main
+    from graphrag_engine.cli import main
 
     tmp = tmp_path_factory.mktemp("demo-reports")
     cfg = tmp / "index.yaml"
@@ -110,7 +110,7 @@ def musique_subset(shared_data, tmp_path_factory) -> dict:
     contexts (about 570 passages), indexed once per session with alpha = 0."""
     import json
 
-    from engine.cli import main
+    from graphrag_engine.cli import main
 
     root = tmp_path_factory.mktemp("musique-subset")
     questions = [json.loads(x) for x in (shared_data / "musique_dev.jsonl").open()][:30]

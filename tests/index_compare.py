@@ -1,9 +1,9 @@
-"""Comparing two indexes in tests (engine.store.compare does the work)."""
+"""Comparing two indexes in tests (graphrag_engine.store.compare does the work)."""
 
 from __future__ import annotations
 
-from engine.store.compare import CONTENT_TABLES as TABLES
-from engine.store.compare import index_differences, table_rows, vectors_by_id
+from graphrag_engine.store.compare import CONTENT_TABLES as TABLES
+from graphrag_engine.store.compare import index_differences, table_rows, vectors_by_id
 
 __all__ = ["TABLES", "assert_same_index", "table_rows", "vectors_by_id"]
 

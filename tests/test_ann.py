@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import main
-from engine.results import read_rows
-from engine.store.index_store import Index
-from kernels.ann import AnnIndex, AnnParams, ivf_lists_for
-from kernels.similarity import cosine_topk
+from graphrag_engine.cli import main
+from graphrag_engine.kernels.ann import AnnIndex, AnnParams, ivf_lists_for
+from graphrag_engine.kernels.similarity import cosine_topk
+from graphrag_engine.results import read_rows
+from graphrag_engine.store.index_store import Index
 
 
 @pytest.fixture(scope="module")

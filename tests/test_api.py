@@ -1,4 +1,4 @@
-"""Several methods in one `query`, the Python API (`from engine import Engine`) and the warning
+"""Several methods in one `query`, the Python API (`from graphrag_engine import Engine`) and the warning
 for questions whose gold passages the index does not hold."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from engine.cli import main
-from engine.eval.datasets import Question
+from graphrag_engine.cli import main
+from graphrag_engine.eval.datasets import Question
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -57,7 +57,7 @@ def test_a_method_that_needs_an_llm_names_the_flag(demo_index: Path, tmp_path: P
 
 def test_llm_backends_are_made_once_per_model_setting(demo_index: Path) -> None:
     """Two methods with the same LLM settings (caches apart) share one backend object."""
-    from engine import Engine
+    from graphrag_engine import Engine
 
     engine = Engine(demo_index)
     a = engine.config("naive", llm_backend="openai", llm_model="m", base_url="http://127.0.0.1:9")
@@ -90,7 +90,7 @@ def test_questions_for_another_corpus_warn_with_the_share_found(
 ) -> None:
     """Gold passages mostly absent from the index: `query` warns with the share found and the
     summary and the eval report carry it."""
-    from engine import Engine
+    from graphrag_engine import Engine
 
     qs = [Question("x1", "Who founded Acme?", ["Ann"], supporting_ids=["nope-1", "nope-2"])]
     run = Engine(demo_index).run("bm25", qs, tmp_path / "run")
@@ -104,7 +104,7 @@ def test_questions_for_another_corpus_warn_with_the_share_found(
 
 def test_engine_run_results_read_back(demo_index: Path, tmp_path: Path) -> None:
     """Engine.run returns the run; Run.open reads the same folder back as Arrow."""
-    from engine import Engine, Run
+    from graphrag_engine import Engine, Run
 
     run = Engine(demo_index).run("naive", "demo", tmp_path / "n", limit=5)
     again = Run.open(tmp_path / "n")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import ChunkingConfig
-from engine.index.chunking import chunk_documents, sentence_starts, split_windows
-from engine.index.ingest import DocumentReader
-from engine.models.tokenizer import load_tokenizer
+from graphrag_engine.config import ChunkingConfig
+from graphrag_engine.index.chunking import chunk_documents, sentence_starts, split_windows
+from graphrag_engine.index.ingest import DocumentReader
+from graphrag_engine.models.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_a_long_document_chunked_by_segments_equals_the_whole_text_pass(
 ) -> None:
     """The longest real book of UltraDomain CS chunked SEGMENT_CHARS at a time gives the
     same chunks as one pass over the whole text, with segments cut small to cross many."""
-    import engine.index.chunking as chunking
+    import graphrag_engine.index.chunking as chunking
 
     books = list(DocumentReader([shared_data / "ultradomain_cs_corpus.jsonl"]))
     book = max(books, key=lambda d: len(d.text))
@@ -125,7 +125,7 @@ def test_a_huge_document_gives_its_chunks_before_it_is_all_cut(
 ) -> None:
     """A document over SEGMENT_CHARS is tokenized while its chunks are read: the first
     chunk comes after one segment was encoded, not after all of them."""
-    import engine.index.chunking as chunking
+    import graphrag_engine.index.chunking as chunking
 
     books = list(DocumentReader([shared_data / "ultradomain_cs_corpus.jsonl"]))
     book = max(books, key=lambda d: len(d.text))
@@ -154,8 +154,8 @@ def test_a_huge_document_gives_its_chunks_before_it_is_all_cut(
 def test_text_without_boundaries_is_cut_at_the_token_limit() -> None:
     """300 kB without whitespace is one [UNK] to WordPiece; it still becomes chunks of at most
     chunk_tokens (8 characters per token) that cover it, in a single pass and by segments."""
-    from engine.index.chunking import MAX_TOKEN_CHARS
-    from engine.index.ingest import Document, content_id
+    from graphrag_engine.index.chunking import MAX_TOKEN_CHARS
+    from graphrag_engine.index.ingest import Document, content_id
 
     text = "x7" * 150_000 + " tail words here."
     doc = Document(content_id("t", text), "t", text, "test:1")

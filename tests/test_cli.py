@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.demo import corpus_path, questions_path
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.demo import corpus_path, questions_path
+from graphrag_engine.store import open_index
 
 
 def test_demo_corpus_is_well_formed() -> None:
@@ -205,9 +205,9 @@ def test_demo_tour_prints_questions_gold_and_recall_per_method(
 
     import pyarrow.parquet as pq
 
-    from engine.demo import questions_path
-    from engine.eval.datasets import load_questions
-    from engine.eval.metrics import recall_at_k
+    from graphrag_engine.demo import questions_path
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.eval.metrics import recall_at_k
 
     shutil.copytree(demo_index, tmp_path / "index")
     assert main(["demo", "--out", str(tmp_path), "--questions", "3", "--no-answers"]) == 0

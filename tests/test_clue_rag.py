@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.eval.datasets import load_questions
-from engine.methods import query_config
-from engine.methods.clue_rag import answer_prompt, clue_rag
-from engine.retrieve.context import QueryContext
-from engine.retrieve.cue import cue_adjacency
-from engine.retrieve.types import StageClock
-from engine.store import open_index
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.clue_rag import answer_prompt, clue_rag
+from graphrag_engine.methods.clue_rag.cue import cue_adjacency
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_paths_follow_shared_entities(setup) -> None:
 
 
 def test_fast_path_equals_bi_encoder_on_texts(setup, minilm) -> None:
-    from engine.models.rerank import BiEncoderReranker
+    from graphrag_engine.models.rerank import BiEncoderReranker
 
     index, questions, tmp = setup
     ctx, r = _run(index, questions[:3], tmp)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import IndexConfig, load_config
-from engine.errors import ConfigError
+from graphrag_engine.config import IndexConfig, load_config
+from graphrag_engine.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_llm_yaml_writes_a_section_that_loads_back(tmp_path: Path) -> None:
-    from engine.models import llm_yaml
+    from graphrag_engine.models import llm_yaml
 
     section = llm_yaml(backend="transformers", batch_size=16, device="cpu")
     cfg = load_config(write(tmp_path, "graph:\n  alpha: 0.5\n" + section))

@@ -8,13 +8,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine.config import IndexConfig, load_config
-from engine.config_docs import main, reference_query_config, references, section_lines
-from engine.methods import load_query_config, method_names
+from graphrag_engine.config import IndexConfig, load_config
+from graphrag_engine.config_docs import main, reference_query_config, references, section_lines
+from graphrag_engine.methods import load_query_config, method_names
 
 
 def test_reference_configs_are_current() -> None:
-    assert main(["--check"]) == 0, "run `.venv/bin/python -m engine.config_docs` and commit"
+    assert main(["--check"]) == 0, (
+        "run `.venv/bin/python -m graphrag_engine.config_docs` and commit"
+    )
 
 
 def test_every_registered_method_has_a_reference_that_loads_to_its_defaults() -> None:

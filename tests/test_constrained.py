@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engine.models.base import GenParams
-from engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORD_SCHEMA, KEYWORDS
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORD_SCHEMA, KEYWORDS
 
 QUESTIONS = [
     "Who founded the company that makes the iPhone?",
@@ -38,7 +38,7 @@ def test_unpacked_mask_equals_llguidance_reference() -> None:
     import llguidance.torch
     import torch
 
-    from engine.models.constrained import apply_bitmask
+    from graphrag_engine.models.constrained import apply_bitmask
 
     gen = torch.Generator().manual_seed(0)
     rows, vocab = 3, 1000
@@ -71,9 +71,9 @@ def test_smollm2_constrained_answers_are_schema_valid(smollm) -> None:
 def test_keyword_stage_through_a_real_llama_cpp_server_is_schema_decoded(llama_server) -> None:
     """The openai backend sends the stage schema in the strongest response_format the real
     llama.cpp server accepts; every answer validates and the ledger counts schema decoding."""
-    from engine.models import LLM
-    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
-    from engine.models.structured import generate_structured
+    from graphrag_engine.models import LLM
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from graphrag_engine.models.structured import generate_structured
 
     backend = OpenAICompatLLM(
         llama_server.alias, HTTPSettings(base_url=llama_server.url, concurrency=2)
@@ -92,8 +92,8 @@ def test_smollm2_logic_forms_under_the_grammar_keep_every_operator_shape(smollm)
     """Decoded under the logic-form grammar, SmolLM2's plans keep each operator's arity and
     fields, which its plans broke when the grammar let any operator take any inputs (a
     compare at step 1 reading nothing): every answer parses under the stage's own rules."""
-    from engine.methods.rograg import logic_form_max_tokens, logic_form_prompt
-    from engine.retrieve.logic_forms import logic_form_schema
+    from graphrag_engine.methods.rograg import logic_form_max_tokens, logic_form_prompt
+    from graphrag_engine.methods.rograg.logic_forms import logic_form_schema
 
     schema = logic_form_schema(3)
     prompts = [logic_form_prompt(q, 3) for q in QUESTIONS[:3]]

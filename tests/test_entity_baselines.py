@@ -8,14 +8,15 @@ import json
 
 import pytest
 
-from engine.eval.datasets import demo_questions_path, load_questions
-from engine.methods import query_config
-from engine.methods.graphrag_local import graphrag_local, relationships
-from engine.methods.lightrag import lightrag
-from engine.retrieve.context import QueryContext
-from engine.retrieve.entity_graph import entity_graph
-from engine.retrieve.types import StageClock
-from engine.store import open_index
+from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.graphrag_local import graphrag_local
+from graphrag_engine.methods.lightrag import lightrag
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import entity_graph
+from graphrag_engine.retrieve.local_search import relationships
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_section_budgets_hold_and_the_answer_budget_never_splits_a_section(demo)
         for s in c.sections:
             limit = {"E": 40, "R": 60, "S": ctx.cfg.options.chunk_tokens}[s.title[5]]
             assert sum(ctx.count_tokens(s.items)) <= limit
-    from engine.methods.answer import fit_context
+    from graphrag_engine.methods.answer import fit_context
 
     for c in r.contexts:
         fitted = fit_context(c, ctx.tokenizer, 120)
@@ -99,7 +100,7 @@ def test_graphrag_local_search_order_and_budget(demo) -> None:
 
 
 def test_llm_keywords_parse_or_fall_back_counted(demo, smollm, tmp_path) -> None:
-    from engine.methods.run import run_query
+    from graphrag_engine.methods.run import run_query
 
     index, questions, _ = demo
     cfg = query_config("lightrag")
@@ -120,7 +121,7 @@ def test_llm_keywords_parse_or_fall_back_counted(demo, smollm, tmp_path) -> None
 
 
 def test_global_search_reduce_keeps_the_top_scored_points(demo) -> None:
-    from engine.methods.graphrag_global import NO_DATA, reduce_points
+    from graphrag_engine.methods.graphrag_global import NO_DATA, reduce_points
 
     index, _, tmp = demo
     ctx = _ctx(index, tmp, "lightrag", keywords="ner")  # any context: the tokenizer is the index's
@@ -149,7 +150,7 @@ def test_global_search_map_reduce_on_smollm_reports(demo_reports_index, tmp_path
     """A demo index with SmolLM2-written community reports, then global search (fixed level and
     dynamic selection) with SmolLM2: one map prompt per report batch, points reduced by score,
     and every question either answered from key points or given the no-data answer."""
-    from engine.methods.graphrag_global import NO_DATA, graphrag_global
+    from graphrag_engine.methods.graphrag_global import NO_DATA, graphrag_global
 
     index = open_index(demo_reports_index)
     assert index.rows("reports") > 0
@@ -182,7 +183,7 @@ def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
     not depend on whether a text was encoded alone or in a padded batch."""
     import numpy as np
 
-    from engine.retrieve.entity_graph import search
+    from graphrag_engine.retrieve.entity_graph import search
 
     index, questions, tmp = demo
     ctx = _ctx(index, tmp, "lightrag", keywords="ner")
@@ -202,8 +203,8 @@ def test_placeholder_keywords_are_not_keys() -> None:
     """SmolLM2 copies the format line's "..." as keys (19 of 100 MuSiQue and HotpotQA questions
     in bench/rograg_refusal.py): such keys are dropped, and an answer of nothing else is
     invalid, so it is re-asked and then falls back, counted, instead of matching nothing."""
-    from engine.models.structured import ParseError
-    from engine.retrieve.keywords import KEYWORDS
+    from graphrag_engine.models.structured import ParseError
+    from graphrag_engine.retrieve.keywords import KEYWORDS
 
     low, high = KEYWORDS.parse(
         '{"low_level_keywords": ["...", "Mach\'s principle"], "high_level_keywords": ["…", " "]}'

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.eval.datasets import QuestionFileError, demo_questions_path, load_questions
+from graphrag_engine.cli import main
+from graphrag_engine.eval.datasets import QuestionFileError, demo_questions_path, load_questions
 
 # (file, questions, kind) as listed in ../shared/data/README.md
 SETS = [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.eval.metrics import (
+from graphrag_engine.eval.metrics import (
     accuracy,
     bootstrap_ci,
     entity_prf,
@@ -90,8 +90,8 @@ def test_paired_test_matches_scipy_permutation() -> None:
 
 
 def test_kbqa_and_entity_metrics_in_reports() -> None:
-    from engine.eval.report import score_rows, split_answers
-    from engine.results import decode_row
+    from graphrag_engine.eval.report import score_rows, split_answers
+    from graphrag_engine.results import decode_row
 
     assert split_answers("Jamaican English, Jamaican Creole\n") == [
         "Jamaican English",
@@ -116,8 +116,8 @@ def test_kbqa_and_entity_metrics_in_reports() -> None:
 
 
 def test_context_fits_the_token_budget() -> None:
-    from engine.methods.answer import answer_prompts, clean_answer, fit_sections
-    from engine.retrieve.types import Section
+    from graphrag_engine.methods.answer import answer_prompts, clean_answer, fit_sections
+    from graphrag_engine.retrieve.types import Section
 
     def fit(items: list[list[str]], counts: list[list[int]], budget: int, whole=()) -> list:
         sections = [Section(it, whole=i in whole) for i, it in enumerate(items)]

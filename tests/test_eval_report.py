@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli import main
-from engine.config import LLMConfig
-from engine.eval.datasets import demo_questions_path, load_questions
-from engine.eval.forecast import forecast_judge
-from engine.eval.judge import (
+from graphrag_engine.cli import main
+from graphrag_engine.config import LLMConfig
+from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.eval.forecast import forecast_judge
+from graphrag_engine.eval.judge import (
     CRITERIA,
     STATEMENTS,
     USEFUL,
@@ -26,14 +26,14 @@ from engine.eval.judge import (
     win_rate_table,
     win_rates,
 )
-from engine.eval.metrics import recall_at_k
-from engine.methods import query_config
-from engine.methods.run import run_query
-from engine.models.cache import ResponseCache
-from engine.models.llm import LLM
-from engine.models.structured import ParseError
-from engine.results import read_rows
-from engine.store import open_index
+from graphrag_engine.eval.metrics import recall_at_k
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.run import run_query
+from graphrag_engine.models.cache import ResponseCache
+from graphrag_engine.models.llm import LLM
+from graphrag_engine.models.structured import ParseError
+from graphrag_engine.results import read_rows
+from graphrag_engine.store import open_index
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,7 @@ def test_answers_judge_and_ragas_with_smollm(
     rows = read_rows(runs[0] / "results.parquet")
     assert all(isinstance(r["answer"], str) for r in rows)
     assert all(len(r["context_text"]) == 2 for r in rows)
-    from engine.eval.report import load_run
+    from graphrag_engine.eval.report import load_run
 
     loaded = [load_run(r) for r in runs]
     # the dry run's forecast: 2 questions x 2 orders, counted with the model's tokenizer
@@ -191,7 +191,7 @@ def test_answers_judge_and_ragas_with_smollm(
         assert len(scores[name]) == 2
         assert all(np.isnan(x) or 0.0 <= x <= 1.0 for x in scores[name])
     # the whole report with answer metrics, judge and RAGAS through the CLI path
-    from engine.eval.report import evaluate_runs
+    from graphrag_engine.eval.report import evaluate_runs
 
     md = evaluate_runs(
         [str(r) for r in runs],
@@ -242,7 +242,7 @@ def test_answers_judge_and_ragas_with_smollm(
 
 def test_plots_leave_out_runs_without_the_groups_metrics(tmp_path: Path) -> None:
     """A retrieval-only run gets no bar among the answer metrics; retrieval bars show both."""
-    from engine.eval.report import _plots
+    from graphrag_engine.eval.report import _plots
 
     nan = float("nan")
     table = {

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import main
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.store import open_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -80,7 +80,7 @@ def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
     """With the transformers backend, extraction's prompts are a Ray Data pipeline over actors
     holding SmolLM2 each, and the extraction equals the in-process one."""
     pytest.importorskip("ray")
-    from engine.demo import corpus_path
+    from graphrag_engine.demo import corpus_path
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(corpus_path().read_text().splitlines()[:4]) + "\n")
@@ -122,9 +122,9 @@ def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
     ray = pytest.importorskip("ray")
     from dataclasses import asdict
 
-    from engine.config import LLMConfig
-    from engine.exec.ray_llm import RayDataLLM
-    from engine.models import GenParams
+    from graphrag_engine.config import LLMConfig
+    from graphrag_engine.exec.ray_llm import RayDataLLM
+    from graphrag_engine.models import GenParams
 
     names = ["Paris", "Rome", "Madrid", "Berlin", "Vienna", "Oslo", "Lisbon", "Athens", "Bern"]
     prompts = [f"In one sentence, what is {n}?" for n in names]

@@ -11,8 +11,8 @@ import networkx as nx
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli import main
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.store import open_index
 
 
 def _graph(index: Path) -> tuple[dict, list]:

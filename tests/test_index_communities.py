@@ -9,9 +9,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from engine.cli import main
-from engine.demo import corpus_path
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.demo import corpus_path
+from graphrag_engine.store import open_index
 
 
 def build(

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.demo import corpus_path
-from engine.index.extract import ChunkExtraction, absorb, extract_triples, triple_schema
-from engine.index.resolve import entity_id, normalize_name, resolve
-from engine.models import LLM
-from engine.models.structured import ParseError
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.demo import corpus_path
+from graphrag_engine.index.extract import ChunkExtraction, absorb, extract_triples, triple_schema
+from graphrag_engine.index.resolve import entity_id, normalize_name, resolve
+from graphrag_engine.models import LLM
+from graphrag_engine.models.structured import ParseError
+from graphrag_engine.store import open_index
 
 ANSWER = json.dumps(
     {
@@ -89,7 +89,7 @@ def test_records_are_absorbed_and_merged_with_cooccurrence() -> None:
 
 def test_links_sealed_in_small_batches_equal_one_batch(monkeypatch) -> None:
     """unit_entity made LINK_BATCH rows at a time is the same table, rows in unit order."""
-    from engine.index import resolve as resolve_module
+    from graphrag_engine.index import resolve as resolve_module
 
     units = [
         (f"u{i}", f"c{i // 3}", [(f"Name {j}", "ORG") for j in range(i % 4)] + [("Vesk", "GPE")])
@@ -171,7 +171,7 @@ def test_extract_stage_in_index(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.slow
 def test_long_descriptions_are_summarised_in_one_call(smollm) -> None:
-    from engine.index.extract import summarize_descriptions
+    from graphrag_engine.index.extract import summarize_descriptions
 
     llm = LLM(smollm)
     long = "Hana Lirrow was an architect.\\n" * 10

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import main
-from engine.demo import corpus_path
-from engine.index.resolve import normalize_name
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.demo import corpus_path
+from graphrag_engine.index.resolve import normalize_name
+from graphrag_engine.store import open_index
 from tests.index_compare import TABLES, assert_same_index, table_rows
 
 
@@ -80,7 +80,7 @@ def test_graphs_and_vectors(demo_index: Path) -> None:
         assert m.shape == (rows, 384) and m.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-4)
     # the chunk about Hana Lirrow is the nearest chunk to a question about her
-    from engine.models.embed import SentenceTransformerEmbedder
+    from graphrag_engine.models.embed import SentenceTransformerEmbedder
 
     q = SentenceTransformerEmbedder().encode(["Who designed the Quillon Opera House?"])[0]
     best = int(np.argmax(idx.vectors("chunk_vectors") @ q))
@@ -178,7 +178,7 @@ def cached_answers(out: Path) -> int:
 
 @pytest.mark.slow
 def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> None:
-    from engine.demo import corpus_path
+    from graphrag_engine.demo import corpus_path
 
     cfg = tmp_path / "llm.yaml"
     cfg.write_text(LLM_CONFIG)
@@ -196,7 +196,7 @@ def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> No
         [
             sys.executable,
             "-m",
-            "engine.cli",
+            "graphrag_engine.cli",
             "index",
             str(corpus),
             "--out",
@@ -248,7 +248,7 @@ def test_killed_index_runs_resume_to_the_same_index(tmp_path: Path) -> None:
     assert main(["index", "--demo", "--out", str(clean)]) == 0
     out = tmp_path / "killed"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
-    cmd = [sys.executable, "-m", "engine.cli", "index", "--demo", "--out", str(out)]
+    cmd = [sys.executable, "-m", "graphrag_engine.cli", "index", "--demo", "--out", str(out)]
     for delay in (0.5, 2.0, 4.0, 6.0):
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
@@ -272,7 +272,7 @@ def test_graph_tables_equal_a_row_by_row_reference() -> None:
 
     import pyarrow as pa
 
-    from engine.index.graphs import build_graphs
+    from graphrag_engine.index.graphs import build_graphs
 
     rng = np.random.default_rng(3)
     chunk_ids = [f"c{i}" for i in range(40)]

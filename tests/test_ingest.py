@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli import main
-from engine.config import IngestConfig
-from engine.errors import IngestError
-from engine.index.ingest import DocumentReader, content_id
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.config import IngestConfig
+from graphrag_engine.errors import IngestError
+from graphrag_engine.index.ingest import DocumentReader, content_id
+from graphrag_engine.store import open_index
 
 
 def jsonl(path: Path, records: list) -> Path:
@@ -199,7 +199,7 @@ def test_real_corpus_ids_match_shared_data(shared_data: Path) -> None:
 def test_seen_hashes_matches_a_python_set() -> None:
     import random
 
-    from engine.index.ingest import SeenHashes
+    from graphrag_engine.index.ingest import SeenHashes
 
     rng = random.Random(0)
     seen, ref = SeenHashes(buffer=50), set()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.cli import build_parser
+from graphrag_engine.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 JOBS = {"index_job.py": "index", "reindex_job.py": "reindex", "query_job.py": "query"}
@@ -52,7 +52,7 @@ def test_kuberay_manifest_runs_the_reindex_job() -> None:
 
 
 def test_query_on_ray_refuses_bad_placements(tmp_path, capsys) -> None:
-    from engine.cli import main
+    from graphrag_engine.cli import main
 
     base = ["query", "none", "demo", "--method", "none", "--out", str(tmp_path / "r")]
     assert main([*base, "--executor", "ray", "--workers", "0"]) == 2

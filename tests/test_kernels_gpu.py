@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels.graph import CSRGraph
-from kernels.ppr import personalized_pagerank, random_walk_with_restart
-from kernels.similarity import cosine_topk, make_vector_index
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.ppr import personalized_pagerank, random_walk_with_restart
+from graphrag_engine.kernels.similarity import cosine_topk, make_vector_index
 
 from .gpu import needs_cuda
 

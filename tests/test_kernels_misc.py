@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernels.graph import CSRGraph
-from kernels.knapsack import knapsack
-from kernels.similarity import cosine_matrix, cosine_topk, l2_normalize, make_vector_index
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.knapsack import knapsack
+from graphrag_engine.kernels.similarity import (
+    cosine_matrix,
+    cosine_topk,
+    l2_normalize,
+    make_vector_index,
+)
 
 
 def brute_topk(q, c, k):

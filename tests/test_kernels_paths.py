@@ -8,8 +8,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from kernels.graph import CSRGraph
-from kernels.paths import all_shortest_paths, closest_pair, distances, shortest_paths, simple_paths
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.paths import (
+    all_shortest_paths,
+    closest_pair,
+    distances,
+    shortest_paths,
+    simple_paths,
+)
 
 
 def random_pair(seed: int, n: int = 60, m: int = 180, directed: bool = True):

@@ -7,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from kernels.graph import CSRGraph
-from kernels.ppr import PUSH_SHRINK, personalized_pagerank, random_walk_with_restart
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.ppr import PUSH_SHRINK, personalized_pagerank, random_walk_with_restart
 
 
 def random_graph(

@@ -1,4 +1,4 @@
-"""ReGraphRAG's Algorithm 1 (kernels/reorganize.py) against a brute-force networkx reference."""
+"""ReGraphRAG's Algorithm 1 (graphrag_engine/kernels/reorganize.py) against a brute-force networkx reference."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from kernels.graph import CSRGraph
-from kernels.reorganize import reorganize
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.reorganize import reorganize
 
 
 def _random_case(seed: int):

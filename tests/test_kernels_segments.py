@@ -1,4 +1,4 @@
-"""The shared batch operators of kernels.segments against plain per-owner references (sorted
+"""The shared batch operators of graphrag_engine.kernels.segments against plain per-owner references (sorted
 Python lists, numpy argsort, scipy's CSR) on random data with ties."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernels.segments import (
+from graphrag_engine.kernels.segments import (
     csr_from_pairs,
     dense_topk,
     group_by_owner,
     segment_rank,
     segment_topk,
 )
-from kernels.similarity import rowwise_dot
+from graphrag_engine.kernels.similarity import rowwise_dot
 
 
 @pytest.fixture(params=[0, 1, 2])

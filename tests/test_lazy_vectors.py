@@ -10,14 +10,14 @@ import shutil
 
 import numpy as np
 
-from engine.eval.datasets import demo_questions_path, load_questions
-from engine.methods import query_config
-from engine.methods.clue_rag import clue_rag
-from engine.methods.lightrag import lightrag
-from engine.models.embed_cache import EMBED_CACHE
-from engine.retrieve.context import QueryContext
-from engine.retrieve.types import StageClock
-from engine.store import open_index
+from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.clue_rag import clue_rag
+from graphrag_engine.methods.lightrag import lightrag
+from graphrag_engine.models.embed_cache import EMBED_CACHE
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
 
 def _global_search(index_dir, run_dir):

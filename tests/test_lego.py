@@ -11,26 +11,26 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError
-from engine.eval.datasets import load_questions
-from engine.methods import load_query_config, query_config
-from engine.methods.lego import answer_prompt, lego
-from engine.retrieve.context import QueryContext
-from engine.retrieve.graph import PathText, question_graphs, topic_entities_by_name
-from engine.retrieve.lego_modules import (
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.paths import nearest_source_paths
+from graphrag_engine.kernels.ppr import random_walk_with_restart, sampled_rwr
+from graphrag_engine.methods import load_query_config, query_config
+from graphrag_engine.methods.lego import answer_prompt, lego
+from graphrag_engine.methods.lego.graph import PathText, question_graphs, topic_entities_by_name
+from graphrag_engine.methods.lego.modules import (
     LegoPFConfig,
     LegoSEConfig,
     extract_subgraphs,
     filter_paths,
     refine_paths,
 )
-from engine.retrieve.scoring import BM25Scorer, RandomScorer, make_scorer
-from engine.retrieve.types import StageClock
-from engine.store import open_index
-from engine.store.index_store import NoIndex
-from kernels.graph import CSRGraph
-from kernels.paths import nearest_source_paths
-from kernels.ppr import random_walk_with_restart, sampled_rwr
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.scoring import BM25Scorer, RandomScorer, make_scorer
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
+from graphrag_engine.store.index_store import NoIndex
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,8 +132,8 @@ def test_node_scores_only_with_a_node_threshold(webqsp, seeds) -> None:
 
 
 def test_llm_scorer_sees_only_the_prefiltered_candidates(webqsp, smollm) -> None:
-    from engine.models.llm import LLM
-    from engine.retrieve.scoring import LLMScorer, PrefilteredScorer
+    from graphrag_engine.models.llm import LLM
+    from graphrag_engine.retrieve.scoring import LLMScorer, PrefilteredScorer
 
     qs, tg = webqsp
     pairs = []
@@ -186,7 +186,7 @@ def test_spf_cpf_and_beam_paths(webqsp, seeds, minilm) -> None:
         )
         assert len(cpf[q].paths) == min(expected, 1000)
         assert all(len(set(p)) == len(p) for p in cpf[q].paths)
-    from engine.models.rerank import BiEncoderReranker
+    from graphrag_engine.models.rerank import BiEncoderReranker
 
     beam_cfg = LegoPFConfig(method="beam", max_hops=2, beam_width=3)
     beam = filter_paths(tg, seeds, texts, beam_cfg, BiEncoderReranker(minilm), show)
@@ -311,7 +311,7 @@ def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> Non
     cfg = query_config("lego")
     cfg.models.llm.backend = "transformers"
     cfg.generation.max_tokens = 16
-    from engine.methods.run import run_query
+    from graphrag_engine.methods.run import run_query
 
     summary = run_query(NoIndex(), qs[:2], cfg, tmp_path / "ans", "webqsp", llm_backend=smollm)
     assert summary["questions"] == 2
@@ -325,8 +325,8 @@ def test_fine_tuned_llm_instance_reads_a_local_folder(webqsp, tmp_path) -> None:
     fine-tuned model: it loads, scores SE and PR, and its prompts and tokens are accounted."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engine.methods.run import run_query
-    from engine.models.transformers_llm import save_dequantized, smollm2_gguf
+    from graphrag_engine.methods.run import run_query
+    from graphrag_engine.models.transformers_llm import save_dequantized, smollm2_gguf
 
     folder, gguf = smollm2_gguf()
     ft = tmp_path / "llm-ft"

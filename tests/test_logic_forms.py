@@ -11,8 +11,13 @@ import unicodedata
 
 import pytest
 
-from engine.models.structured import ParseError
-from engine.retrieve.logic_forms import LogicForm, LogicStep, execute, logic_form_schema
+from graphrag_engine.methods.rograg.logic_forms import (
+    LogicForm,
+    LogicStep,
+    execute,
+    logic_form_schema,
+)
+from graphrag_engine.models.structured import ParseError
 
 
 def _form(*steps: dict) -> str:

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine.errors import ConfigError
-from engine.eval.datasets import demo_questions_path, load_questions
-from engine.methods import METHODS, load_query_config, method_names, query_config
-from engine.methods.base import register
-from engine.methods.run import run_query
-from engine.retrieve.types import Context, Retrieved, Section
-from engine.store import open_index
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.methods import METHODS, load_query_config, method_names, query_config
+from graphrag_engine.methods.base import register
+from graphrag_engine.methods.run import run_query
+from graphrag_engine.retrieve.types import Context, Retrieved, Section
+from graphrag_engine.store import open_index
 
 BUILT_IN = {"none", "naive", "bm25", "hyde", "hipporag", "clue", "lego"}
 

@@ -7,13 +7,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from engine.models import Completion, GenParams, ResponseCache
-from engine.models.base import prompt_key
+from graphrag_engine.models import Completion, GenParams, ResponseCache
+from graphrag_engine.models.base import prompt_key
 
 WRITER = textwrap.dedent(
     """
     import sys
-    from engine.models import Completion, ResponseCache
+    from graphrag_engine.models import Completion, ResponseCache
     path, worker = sys.argv[1], int(sys.argv[2])
     cache = ResponseCache(path)
     for round_ in range(20):

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from engine.models import GenParams
+from graphrag_engine.models import GenParams
 
 from .gpu import needs_cuda
 
@@ -23,7 +23,7 @@ def vllm_backend():
     model = os.environ.get("GRAPHRAG_VLLM_MODEL")
     if not model:
         pytest.skip("set GRAPHRAG_VLLM_MODEL to a local model folder")
-    from engine.models.vllm_llm import VLLMBackend
+    from graphrag_engine.models.vllm_llm import VLLMBackend
 
     return VLLMBackend(model, gpu_memory_utilization=0.5)
 
@@ -59,7 +59,7 @@ def test_vllm_guided_json(vllm_backend) -> None:
 
 @needs_cuda
 def test_transformers_on_cuda_matches_cpu(smollm) -> None:
-    from engine.models.transformers_llm import TransformersLLM
+    from graphrag_engine.models.transformers_llm import TransformersLLM
 
     gpu = TransformersLLM(device="cuda", batch_size=4)
     prompts = ["Say hello.", "Name a colour."]

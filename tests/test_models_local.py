@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.config import EmbedderConfig
-from engine.models import LLM, GenParams, LLMRequiredError, NoLLM, ResponseCache
-from engine.models.embed import packaged_minilm_path
-from engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
-from engine.models.structured import ParseError, generate_structured, parse_json
+from graphrag_engine.config import EmbedderConfig
+from graphrag_engine.models import LLM, GenParams, LLMRequiredError, NoLLM, ResponseCache
+from graphrag_engine.models.embed import packaged_minilm_path
+from graphrag_engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
+from graphrag_engine.models.structured import ParseError, generate_structured, parse_json
 
 PROMPTS = [
     "What is the capital of France? Answer in one word.",
@@ -85,7 +85,7 @@ def test_dry_run_counts_without_calling(smollm) -> None:
 
 def test_a_dry_run_loads_the_tokenizer_only() -> None:
     """Counting prompt tokens (every --dry-run) never loads the model's weights."""
-    from engine.models.transformers_llm import TransformersLLM
+    from graphrag_engine.models.transformers_llm import TransformersLLM
 
     fresh = TransformersLLM(batch_size=2)
     llm = LLM(fresh, dry_run=True)
@@ -151,7 +151,7 @@ def test_embedder_is_normalized_batched_and_meaningful(minilm) -> None:
 
 
 def test_length_batches_hold_the_token_budget() -> None:
-    from engine.models.embed import length_batches
+    from graphrag_engine.models.embed import length_batches
 
     rng = np.random.default_rng(3)
     lengths = rng.integers(1, 300, 2000).tolist() + [5000, 4]
@@ -196,9 +196,9 @@ def test_ner_workers_tag_as_this_process_does(
     """A large local NER job spread over worker processes returns the mentions tagging here
     returns, block by block, each position once; the workers start only for texts the NER
     cache lacks, so re-tagging cached texts starts none."""
-    from engine.exec import local as local_exec
-    from engine.exec.local import LocalExecutor
-    from engine.models.ner_cache import BLOCK, NERCache
+    from graphrag_engine.exec import local as local_exec
+    from graphrag_engine.exec.local import LocalExecutor
+    from graphrag_engine.models.ner_cache import BLOCK, NERCache
 
     texts = [
         s
@@ -267,7 +267,7 @@ def test_ner_alone_finds_what_the_tagger_pipeline_finds(shared_data: Path) -> No
     entities, at the same offsets, as the pipeline with them, on 300 MuSiQue passages."""
     import spacy
 
-    from engine.models.ner import SPACY_MODEL, entity_recognizer
+    from graphrag_engine.models.ner import SPACY_MODEL, entity_recognizer
 
     texts = [
         json.loads(line)["text"]
@@ -292,7 +292,7 @@ class Watched:
         self.cache_id = getattr(backend, "cache_id", backend.model_id)
 
     def generate(self, prompts, params, on_done=None):
-        from engine.models.base import prompt_key
+        from graphrag_engine.models.base import prompt_key
 
         keys = [prompt_key(self.cache_id, p, params) for p in prompts]
 
@@ -324,9 +324,9 @@ def test_embedding_cache_streams_what_it_stored_in_order(
     them, in one model call unless the missing text passes PENDING_CHARS; `stored` / `stream`
     then give every text's vector in order, window by window, equal to `encode` and to the
     model's own."""
-    from engine.models import text_cache
-    from engine.models.embed_cache import EmbeddingCache
-    from engine.models.text_cache import windows
+    from graphrag_engine.models import text_cache
+    from graphrag_engine.models.embed_cache import EmbeddingCache
+    from graphrag_engine.models.text_cache import windows
 
     class Counting:  # the real embedder, its calls recorded
         def __init__(self) -> None:
@@ -380,7 +380,7 @@ def test_nan_scores_stop_generation_with_a_clear_error(smollm) -> None:
     NaN; the backend refuses (naming model and device) instead of decoding noise."""
     import torch
 
-    from engine.errors import ConfigError
+    from graphrag_engine.errors import ConfigError
 
     smollm.generate(PROMPTS[:1], GenParams(max_tokens=1))  # weights load as generation loads them
     norm = smollm.model.model.norm.weight
@@ -400,8 +400,8 @@ def test_a_tokenizer_that_lost_its_merges_is_refused(smollm, tmp_path: Path) -> 
     """Fault injection on the real SmolLM2 tokenizer: without its BPE merges (what transformers
     5.17 makes of Gemma 3's GGUF tokenizer) it splits prose character by character, and the
     backend refuses it at load instead of feeding the model text it never saw."""
-    from engine.errors import ConfigError
-    from engine.models.transformers_llm import TransformersLLM, check_tokenizer
+    from graphrag_engine.errors import ConfigError
+    from graphrag_engine.models.transformers_llm import TransformersLLM, check_tokenizer
 
     assert 3.5 < check_tokenizer(smollm.tokenizer, "smollm2") < 7
     smollm.tokenizer.save_pretrained(tmp_path)

@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError
-from engine.models import LLM, GenParams, LLMError, ResponseCache
-from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM, OpenAIEmbedder
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.models import LLM, GenParams, LLMError, ResponseCache
+from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM, OpenAIEmbedder
 
 from .fault_server import FaultInjector
 
@@ -238,7 +238,7 @@ def test_the_cache_keeps_answers_of_different_servers_apart(tmp_path, monkeypatc
     """Two servers that serve different models under one name: with their URLs in the cache
     identity the second is asked too; on loopback (ports change with every start) the model
     name alone identifies the answers, so a restarted local server reuses them."""
-    import engine.models.openai_llm as openai_llm
+    import graphrag_engine.models.openai_llm as openai_llm
 
     cache = ResponseCache(tmp_path / "c.sqlite")
 

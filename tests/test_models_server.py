@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.models import LLM, GenParams, ResponseCache
-from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+from graphrag_engine.models import LLM, GenParams, ResponseCache
+from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
 pytestmark = pytest.mark.slow
 
@@ -105,8 +105,8 @@ def test_generate_cli_none_backend_names_stage(tmp_path: Path, run_cli) -> None:
 
 
 def test_embeddings_from_a_real_server(tmp_path: Path) -> None:
-    from engine.models.llama_server import LlamaServer
-    from engine.models.openai_llm import OpenAIEmbedder
+    from graphrag_engine.models.llama_server import LlamaServer
+    from graphrag_engine.models.openai_llm import OpenAIEmbedder
 
     with LlamaServer(embedding=True, log=tmp_path / "emb.log") as server:
         emb = OpenAIEmbedder(

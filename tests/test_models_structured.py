@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.models.structured import ParseError, Schema, parse_json
+from graphrag_engine.models.structured import ParseError, Schema, parse_json
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from engine.config import EmbedderConfig
-from engine.errors import ConfigError
-from engine.models import make_embedder
+from graphrag_engine.config import EmbedderConfig
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.models import make_embedder
 
 pytest.importorskip("onnxruntime")
 
@@ -23,7 +23,7 @@ pytest.importorskip("onnxruntime")
 @contextmanager
 def onnx_cache(folder):
     """GRAPHRAG_ONNX_CACHE set to `folder` while the block runs, then as it was."""
-    from engine.models import onnx_embed
+    from graphrag_engine.models import onnx_embed
 
     old = os.environ.get(onnx_embed.CACHE_ENV)
     os.environ[onnx_embed.CACHE_ENV] = str(folder)
@@ -39,7 +39,7 @@ def onnx_cache(folder):
 @pytest.fixture(scope="module")
 def int8(tmp_path_factory):
     """The int8 embedder (`embedder.backend: onnx-int8`), exported into its own cache."""
-    from engine.models import onnx_embed
+    from graphrag_engine.models import onnx_embed
 
     with onnx_cache(tmp_path_factory.mktemp("onnx-cache")) as cache:
         yield onnx_embed.OnnxInt8Embedder(), cache
@@ -56,7 +56,7 @@ def test_fp32_onnx_equals_sentence_transformers(onnx32, minilm, shared_data, mon
     """On real MuSiQue passages (long and short, so batches pad), fp32 ONNX Runtime gives
     sentence-transformers' vectors to float rounding, queries through the same model, and is
     exported once, to a file named by its scheme."""
-    from engine.models import onnx_embed
+    from graphrag_engine.models import onnx_embed
 
     texts = []
     with (shared_data / "musique_corpus.jsonl").open() as f:
@@ -82,7 +82,7 @@ def test_fp32_onnx_equals_sentence_transformers(onnx32, minilm, shared_data, mon
 
 
 def test_built_once_and_reused(int8, monkeypatch) -> None:
-    from engine.models import onnx_embed
+    from graphrag_engine.models import onnx_embed
 
     embedder, cache = int8
     (built,) = cache.glob("*.onnx")
@@ -140,9 +140,9 @@ def test_onnx_runs_on_the_cpu_only(backend) -> None:
 def test_an_int8_index_is_queried_with_its_embedder(int8, minilm, run_cli, tmp_path) -> None:
     """A query config that leaves the embedder at its default embeds as the index did: int8
     for index-side texts, fp32 for the queries."""
-    from engine.methods import query_config
-    from engine.retrieve.context import QueryContext
-    from engine.store import open_index
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.store import open_index
 
     embedder, _ = int8
     cfg = tmp_path / "int8.yaml"
@@ -157,7 +157,7 @@ def test_an_int8_index_is_queried_with_its_embedder(int8, minilm, run_cli, tmp_p
     # queries are embedded at fp32 by the same weights, against the int8 index vectors
     np.testing.assert_allclose(ctx.encode_queries(asked), minilm.encode(asked), atol=1e-5)
     assert np.abs(ctx.encode_queries(asked) - embedder.encode(asked)).max() > 1e-4
-    from engine.eval.datasets import demo_questions_path
+    from graphrag_engine.eval.datasets import demo_questions_path
 
     ran = run_cli("query", str(out), str(demo_questions_path()), "--method", "naive",
                   "--retrieval-only", "--out", str(tmp_path / "q"))  # fmt: skip
@@ -168,7 +168,7 @@ def _copy_of_minilm(tmp_path):
     """A copy of the packaged MiniLM folder (config files only; weights linked)."""
     import shutil
 
-    from engine.models.embed import packaged_minilm_path
+    from graphrag_engine.models.embed import packaged_minilm_path
 
     src = packaged_minilm_path()
     dst = tmp_path / "minilm-copy"
@@ -178,7 +178,7 @@ def _copy_of_minilm(tmp_path):
 
 
 def test_the_layout_is_read_without_loading_weights(tmp_path) -> None:
-    from engine.models.onnx_embed import _mean_pooling_layout
+    from graphrag_engine.models.onnx_embed import _mean_pooling_layout
 
     folder = _copy_of_minilm(tmp_path)
     assert _mean_pooling_layout(folder, "onnx") == (256, 384)
@@ -191,7 +191,7 @@ def test_the_layout_is_read_without_loading_weights(tmp_path) -> None:
 
 
 def test_a_dense_head_is_refused(tmp_path) -> None:
-    from engine.models.onnx_embed import OnnxInt8Embedder
+    from graphrag_engine.models.onnx_embed import OnnxInt8Embedder
 
     folder = _copy_of_minilm(tmp_path)
     modules = json.loads((folder / "modules.json").read_text())
@@ -210,7 +210,7 @@ def test_per_token_rewrite_equals_a_numpy_reference(tmp_path) -> None:
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from engine.models.onnx_int8 import WEIGHT_LEVELS, quantize_per_token
+    from graphrag_engine.models.onnx_int8 import WEIGHT_LEVELS, quantize_per_token
 
     rng = np.random.default_rng(0)
     w = rng.normal(size=(16, 8)).astype(np.float32)
@@ -255,7 +255,7 @@ def test_per_token_rewrite_equals_a_numpy_reference(tmp_path) -> None:
 def test_gptq_rounding_against_round_to_nearest() -> None:
     """With uncorrelated inputs of equal energy GPTQ is round-to-nearest; with correlated
     inputs it changes x @ w less than round-to-nearest does, on inputs with that Gram matrix."""
-    from engine.models.onnx_int8 import WEIGHT_LEVELS, gptq_round
+    from graphrag_engine.models.onnx_int8 import WEIGHT_LEVELS, gptq_round
 
     rng = np.random.default_rng(1)
     w = rng.normal(size=(48, 12)).astype(np.float32)
@@ -281,7 +281,12 @@ def test_smoothed_rewrite_equals_a_numpy_reference() -> None:
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from engine.models.onnx_int8 import SMOOTHING, activation_stats, gptq_round, quantize_per_token
+    from graphrag_engine.models.onnx_int8 import (
+        SMOOTHING,
+        activation_stats,
+        gptq_round,
+        quantize_per_token,
+    )
 
     rng = np.random.default_rng(2)
     w = rng.normal(size=(32, 8)).astype(np.float32)

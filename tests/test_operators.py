@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 from datetime import date
 
-from engine.retrieve.operators import compare, count, difference, keep, split_items, total, union
+from graphrag_engine.methods.rograg.operators import (
+    compare,
+    count,
+    difference,
+    keep,
+    split_items,
+    total,
+    union,
+)
 
 
 def test_compare_picks_the_label_on_dates_numbers_and_text() -> None:

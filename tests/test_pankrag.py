@@ -9,13 +9,13 @@ import json
 import numpy as np
 import pytest
 
-from engine.eval.datasets import load_questions
-from engine.methods import query_config
-from engine.methods.pankrag import combined_order, pankrag
-from engine.retrieve.context import QueryContext
-from engine.retrieve.ranking import round_robin
-from engine.retrieve.types import StageClock
-from engine.store import open_index
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.pankrag import combined_order, pankrag
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.ranking import round_robin
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_llm_plans_reask_cycles_and_dangling_steps_then_fall_back(subset) -> Non
     """The planner's answers come from a fault-injection server (named as such: it says the
     planted texts): a cycle is re-asked and the valid plan runs level by level with the first
     answer substituted; dangling references three times leave the question as its own step."""
-    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
     from tests.fault_server import FaultInjector
 
     index, questions, tmp = subset
@@ -128,9 +128,9 @@ def test_report_search_walks_down_to_the_best_fitting_reports(demo_reports_index
     """On SmolLM2-written reports: scores are the cosines, best first; no chosen report is
     another's ancestor; none has a reported child at least as similar; every top community's
     subtree keeps a report."""
-    from engine.eval.datasets import demo_questions_path
-    from engine.retrieve.communities import communities, report_search
-    from kernels.similarity import l2_normalize
+    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.kernels.similarity import l2_normalize
+    from graphrag_engine.retrieve.communities import communities, report_search
 
     index = open_index(demo_reports_index)
     ctx = _ctx(index, tmp_path)
@@ -165,7 +165,7 @@ def test_report_search_walks_down_to_the_best_fitting_reports(demo_reports_index
 
 @pytest.mark.slow
 def test_abstract_steps_search_reports_batched_as_one_at_a_time(demo_reports_index, tmp_path):
-    from engine.eval.datasets import demo_questions_path
+    from graphrag_engine.eval.datasets import demo_questions_path
 
     index = open_index(demo_reports_index)
     questions = load_questions(demo_questions_path())[:6]

@@ -1,4 +1,4 @@
-"""Sub-question plans (engine/retrieve/plans.py): validation re-orders, rejects cycles and
+"""Sub-question plans (graphrag_engine/methods/pankrag/plans.py): validation re-orders, rejects cycles and
 dangling references; levels and "#k" substitution; MuSiQue's gold plans load for every dev
 question; an invalid LLM plan is re-asked by the structured stage."""
 
@@ -8,9 +8,17 @@ import json
 
 import pytest
 
-from engine.eval.datasets import load_questions
-from engine.models.structured import ParseError
-from engine.retrieve.plans import Plan, Step, direct, gold_plan, ordered, plan_schema, substitute
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.methods.pankrag.plans import (
+    Plan,
+    Step,
+    direct,
+    gold_plan,
+    ordered,
+    plan_schema,
+    substitute,
+)
+from graphrag_engine.models.structured import ParseError
 
 
 def test_levels_and_substitution_follow_the_dag() -> None:
@@ -86,10 +94,10 @@ def test_planner_counts_asks_and_keeps_the_last_error() -> None:
     """Answers from the fault-injection server (named as such: it says planted plans): a
     question whose plan never validates falls back after 1 + 2 asks with the last ask's error
     kept; a valid plan takes one ask and has none."""
-    from engine.config import LLMConfig
-    from engine.models import make_llm
-    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
-    from engine.retrieve.plans import make_plans
+    from graphrag_engine.config import LLMConfig
+    from graphrag_engine.methods.pankrag.plans import make_plans
+    from graphrag_engine.models import make_llm
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
     from tests.fault_server import FaultInjector
 
     def plan(*steps) -> str:

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli import main
-from engine.eval.metrics import recall_at_k
-from engine.results import read_rows
+from graphrag_engine.cli import main
+from graphrag_engine.eval.metrics import recall_at_k
+from graphrag_engine.results import read_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,7 +169,7 @@ def test_a_run_is_identified_by_content_not_by_paths(
     index rebuilt from another corpus at the same path is refused with exit 2."""
     import shutil
 
-    from engine.eval.datasets import demo_questions_path
+    from graphrag_engine.eval.datasets import demo_questions_path
 
     lines = demo_questions_path().read_text().splitlines()[:3]
     q1 = tmp_path / "q1.jsonl"
@@ -204,7 +204,7 @@ def test_a_second_query_into_a_busy_run_folder_is_refused(
 ) -> None:
     """While one process holds a run folder, another `query` into it exits 2 and writes
     nothing there."""
-    from engine.methods.run import _lock_run_dir
+    from graphrag_engine.methods.run import _lock_run_dir
 
     out = tmp_path / "r"
     held = _lock_run_dir(out)
@@ -248,7 +248,7 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     cmd = [
         sys.executable,
         "-m",
-        "engine.cli",
+        "graphrag_engine.cli",
         "query",
         str(demo_index),
         "demo",
@@ -287,7 +287,7 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs" / "methods").glob("*.yaml")))
 def test_method_configs_load(path: Path) -> None:
-    from engine.methods import load_query_config
+    from graphrag_engine.methods import load_query_config
 
     cfg = load_query_config(path)
     # clue_no_*.yaml are ablations of clue, lightrag_ner.yaml a variant of lightrag
@@ -298,10 +298,10 @@ def test_method_configs_load(path: Path) -> None:
 def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smollm) -> None:
     """HyDE writes one hypothetical passage per question in one batched call and retrieves
     with it; no-retrieval answers without context."""
-    from engine.eval.datasets import demo_questions_path, load_questions
-    from engine.methods import query_config
-    from engine.methods.run import run_query
-    from engine.store import open_index
+    from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.run import run_query
+    from graphrag_engine.store import open_index
 
     questions = load_questions(demo_questions_path(), limit=4)
     cfg = query_config("hyde")
@@ -345,7 +345,7 @@ def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(
     """Against the FAULT INJECTOR: the second question's prompt fails every attempt; the run
     finishes with exit 3, that question holds no answer and says why, eval scores it wrong;
     the same command again sends only that prompt; --fail-fast stops at it instead."""
-    from engine.eval.report import score_rows
+    from graphrag_engine.eval.report import score_rows
     from tests.fault_server import FaultInjector
 
     with FaultInjector(["say:first", "500", "500", "say:third"]) as fault:
@@ -382,8 +382,8 @@ def test_a_run_folder_from_before_content_identities_resumes_when_it_matches(
 ) -> None:
     """run.json as older versions wrote it (index path, generation, config hash; question file
     and count): resumed and upgraded when those match, refused when they do not."""
-    from engine.eval.datasets import demo_questions_path
-    from engine.store import open_index
+    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.store import open_index
 
     out = tmp_path / "r"
     _run(demo_index, Path("demo"), "bm25", out, "--limit", "3")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.errors import BadInputError
-from engine.methods import query_config
-from engine.retrieve.context import QueryContext
-from engine.store import open_index
+from graphrag_engine.errors import BadInputError
+from graphrag_engine.methods import query_config
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.store import open_index
 
 
 def test_preset_vectors_answer_without_the_embedder(demo_index, tmp_path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.models.llama_server import free_port
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.models.llama_server import free_port
+from graphrag_engine.store import open_index
 
 from .test_exec_ray import TABLES
 
@@ -90,7 +90,7 @@ def test_actors_asking_for_absent_gpus_are_announced(capsys) -> None:
     """A config that puts a model on CUDA, on a cluster without GPUs: one warning line says
     why the actors wait, instead of Ray's silent pending."""
     ray = pytest.importorskip("ray")
-    from engine.exec.ray_executor import warn_missing_gpus
+    from graphrag_engine.exec.ray_executor import warn_missing_gpus
 
     ray.init(num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
     try:

@@ -1,4 +1,4 @@
-"""vLLM through `ray.data.llm` (engine/exec/ray_llm.py): what a stage sends (sampling
+"""vLLM through `ray.data.llm` (graphrag_engine/exec/ray_llm.py): what a stage sends (sampling
 parameters with its schema, rows with positions) and how answered rows become Completions are
 checked here; the processor itself needs vLLM and a GPU (marked gpu, with
 GRAPHRAG_VLLM_MODEL naming a local model folder)."""
@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from engine.exec.ray_llm import completion_of, prompt_rows, sampling_params
-from engine.models import GenParams
+from graphrag_engine.exec.ray_llm import completion_of, prompt_rows, sampling_params
+from graphrag_engine.models import GenParams
 
 from .gpu import needs_cuda
 
@@ -63,7 +63,7 @@ def test_ray_data_vllm_answers_in_input_order() -> None:
     model = os.environ.get("GRAPHRAG_VLLM_MODEL")
     if not model:
         pytest.skip("set GRAPHRAG_VLLM_MODEL to a local model folder")
-    from engine.exec.ray_llm import RayDataVLLM
+    from graphrag_engine.exec.ray_llm import RayDataVLLM
 
     llm_cfg = {"model": model, "tensor_parallel_size": 1, "gpu_memory_utilization": 0.5,
                "batch_size": 4, "constrained": True}  # fmt: skip

@@ -1,5 +1,5 @@
 """Ray pool actors write each block's results as a Parquet part that the driver reads, hands on
-and deletes (engine/exec/ray_data.py): the columns survive the round trip exactly, a part the
+and deletes (graphrag_engine/exec/ray_data.py): the columns survive the round trip exactly, a part the
 driver cannot see is one clear error, and a pipeline through parts gives what one through Ray's
 object store gives, leaving no part behind."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError
-from engine.exec.ray_data import read_part, writing_parts
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.exec.ray_data import read_part, writing_parts
 
 
 class Doubles:
@@ -42,7 +42,7 @@ def test_a_part_holds_exactly_what_the_actor_returned(tmp_path: Path) -> None:
 
 
 def test_a_part_the_driver_cannot_see_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("engine.exec.ray_data.PART_VISIBLE_S", 0.3)
+    monkeypatch.setattr("graphrag_engine.exec.ray_data.PART_VISIBLE_S", 0.3)
     with pytest.raises(ConfigError, match="storage every node shares"):
         read_part(str(tmp_path / "elsewhere.parquet"))
 
@@ -51,7 +51,7 @@ def test_a_part_the_driver_cannot_see_is_one_clear_error(tmp_path: Path, monkeyp
 @pytest.mark.slow
 def test_blocks_through_parts_equal_blocks_through_ray(tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
-    from engine.exec.ray_data import TagBlocks, stream_blocks
+    from graphrag_engine.exec.ray_data import TagBlocks, stream_blocks
 
     texts = [f"Ada Lovelace met Charles Babbage in London in {1830 + i}." for i in range(11)]
     parts = tmp_path / "parts"
@@ -76,8 +76,8 @@ def test_processor_rows_through_a_part_become_the_same_completions(tmp_path: Pat
     written as a part keep only the answer columns and map to the same Completions."""
     import pyarrow as pa
 
-    from engine.exec.ray_data import parts_read, rows_to_part
-    from engine.exec.ray_llm import ANSWER_COLUMNS, ERROR_COLUMN, completion_of, rows_of
+    from graphrag_engine.exec.ray_data import parts_read, rows_to_part
+    from graphrag_engine.exec.ray_llm import ANSWER_COLUMNS, ERROR_COLUMN, completion_of, rows_of
 
     rows = pa.table(
         {

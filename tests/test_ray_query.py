@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Engine
-from engine.results import read_rows
+from graphrag_engine import Engine
+from graphrag_engine.results import read_rows
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -71,7 +71,7 @@ def local_runs(musique_subset, tmp_path_factory) -> Path:
 
 
 def test_sharded_runs_equal_local_runs(cluster, musique_subset, local_runs, tmp_path) -> None:
-    from engine.api import RayPlacement
+    from graphrag_engine.api import RayPlacement
 
     runs = Engine(musique_subset["index"]).run_many(
         METHODS, musique_subset["questions"], tmp_path, retrieval_only=True, batch_size=BATCH,
@@ -84,7 +84,7 @@ def test_sharded_runs_equal_local_runs(cluster, musique_subset, local_runs, tmp_
 
 
 def test_an_actor_killed_mid_run_is_replaced(cluster, musique_subset, local_runs, tmp_path):
-    from engine.methods.ray_run import run_query_on_ray
+    from graphrag_engine.methods.ray_run import run_query_on_ray
 
     engine = Engine(musique_subset["index"])
     source, questions = engine.questions(musique_subset["questions"])

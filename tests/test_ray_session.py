@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Engine
-from engine.api import RayPlacement
-from engine.exec import ray_executor
-from engine.results import read_rows
+from graphrag_engine import Engine
+from graphrag_engine.api import RayPlacement
+from graphrag_engine.exec import ray_executor
+from graphrag_engine.results import read_rows
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

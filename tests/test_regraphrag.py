@@ -10,9 +10,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.eval.datasets import demo_questions_path, load_questions
-from engine.methods import query_config
-from engine.methods.regraphrag import (
+from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.kernels.reorganize import reorganize
+from graphrag_engine.kernels.similarity import l2_normalize
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.regraphrag import (
     ACROSS_ALL,
     Triplet,
     path_graph,
@@ -20,12 +22,10 @@ from engine.methods.regraphrag import (
     regraphrag,
     sections,
 )
-from engine.retrieve.context import QueryContext
-from engine.retrieve.entity_graph import entity_graph
-from engine.retrieve.types import StageClock
-from engine.store import open_index
-from kernels.reorganize import reorganize
-from kernels.similarity import l2_normalize
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import entity_graph
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 from tests.fault_server import FaultInjector
 
 
@@ -132,7 +132,7 @@ def test_the_planted_answer_is_in_the_graph(demo) -> None:
 
 
 def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> None:
-    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
     index, questions, tmp = demo
     good = {

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.index.reindex import REINDEX_LOCK
-from engine.store import open_index
+from graphrag_engine.cli import main
+from graphrag_engine.index.reindex import REINDEX_LOCK
+from graphrag_engine.store import open_index
 from tests.index_compare import assert_same_index
 
 pytestmark = pytest.mark.slow
@@ -49,8 +49,8 @@ def edited(passages: list[dict]) -> tuple[list[dict], set[str]]:
 def test_reindex_touches_only_changes_and_equals_a_rebuild(
     passages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.exec import local as local_exec
-    from engine.index import graph_stages
+    from graphrag_engine.exec import local as local_exec
+    from graphrag_engine.index import graph_stages
 
     # NER worker processes: a fresh build of 50 chunks or more starts them early, a re-index
     # (its NER cache filled) does not; the executor's own threshold is put out of reach

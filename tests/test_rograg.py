@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.eval.datasets import demo_questions_path, load_questions
-from engine.methods import query_config
-from engine.methods.rograg import rograg
-from engine.retrieve.context import QueryContext
-from engine.retrieve.dual_level import match_keys
-from engine.retrieve.types import StageClock
-from engine.store import open_index
+from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.rograg import rograg
+from graphrag_engine.methods.rograg.dual_level import match_keys
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 from tests.fault_server import FaultInjector
 
 KEYS = {"low_level_keywords": ["Port Calloway"], "high_level_keywords": ["founded"]}
@@ -38,7 +38,7 @@ FORM = {
     [((True,), "logic_form"), ((False, True), "dual_level"), ((False, False), "refused")],
 )
 def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts, stage) -> None:
-    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
     question = load_questions(demo_questions_path())[:1]
     with FaultInjector([]) as fault:
@@ -75,8 +75,8 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
 def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) -> None:
     """`index --add` of a new document, then dual-level matching of its entity's name finds the
     new entity and the new document's chunk (exact by name, fuzzy by embedding)."""
-    from engine.cli import main
-    from engine.retrieve.entity_graph import entity_graph
+    from graphrag_engine.cli import main
+    from graphrag_engine.retrieve.entity_graph import entity_graph
 
     out = tmp_path / "idx"
     assert main(["index", "--demo", "--out", str(out)]) == 0
@@ -97,7 +97,7 @@ def test_ner_keys_dual_level_alone_needs_no_llm(demo_index, tmp_path) -> None:
     """`configs/methods/rograg_ner.yaml` (NER keys, dual-level only, no check) runs with
     --retrieval-only with no LLM reachable (its backend points at a closed port), every
     question taking the dual-level stage."""
-    from engine.cli import main
+    from graphrag_engine.cli import main
 
     for match in ("fuzzy", "exact"):
         spec = tmp_path / f"{match}.yaml"
@@ -128,7 +128,7 @@ def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
     """check: result, two questions: the first one's logic-form answer is verified and kept
     (no second generation), the second moves to dual-level, is answered and verified there;
     each question's answer tokens are counted under result_answer."""
-    from engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
     questions = load_questions(demo_questions_path())[:2]
     with FaultInjector([]) as fault:
@@ -151,8 +151,8 @@ def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
 
 
 def test_the_verdict_prompt_carries_the_context_cut_like_the_answer_prompt(demo_index) -> None:
-    from engine.methods.rograg import _verdict_prompt
-    from engine.retrieve.types import Context, Section
+    from graphrag_engine.methods.rograg import _verdict_prompt
+    from graphrag_engine.retrieve.types import Context, Section
 
     cfg = query_config("rograg")
     cfg.generation.max_context_tokens = 120

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.errors import IndexFormatError
-from engine.store import SCHEMA_VERSION, TABLES, IndexWriter, open_index
-from engine.store.schemas import schema_for
+from graphrag_engine.errors import IndexFormatError
+from graphrag_engine.store import SCHEMA_VERSION, TABLES, IndexWriter, open_index
+from graphrag_engine.store.schemas import schema_for
 
 
 def doc_rows(n: int, marker: str) -> list[dict]:
@@ -158,7 +158,7 @@ def test_wrong_schema_with_matching_size_detected(tmp_path: Path) -> None:
 COMMIT_LOOP = textwrap.dedent(
     """
     import sys, numpy as np
-    from engine.store import IndexWriter
+    from graphrag_engine.store import IndexWriter
     root, start = sys.argv[1], int(sys.argv[2])
     n = 40000
     for g in range(start, start + 10000):
@@ -241,8 +241,8 @@ def test_checksums_are_recorded_while_writing_and_verified(
     naming it instead of failing inside pyarrow."""
     import shutil
 
-    from engine.cli import main
-    from engine.store.index_store import file_sha256
+    from graphrag_engine.cli import main
+    from graphrag_engine.store.index_store import file_sha256
 
     idx = tmp_path / "idx"
     shutil.copytree(demo_index, idx)

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from engine.retrieve.values import (
+from graphrag_engine.methods.rograg.values import (
     compare_dates,
     compare_quantities,
     parse_date,

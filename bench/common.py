@@ -1,0 +1,153 @@
+"""What the benches share: where the data, work folders and results are, the dev question
+sets, an index built in a child process, timing, a description of the machine, and the JSON
+result each bench writes to bench/results/ (the tables in docs/benchmarks/ are generated from
+those files by `python -m bench.tables`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+"""../shared/data: the real evaluation sets (never copied into the repository)."""
+RESULTS = REPO / "bench" / "results"
+WORK = Path(os.environ.get("GRAPHRAG_BENCH_WORK", "/tmp/graphrag-bench"))
+"""Where a bench keeps its indexes and runs unless `--work` says otherwise."""
+
+DEV_SETS = {  # name: (corpus file, dev question file) under DATA
+    "musique": ("musique_corpus.jsonl", "musique_dev.jsonl"),
+    "2wiki": ("2wikimultihopqa_corpus.jsonl", "2wikimultihopqa_dev.jsonl"),
+    "hotpotqa": ("hotpotqa_corpus.jsonl", "hotpotqa_dev.jsonl"),
+}
+QUESTIONS = {name: questions for name, (_, questions) in DEV_SETS.items()}
+"""The dev question file of each multi-hop set."""
+
+
+def work_dir(name: str) -> str:
+    """The default `--work` folder of a bench (shared by benches that reuse one index)."""
+    return str(WORK / name)
+
+
+def read_jsonl(path: Path, n: int | None = None) -> list[dict]:
+    """The first `n` records (all when None) of a JSONL file."""
+    out: list[dict] = []
+    with path.open() as f:
+        for line in f:
+            if n is not None and len(out) == n:
+                break
+            out.append(json.loads(line))
+    return out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """(seconds, result) of one call."""
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def index_in_child(
+    corpus: Path, out: Path, config_text: str, extra: list[str] | None = None
+) -> dict:
+    """Index `corpus` into a fresh `out` with the given YAML config in a child process.
+
+    Returns seconds, peak RSS in MiB (exact when this child set a new maximum of
+    RUSAGE_CHILDREN; children are measured in the order they run) and the manifest.
+    """
+    shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config = out.parent / f"{out.name}.yaml"
+    config.write_text(config_text)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    env = {**os.environ, "GRAPHRAG_PROGRESS": "0", "HF_HUB_OFFLINE": "1"}
+    started = time.perf_counter()
+    cmd = [sys.executable, "-m", "graphrag_engine.cli", "index", str(corpus), "--out", str(out)]
+    cmd += ["--config", str(config), *(extra or [])]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"index failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": after / 1024 if after > before else None,
+        "manifest": manifest,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict[str, Any]:
+    """The machine a figure was measured on: CPU, cores, memory, load, GPU, library versions."""
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "python": platform.python_version(),
+    }
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        info["memory_gib"] = round(pages * size / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    torch = sys.modules.get("torch")  # described only when the bench loaded it
+    if torch is not None:
+        info["torch"] = torch.__version__
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def write_result(bench: str, figures: dict[str, Any], tag: str = "") -> Path:
+    """Print `figures` as one JSON line and keep them, with the command, commit, date and
+    machine, in bench/results/<bench>[-<tag>].json (written atomically)."""
+    print(json.dumps({"bench": bench, **figures}), flush=True)
+    record = {
+        "bench": bench,
+        "tag": tag,
+        "command": " ".join(["python -m", f"bench.{bench}", *sys.argv[1:]]),
+        "commit": _commit(),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "figures": figures,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{bench}{'-' + tag if tag else ''}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    tmp.replace(path)
+    print(f"result: {path.relative_to(REPO)}", file=sys.stderr)
+    return path

@@ -1,6 +1,0 @@
-"""Index store: Arrow schemas, Parquet tables, vectors, manifest and atomic commit."""
-
-from engine.store.index_store import Index, IndexWriter, open_index
-from engine.store.schemas import SCHEMA_VERSION, TABLES
-
-__all__ = ["Index", "IndexWriter", "open_index", "SCHEMA_VERSION", "TABLES"]

@@ -1,0 +1,649 @@
+"""Command line: demo | index | info | query | eval | export | bench (thin: parse, call, print).
+
+Bad input prints one line on stderr and exits 2; an internal failure exits 1; a query run that
+finished with questions whose answer prompt failed after every retry exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from graphrag_engine import __version__
+from graphrag_engine.config import load_config
+from graphrag_engine.errors import (
+    BadInputError,
+    GraphRAGError,
+    IndexFormatError,
+    NotYetAvailableError,
+)
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def writable_folder(path: str, flag: str = "--out") -> Path:
+    """`path` as an output folder that exists or can be made, and can be written to."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"{flag} {path}: is a file; give a folder path")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"{flag} {path}: cannot create the folder ({exc.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise BadInputError(f"{flag} {path}: cannot write there (permission denied)")
+    return out
+
+
+def cutoffs(text: str) -> list[int]:
+    """--k: comma-separated positive integers."""
+    try:
+        ks = [int(k) for k in text.split(",")]
+    except ValueError:
+        ks = []
+    if not ks or min(ks) < 1:
+        raise BadInputError(f"--k {text}: give comma-separated positive integers such as 1,2,5,10")
+    return ks
+
+
+def _index_config(args: argparse.Namespace):
+    """The index config of --config with the ingest and executor flags applied."""
+    config = load_config(args.config)
+    for name in ("id_field", "title_field", "text_field"):
+        value = getattr(args, name)
+        if value is not None:
+            setattr(config.ingest, name, value)
+    if args.skip_bad:
+        config.ingest.skip_bad = True
+    if args.strict_ids:
+        config.ingest.strict_ids = True
+    if args.executor:
+        config.executor = args.executor
+    if args.address:
+        config.ray_address = args.address
+    return config
+
+
+def _check_corpus_and_target(corpus: list[str], out: str, command: str) -> None:
+    """Some corpus is given, and the index does not lie inside a corpus folder."""
+    if not corpus:
+        raise BadInputError(f"{command}: give CORPUS files or folders, or --demo")
+    target = Path(out).resolve()
+    for source in corpus:
+        folder = Path(source).resolve()
+        if folder.is_dir() and target.is_relative_to(folder):
+            raise BadInputError(
+                f"{command} --out {out}: lies inside the corpus folder {source}, so the index "
+                "would be read as corpus next time; put the index outside it"
+            )
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Bring an index up to date with its source: only new and changed documents are
+    extracted, deleted ones are removed, nothing is written when nothing changed."""
+    from graphrag_engine.index.reindex import reindex
+
+    config = _index_config(args)
+    _check_corpus_and_target(list(args.corpus), args.out, "reindex")
+    writable_folder(args.out)
+    started = time.perf_counter()
+    done = reindex(list(args.corpus), args.out, config)
+    diff = done["diff"]
+    counts = ", ".join(f"{diff[k]} {k}" for k in ("new", "changed", "deleted", "unchanged"))
+    manifest = done["manifest"]
+    if manifest is None:
+        print(f"up to date: {counts}; nothing written ({time.perf_counter() - started:.1f} s)")
+        return 0
+    _print_stages(manifest)
+    why = " (index config changed)" if diff["config_changed"] else ""
+    if diff["first_build"]:
+        counts, why = f"{manifest['stats']['ingest']['documents']} documents", " (first build)"
+    print(
+        f"re-indexed {args.out} (generation {manifest['generation']}): {counts}{why}; "
+        f"{time.perf_counter() - started:.1f} s wall"
+    )
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build an index from corpus files (or the built-in demo corpus)."""
+    from graphrag_engine.demo import corpus_path
+    from graphrag_engine.index.pipeline import build_index
+
+    config = _index_config(args)
+    corpus = list(args.corpus)
+    if args.demo:
+        corpus.append(str(corpus_path()))
+    _check_corpus_and_target(corpus, args.out, "index")
+    if not args.dry_run:
+        writable_folder(args.out)
+    if args.add and not (Path(args.out) / "manifest.json").exists():
+        raise BadInputError(
+            f"index --add: {args.out} holds no index yet; build one first without --add"
+        )
+    if args.force and args.add:
+        raise BadInputError(
+            "index: --force rebuilds from CORPUS alone; it cannot be used with --add"
+        )
+    started = time.perf_counter()
+    manifest = build_index(
+        corpus, args.out, config, add=args.add, dry_run=args.dry_run, force=args.force
+    )
+    wall = time.perf_counter() - started
+    if args.dry_run:
+        _print_forecast(manifest)
+        return 0
+    ingest = manifest["stats"]["ingest"]
+    stages = manifest["stats"]["stages"]
+    _print_tables(manifest, Path(args.out))
+    _print_stages(manifest)
+    if ingest.get("id_conflicts"):
+        print(
+            f"warning: {ingest['id_conflicts']} records reuse a corpus id that an earlier record "
+            "with another text had (both kept); --strict-ids makes this an error",
+            file=sys.stderr,
+        )
+    times = ", ".join(f"{name} {s.get('seconds', 0):.1f} s" for name, s in stages.items())
+    print(
+        f"indexed {ingest['documents']} documents from {ingest['files']} file(s) into {args.out} "
+        f"(generation {manifest['generation']}): {stages['ingest_chunk']['chunks']} chunks, "
+        f"{stages['ingest_chunk']['tokens']} tokens, {ingest['duplicates']} duplicates dropped, "
+        f"{ingest['skipped_bad']} bad records skipped; {wall:.1f} s wall ({times})"
+    )
+    return 0
+
+
+def _print_forecast(dry: dict) -> None:
+    """The index dry run's forecast: one line per LLM stage, then the total."""
+    from graphrag_engine.models.forecast import forecast_lines
+
+    print(f"dry run: {dry['documents']} documents, {dry['chunks']} chunks, {dry['tokens']} tokens")
+    lines = forecast_lines(dry["forecast"], "the index", "nothing was sent, embedded or written")
+    print("\n".join(lines))
+
+
+def _print_stages(manifest: dict) -> None:
+    for stage, s in manifest["stats"].get("stages", {}).items():
+        print(f"stage {stage}: " + ", ".join(f"{k}={v}" for k, v in s.items()))
+
+
+def _print_tables(manifest: dict, root: Path) -> None:
+    print(f"{'table':<22}{'rows':>10}{'size':>12}  file")
+    for name, entry in sorted(manifest["files"].items()):
+        rows = entry.get("rows", entry.get("shape", ["?"])[0])
+        print(f"{name:<22}{rows:>10}{_human_bytes(entry['bytes']):>12}  {entry['path']}")
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Describe an index: tables, row counts, sizes, models, config and stage summaries."""
+    from graphrag_engine.store import open_index
+
+    index = open_index(args.index)
+    m = index.manifest
+    if args.verify:
+        problems = index.verify()
+        if problems:
+            raise IndexFormatError(
+                f"{len(problems)} of {len(m['files'])} files fail the check: "
+                + "; ".join(problems)
+                + "; rebuild the index with `graphrag-engine index`"
+            )
+        print(f"verified: all {len(m['files'])} files match their sha256 in the manifest")
+    if args.json:
+        print(json.dumps(m, indent=2, sort_keys=True))
+        return 0
+    total = sum(size for _, size in index.file_sizes())
+    print(
+        f"index {index.root}  schema v{m['schema_version']}  generation {m['generation']}  {m['created_at']}"
+    )
+    print(f"config hash {m['config_hash']}  total {_human_bytes(total)}")
+    print("models: " + ", ".join(f"{k}={v}" for k, v in sorted(m["models"].items())))
+    _print_tables(m, index.root)
+    _print_stages(m)
+    ingest = m["stats"].get("ingest")
+    if ingest:
+        print(
+            f"ingest: {ingest['files']} files, {ingest['records']} records, {ingest['documents']} documents, "
+            f"{ingest['duplicates']} duplicates, {ingest['skipped_bad']} skipped"
+        )
+    print("config: " + json.dumps(m["config"], sort_keys=True))
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Answer a JSONL file of prompts with the configured LLM in one batched call per stage."""
+    from graphrag_engine.models import GenParams, make_llm
+    from graphrag_engine.models.prompts_io import read_prompts, write_answers
+
+    config = load_config(args.config)
+    llm_cfg = config.models.llm
+    for key in ("backend", "model", "base_url"):
+        value = getattr(args, key)
+        if value is not None:
+            setattr(llm_cfg, key, value)
+    ids, prompts = read_prompts(args.prompts)
+    cache = Path(args.out).with_suffix(".cache.sqlite") if args.out else None
+    llm = make_llm(llm_cfg, default_cache=cache, dry_run=args.dry_run)
+    params = GenParams(max_tokens=args.max_tokens, temperature=args.temperature)
+    if args.dry_run:
+        est = llm.estimate(prompts, params)
+        print(
+            f"dry run: stage '{args.stage}' would send {est['prompts']} prompts, {est['prompt_tokens']} prompt "
+            f"tokens, at most {est['max_completion_tokens']} completion tokens, to {llm.model_id}; nothing was sent"
+        )
+        return 0
+    if not args.out:
+        raise BadInputError("generate: give --out FILE for the answers (or --dry-run)")
+    completions = llm.generate(prompts, params, stage=args.stage)
+    write_answers(args.out, ids, completions)
+    total = llm.ledger.total()
+    print(
+        f"{len(completions)} answers -> {args.out}: {total.calls} model calls, {total.cached_calls} cached, "
+        f"{total.prompt_tokens + total.cached_prompt_tokens} prompt + "
+        f"{total.completion_tokens + total.cached_completion_tokens} completion tokens, "
+        f"{total.parse_failures} parse failures, {total.seconds:.1f} s"
+    )
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """Run one or several methods over a question file against an index; results land in
+    --out (with several methods, one run folder per method under it)."""
+    from graphrag_engine.api import Engine
+
+    overrides = {
+        "retrieval_only": args.retrieval_only,
+        "llm_backend": args.llm_backend,
+        "llm_model": args.llm_model,
+        "base_url": args.base_url,
+        "batch_size": args.batch_size,
+    }
+    engine = Engine(args.index)
+    for method in args.method:  # every config checked before anything is read or written
+        engine.config(method, **overrides)
+    if not args.dry_run:
+        writable_folder(args.out)
+    ray = None
+    if args.executor == "ray":
+        from graphrag_engine.api import RayPlacement
+
+        if args.workers < 1:
+            raise BadInputError(f"query --workers: give at least 1, got {args.workers}")
+        if args.gpus_per_worker is not None and args.gpus_per_worker < 0:
+            raise BadInputError(
+                f"query --gpus-per-worker: give 0 or more, got {args.gpus_per_worker}"
+            )
+        ray = RayPlacement(args.address or "local", args.workers, args.gpus_per_worker)
+    run = engine.run_many if len(args.method) > 1 else engine.run
+    runs = run(
+        args.method if len(args.method) > 1 else args.method[0], args.questions, args.out,
+        limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, ray=ray, **overrides,
+    )  # fmt: skip
+    failed = 0
+    for r in runs.values() if isinstance(runs, dict) else [runs]:
+        summary = r.summary
+        if args.dry_run:
+            stages = ", ".join(
+                f"{key.split('/')[0]}: {u['dry_run_prompts']} prompts, "
+                f"{u['prompt_tokens']} prompt tokens"
+                for key, u in summary["llm"].items()
+            )
+            print(f"dry run {r.label}: LLM {stages or 'not needed'}; nothing was sent or written")
+            continue
+        tok = summary["query_tokens_per_question"]
+        print(
+            f"{summary['method']}: {summary['questions']} questions -> {r.folder} in "
+            f"{summary['seconds']:.1f} s ({summary['questions_per_s']} q/s, "
+            f"{summary['resumed_questions']} resumed); tokens per question "
+            f"{json.dumps(tok) if tok else 0}; stage seconds {json.dumps(summary['stage_seconds'])}"
+        )
+        failed += summary["failed_questions"]
+    if failed:
+        print(
+            f"{failed} questions have no answer: their prompt failed after every retry "
+            "(column answer_failed of the results); re-run the same command to ask them again",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Index the demo corpus and run a few of its questions through three methods side by side."""
+    from graphrag_engine.tour import run_tour
+
+    writable_folder(args.out)
+    run_tour(args.out, questions=args.questions, answers=not args.no_answers)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the index's entity graph (and communities) for Gephi, Neo4j or GraphRAG tools."""
+    from graphrag_engine.export import export_graph
+    from graphrag_engine.store import open_index
+
+    files = export_graph(open_index(args.index), args.format, args.out)
+    print(f"{args.format}: {len(files)} files -> {args.out}: " + ", ".join(f.name for f in files))
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    """One line per registered method: its name, its paper and what its index must hold."""
+    from graphrag_engine.methods import METHODS
+
+    width = max(len(n) for n in METHODS)
+    for name, spec in METHODS.items():
+        print(f"{name:<{width}}  {spec.paper}; needs: {spec.needs}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Score query runs (or compare two) and write a report folder."""
+    from graphrag_engine.eval.report import compare_runs, evaluate_runs
+
+    ks = cutoffs(args.k)
+    if args.dry_run:
+        return _eval_forecast(args)
+    writable_folder(args.out)
+    if args.compare:
+        if len(args.runs) != 2:
+            raise BadInputError("eval --compare: give exactly two run folders (RUN_A RUN_B)")
+        path = compare_runs(args.runs[0], args.runs[1], args.out, ks)
+        print(path.read_text())
+        return 0
+    judge = None
+    if args.judge or args.ragas:
+        from graphrag_engine.models import make_llm
+
+        judge = make_llm(_judge_config(args), default_cache=Path(args.out) / "judge_cache.sqlite")
+    path = evaluate_runs(
+        args.runs,
+        args.out,
+        ks,
+        judge_llm=judge,
+        pairwise=args.judge,
+        ragas=args.ragas,
+        judge_limit=args.judge_limit,
+        judge_max_tokens=args.judge_max_tokens,
+    )
+    print(path.read_text())
+    return 0
+
+
+def _judge_config(args: argparse.Namespace):
+    """The judge model's LLM config from eval's flags."""
+    from graphrag_engine.config import LLMConfig
+
+    llm_cfg = LLMConfig(backend=args.judge_backend, model=args.judge_model)
+    if args.judge_batch_size:
+        llm_cfg.batch_size = args.judge_batch_size
+    if args.base_url:
+        llm_cfg.base_url = args.base_url
+    return llm_cfg
+
+
+def _eval_forecast(args: argparse.Namespace) -> int:
+    """`eval --dry-run`: the judge stages' forecast; nothing is sent or written."""
+    from graphrag_engine.eval.forecast import forecast_judge
+    from graphrag_engine.eval.report import load_run
+    from graphrag_engine.models.forecast import forecast_lines
+
+    if not (args.judge or args.ragas):
+        print("dry run: eval sends no LLM prompts without --judge or --ragas; nothing was written")
+        return 0
+    loaded = [load_run(r) for r in args.runs]
+    rows = forecast_judge(
+        loaded, _judge_config(args), Path(args.out) / "judge_cache.sqlite",
+        pairwise=args.judge, ragas=args.ragas, limit=args.judge_limit,
+        max_tokens=args.judge_max_tokens,
+    )  # fmt: skip
+    print(f"dry run: {len(loaded)} runs, {sum(len(r) for _, _, r in loaded)} result rows")
+    lines = forecast_lines([r.as_dict() for r in rows], "the judge", "nothing was sent or written")
+    print("\n".join(lines))
+    return 0
+
+
+def _registered_methods() -> list[str]:
+    from graphrag_engine.methods import method_names
+
+    return method_names()
+
+
+def _add_build_args(p: argparse.ArgumentParser) -> None:
+    """The config, ingest and executor flags `index` and `reindex` share."""
+    p.add_argument("--config", help="YAML config (see configs/index.yaml)")
+    p.add_argument(
+        "--skip-bad", action="store_true", help="skip and count malformed records and files"
+    )
+    p.add_argument(
+        "--strict-ids",
+        action="store_true",
+        help="refuse a corpus id given to two different texts (default: count and warn)",
+    )
+    p.add_argument(
+        "--executor", choices=["local", "ray"], help="where the model stages run (default: config)"
+    )
+    p.add_argument(
+        "--address", help="Ray cluster: local (start one), auto (join), or ray://host:port"
+    )
+    p.add_argument("--id-field", help="JSONL/Parquet field holding the record id")
+    p.add_argument("--title-field", help="field holding the title")
+    p.add_argument("--text-field", help="field holding the text")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `graphrag-engine` console script."""
+    parser = argparse.ArgumentParser(prog="graphrag-engine", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"graphrag-engine {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "demo", help="index the demo corpus and compare three methods on a few of its questions"
+    )
+    p.add_argument("--out", default="demo", help="folder for the index and run folders")
+    p.add_argument("--questions", type=int, default=5, help="demo questions to run (of 45)")
+    p.add_argument(
+        "--no-answers", action="store_true", help="rank passages only, even with SmolLM2 installed"
+    )
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("index", help="build an index from a corpus")
+    p.add_argument("corpus", nargs="*", help="JSONL, Parquet, .txt/.md files (gzip ok) or folders")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="index directory (created; an existing index is replaced atomically)",
+    )
+    _add_build_args(p)
+    p.add_argument("--demo", action="store_true", help="index the built-in demo corpus")
+    p.add_argument(
+        "--add",
+        action="store_true",
+        help="add CORPUS to the index in --out (only new text is extracted and embedded)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild --out even when its manifest is damaged or unreadable (it is replaced)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count the LLM prompts and tokens the index would cost; write nothing",
+    )
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser(
+        "reindex",
+        help="update an index to what its source holds now (scheduled runs; idempotent, locked)",
+    )
+    p.add_argument("corpus", nargs="+", help="the source: files or folders, as for index")
+    p.add_argument("--out", required=True, help="index directory (built when absent)")
+    _add_build_args(p)
+    p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser("info", help="describe an index")
+    p.add_argument("index")
+    p.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
+    p.add_argument(
+        "--verify", action="store_true", help="check every file against its sha256 (reads all)"
+    )
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("generate", help="answer a JSONL file of prompts with the configured LLM")
+    p.add_argument(
+        "prompts", help='JSONL: {"id": ..., "prompt": "..."} or {"id": ..., "messages": [...]}'
+    )
+    p.add_argument("--out", help="JSONL of answers (written atomically)")
+    p.add_argument("--config", help="YAML config with a models.llm section")
+    p.add_argument("--backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--stage", default="generate", help="name under which tokens are accounted")
+    p.add_argument("--dry-run", action="store_true", help="count prompts and tokens, call no model")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("query", help="run a method over a question file (batch-first, resumable)")
+    p.add_argument(
+        "index", help="index directory, or 'none' for questions with their own graphs (KBQA)"
+    )
+    p.add_argument(
+        "questions", help="question JSONL (../shared/data/*_dev.jsonl, your own) or 'demo'"
+    )
+    p.add_argument(
+        "--method",
+        required=True,
+        action="append",
+        help="method config YAML (configs/methods/, configs/lego/) or a registered method name: "
+        + ", ".join(_registered_methods())
+        + "; repeat it to run several methods in one process (models loaded once)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="run folder (re-run the same command to resume); with several --method, the "
+        "folder that holds one run folder per method",
+    )
+    p.add_argument("--batch-size", type=int, help="questions per batch (default: config)")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
+    p.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at an answer prompt that fails after every retry (default: record it and go on)",
+    )
+    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--llm-model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--dry-run", action="store_true", help="count LLM prompts and tokens only")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="ray: shard the question batches over Ray actors (same run folder as local)",
+    )
+    p.add_argument(
+        "--address", help="Ray cluster: local (start one), auto (join), or ray://host:port"
+    )
+    p.add_argument("--workers", type=int, default=2, help="Ray actors (with --executor ray)")
+    p.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        help="GPUs per Ray actor (default: 1 when a model of the config is on CUDA, else 0)",
+    )
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser(
+        "export", help="write the entity graph as GraphML, GEXF, Neo4j CSV or GraphRAG Parquet"
+    )
+    p.add_argument("index", help="index directory")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=["graphml", "gexf", "neo4j-csv", "parquet-graphrag"],
+        help="graphml/gexf: one file for Gephi, networkx, yEd; neo4j-csv: files for "
+        "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables",
+    )
+    p.add_argument("--out", required=True, help="folder to write (replaced as a whole)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("methods", help="list the registered methods, their papers and indexes")
+    p.set_defaults(func=cmd_methods)
+
+    p = sub.add_parser("eval", help="score query runs into a report (tables, CSV, plots)")
+    p.add_argument("runs", nargs="+", help="run folders written by `query`")
+    p.add_argument("--out", required=True, help="report folder")
+    p.add_argument("--k", default="1,2,5,10", help="cut-offs for Recall@k and Hit@k")
+    p.add_argument("--compare", action="store_true", help="paired differences of RUN_A and RUN_B")
+    p.add_argument("--judge", action="store_true", help="LLM-as-judge pairwise comparison")
+    p.add_argument("--ragas", action="store_true", help="faithfulness, context recall/precision")
+    p.add_argument(
+        "--judge-backend", default="transformers", choices=["transformers", "openai", "vllm"]
+    )
+    p.add_argument("--judge-model")
+    p.add_argument(
+        "--judge-batch-size", type=int, help="transformers: prompts per forward pass (default 8)"
+    )
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--judge-limit", type=int, help="judge only the first N questions")
+    p.add_argument(
+        "--judge-max-tokens", type=int, default=400, help="completion budget per verdict"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="forecast the judge's prompts and tokens; send and write nothing",
+    )
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("bench", help="benchmarks live in bench/ (run them with python)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_bench_hint)
+    return parser
+
+
+def _bench_hint(args: argparse.Namespace) -> int:
+    raise NotYetAvailableError(
+        "`bench` has no subcommand: run the scripts in bench/ (e.g. `python bench/kernels.py`); "
+        "each prints its table and the ratio against a reference measured in the same run"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except GraphRAGError as exc:
+        print(f"graphrag-engine: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("graphrag-engine: interrupted; the index was left as it was", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line for the user, the traceback on request
+        if os.environ.get("GRAPHRAG_DEBUG"):
+            raise
+        print(
+            f"graphrag-engine: internal error: {type(exc).__name__}: {exc} "
+            "(set GRAPHRAG_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

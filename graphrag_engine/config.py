@@ -1,0 +1,611 @@
+"""Typed configuration: YAML files in configs/ loaded into dataclasses, validated strictly.
+
+An unknown key or a value of the wrong type is rejected with the file, the line and the
+dotted key, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+from graphrag_engine.errors import ConfigError
+
+
+@dataclass
+class IngestConfig:
+    """How corpus records are read: which fields hold the id, title and text."""
+
+    id_field: str = "id"
+    """JSONL/Parquet field holding the record's own id (kept as external_id; gold passage ids refer to it)."""
+    title_field: str = "title"
+    """Field holding the title (.txt/.md: a first-line `# ` heading, else the file name)."""
+    text_field: str = "text"
+    """Field holding the text to index."""
+    skip_bad: bool = False
+    """Skip and count malformed records (and unreadable files) instead of stopping."""
+    strict_ids: bool = False
+    """A corpus id given to two different texts is an error (otherwise a counted warning)."""
+
+
+@dataclass
+class ChunkingConfig:
+    """Token-based chunking with overlap and sentence-aware boundaries."""
+
+    chunk_tokens: int = 200
+    """Most tokens of one chunk (a hard cut where a window has no word boundary)."""
+    overlap_tokens: int = 32
+    """Tokens a chunk shares with the one before it."""
+    tokenizer: str = "all-MiniLM-L6-v2"
+    """`all-MiniLM-L6-v2` (the packaged default embedder's tokenizer) or a path to a tokenizer.json."""
+    sentence_aware: bool = True
+    """End chunks at sentence ends where one falls inside the window."""
+    batch_docs: int = 256
+    """Documents tokenized together; bounds memory when the corpus is larger than memory."""
+
+    def validate(self, where: str) -> None:
+        """Reject sizes that cannot produce chunks."""
+        if self.chunk_tokens < 8:
+            raise ConfigError(
+                f"{where}: chunking.chunk_tokens must be >= 8, got {self.chunk_tokens}"
+            )
+        if not 0 <= self.overlap_tokens < self.chunk_tokens:
+            raise ConfigError(
+                f"{where}: chunking.overlap_tokens must be in [0, chunk_tokens), "
+                f"got {self.overlap_tokens} with chunk_tokens={self.chunk_tokens}"
+            )
+        if self.batch_docs < 1:
+            raise ConfigError(f"{where}: chunking.batch_docs must be >= 1, got {self.batch_docs}")
+
+
+@dataclass
+class LLMConfig:
+    """Which LLM answers prompts, and how it is reached."""
+
+    backend: Literal["none", "transformers", "openai", "vllm"] = "none"
+    """none (no LLM), transformers (in-process), openai (any OpenAI-compatible server), vllm (in-process, GPU)."""
+    model: str | None = None
+    """transformers: local folder (default: packaged SmolLM2 GGUF); openai: server model name; vllm: local folder."""
+    gguf_file: str | None = None
+    """transformers: the GGUF file inside `model`'s folder (default: the packaged SmolLM2 file)."""
+    device: str = "cpu"
+    """transformers: cpu, cuda or cuda:N."""
+    batch_size: int = 8
+    """transformers: prompts generated together in one forward batch."""
+    constrained: bool = True
+    """transformers: decode prompts that carry a JSON schema under its grammar (llguidance)."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """openai: the server's base URL, ending in /v1."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself never goes in a file)."""
+    concurrency: int = 8
+    """openai: requests in flight at once."""
+    connect_timeout_s: float = 5.0
+    """openai: seconds to wait for a connection."""
+    read_timeout_s: float = 120.0
+    """openai: seconds to wait for an answer."""
+    max_retries: int = 5
+    """openai: retries of a request that timed out or got 429/5xx (Retry-After honoured)."""
+    parse_retries: int = 2
+    """Re-asks of a structured answer that does not parse or validate (then a recorded failure)."""
+    flush_every: int = 64
+    """Prompts per call for a backend that cannot report answers as they finish (the engine's
+    own backends report each one, so a stage goes to them in one call and each answer is cached
+    as it returns)."""
+    tensor_parallel_size: int = 1
+    """vllm: GPUs one model is split over."""
+    gpu_memory_utilization: float = 0.9
+    """vllm: share of GPU memory the engine may take."""
+    cache: str | None = None
+    """SQLite response cache; default `llm_cache.sqlite` beside the index (or the run's output)."""
+    price_input_per_million: float | None = None
+    """Price of a million prompt tokens (any currency); `index --dry-run` prices its forecast."""
+    price_output_per_million: float | None = None
+    """Price of a million completion tokens, in the same currency."""
+
+
+@dataclass
+class EmbedderConfig:
+    """Which model turns texts into vectors."""
+
+    backend: Literal["sentence-transformers", "onnx", "onnx-int8", "bge-m3", "openai"] = (
+        "sentence-transformers"
+    )
+    """sentence-transformers; onnx (the same local model exported here to fp32 ONNX Runtime:
+    faster on CPU, vectors equal to fp32's within float rounding; needs the `onnx` extra);
+    onnx-int8 (exported to int8 ONNX Runtime, per-token activations and calibrated weights:
+    faster again, index vectors of their own, queries at fp32; the `onnx` extra); bge-m3
+    (FlagEmbedding); or openai (an embeddings endpoint)."""
+    model: str = "all-MiniLM-L6-v2"
+    """A sentence-transformers name or local folder (default: the packaged all-MiniLM-L6-v2)."""
+    device: str = "cpu"
+    """cpu, cuda or cuda:N."""
+    batch_size: int | None = None
+    """Texts embedded per forward pass (or per request). Unset: on the CPU, texts sorted by
+    length fill batches of 2,048 padded tokens (at most 256 texts), 1.3-1.8x faster than 64
+    texts a pass for MiniLM (`bench/embed_batch.py`); 64 on a GPU and per request to an
+    endpoint, 32 for bge-m3."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """openai: the server's base URL, ending in /v1."""
+    api_key_env: str | None = None
+    """openai: name of the environment variable holding the API key."""
+
+    def validate(self, where: str) -> None:
+        """A batch holds at least one text."""
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ConfigError(
+                f"{where}: models.embedder.batch_size must be >= 1, got {self.batch_size}"
+            )
+
+
+@dataclass
+class RerankerConfig:
+    """Which model reranks candidates against a query."""
+
+    backend: Literal["bi-encoder", "cross-encoder", "flag"] = "bi-encoder"
+    """bi-encoder (reuses the embedder), cross-encoder (sentence-transformers) or flag (FlagEmbedding)."""
+    model: str | None = None
+    """cross-encoder / flag: a local model folder."""
+    device: str = "cpu"
+    """cpu, cuda or cuda:N."""
+    batch_size: int = 32
+    """Query-passage pairs scored per forward pass."""
+
+
+@dataclass
+class ModelsConfig:
+    """LLM, embedder and reranker settings (a section of index and query configs)."""
+
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+
+    def gpus_needed(self) -> float:
+        """GPUs one model-holding worker needs: 1 when the embedder, the reranker or an
+        in-process LLM (transformers on CUDA, vllm) is configured on a GPU, else 0."""
+        llm = self.llm
+        on_gpu = self.embedder.device.startswith("cuda") or llm.backend == "vllm"
+        on_gpu = on_gpu or self.reranker.device.startswith("cuda")
+        on_gpu = on_gpu or (llm.backend == "transformers" and llm.device.startswith("cuda"))
+        return 1.0 if on_gpu else 0.0
+
+
+@dataclass
+class GraphConfig:
+    """Stages after chunking: knowledge units, NER, entity resolution, graphs, embeddings."""
+
+    enabled: bool = True
+    """Run the stages after chunking (false: documents and chunks only, for BM25-style methods)."""
+    alpha: float = 0.0
+    """Clue-RAG token budget for LLM-extracted units, in [0, 1]; 0 uses no LLM at all."""
+    ner: Literal["auto", "spacy", "rules"] = "auto"
+    """Entity recognizer of units: spacy (packaged small English model), rules, or auto (spacy when installed)."""
+    embed: bool = True
+    """Embed chunks, units, entities and relations (dense methods need it)."""
+    unit_max_tokens: int = 512
+    """Completion budget of one LLM unit-extraction answer."""
+    relation_vectors: Literal["index", "lazy"] = "index"
+    """When relation texts are embedded: 'index' at build time; 'lazy' by the first query that
+    searches relations (LightRAG-style global/hybrid, ROGRAG, ReGraphRAG), kept in the index's
+    embedding cache for later runs. Lazy saves a build the most texts of an LLM-free index
+    (46k of MuSiQue's 78k); methods that never search relations then never pay for them."""
+    unit_vectors: Literal["index", "lazy"] = "index"
+    """When knowledge-unit texts are embedded: 'index' at build time; 'lazy' by the first query
+    that needs them (Clue-RAG), kept in the index's embedding cache as relation vectors are.
+    Units hold about as many tokens as the chunks, so an index that no Clue-RAG run will query
+    saves that much embedding."""
+
+    def validate(self, where: str) -> None:
+        """alpha is a share of the corpus tokens."""
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ConfigError(f"{where}: graph.alpha must lie in [0, 1], got {self.alpha}")
+
+
+@dataclass
+class ExtractionConfig:
+    """LLM triple extraction (LightRAG / ReGraphRAG prompt family), optional."""
+
+    enabled: bool = False
+    """Extract entity/relation triples with the LLM (needs models.llm)."""
+    entity_types: list[str] = field(
+        default_factory=lambda: ["person", "organization", "location", "event", "work", "concept"]
+    )
+    """Entity types the extraction prompt and schema allow."""
+    gleaning: int = 1
+    """Continuation rounds asking for missed entities (when loop is 'none')."""
+    loop: Literal["none", "trial", "base"] = "none"
+    """ROGRAG loop NER: 'trial' asks whether entities were missed, then continues; 'base' continues, then asks."""
+    max_rounds: int = 2
+    """'trial' / 'base' loops: most extraction rounds per chunk."""
+    max_tokens: int = 1024
+    """Completion tokens per round; the answer schema's bounds fit about 850 (a cut answer is
+    invalid: with 512, 4 of 8 MuSiQue passages were cut under SmolLM2 + llama.cpp)."""
+    retries: int = 1
+    """Re-asks of a round whose answer does not validate (then the round counts as failed)."""
+    summarize_above: int = 800
+    """Joined entity descriptions longer than this many characters are summarised by the LLM (0: never)."""
+
+
+@dataclass
+class CommunitiesConfig:
+    """Hierarchical Leiden communities of the entity graph and their LLM reports (optional)."""
+
+    enabled: bool = False
+    """Detect hierarchical Leiden communities of the entity graph."""
+    max_cluster_size: int = 10
+    """Communities larger than this are split at the next level."""
+    seed: int = 42
+    """Leiden's random seed (same seed, same communities)."""
+    reports: bool = False
+    """Write an LLM report (title, summary, rating) per community (needs models.llm)."""
+    report_max_tokens: int = 512
+    """Completion tokens of one report."""
+
+
+@dataclass
+class IndexConfig:
+    """Everything `graphrag-engine index` needs; later stages add their sections here."""
+
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    executor: Literal["local", "ray"] = "local"
+    """Where the model stages run: local (this process) or ray (Ray Data pipelines over
+    model-holding actors)."""
+    ray_address: str = "local"
+    """'local' starts a private Ray cluster (inside `ray job submit`: the cluster the job runs
+    on); 'auto' joins the running one; or ray://host:port."""
+    workers: int = 2
+    """Ray actors per model stage: the Ray Data pool size (`concurrency`) for embedding, NER
+    and in-process LLM generation (one model per actor, on a CPU or its GPUs)."""
+    ray_gpus_per_worker: float | None = None
+    """GPUs each Ray actor asks for; unset: 1 when the embedder, the reranker or an in-process LLM
+    (transformers on CUDA, vllm) is configured on a GPU, else 0. A fraction shares a GPU between
+    actors."""
+
+    def gpus_per_worker(self) -> float:
+        """ray_gpus_per_worker, or the GPU the configured models need per actor."""
+        if self.ray_gpus_per_worker is not None:
+            return self.ray_gpus_per_worker
+        return self.models.gpus_needed()
+
+    def validate(self, where: str) -> None:
+        """Cross-field checks that a type alone cannot express."""
+        self.chunking.validate(where)
+        self.graph.validate(where)
+        self.models.embedder.validate(where)
+        if self.extraction.enabled and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: extraction.enabled needs an LLM, but models.llm.backend is 'none'"
+            )
+        if self.ray_gpus_per_worker is not None and self.ray_gpus_per_worker < 0:
+            raise ConfigError(
+                f"{where}: ray_gpus_per_worker must be >= 0 (or unset), "
+                f"got {self.ray_gpus_per_worker}"
+            )
+        if self.communities.reports and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: communities.reports needs an LLM, but models.llm.backend is 'none'"
+            )
+        if self.graph.alpha > 0 and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: graph.alpha = {self.graph.alpha} extracts units with an LLM, but models.llm.backend "
+                "is 'none'; set a backend or alpha: 0"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every setting, defaults included."""
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """Stable hash of the settings that shape the index content."""
+        payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+T = TypeVar("T")
+
+
+def load_config(
+    path: str | Path | None,
+    cls: type[T] = IndexConfig,  # type: ignore[assignment]
+    sections: dict[str, type] | None = None,
+) -> T:
+    """Load a YAML file into `cls`, or return the defaults when `path` is None. `sections`
+    maps a top-level YAML key to the dataclass of `cls`'s section field (a method's options)."""
+    if path is None:
+        obj = cls()
+        if hasattr(obj, "validate"):
+            obj.validate("<defaults>")
+        return obj
+    node = compose_yaml(path)
+    obj = _build(cls, node, str(path), "", sections)
+    if hasattr(obj, "validate"):
+        obj.validate(str(path))
+    return obj
+
+
+def compose_yaml(path: str | Path) -> yaml.Node | None:
+    """The YAML node tree of a config file (line numbers kept), or a ConfigError naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder; give the YAML config file inside it") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: cannot read the config file (permission denied)") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8") from None
+    try:
+        return yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+def top_level_scalar(node: yaml.Node | None, key: str) -> tuple[Any, str | None]:
+    """The value of a top-level scalar key and its line ("file:line" is the caller's), or
+    (None, None) when the key is absent."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == key and isinstance(v, yaml.ScalarNode):
+                return _scalar(v), str(v.start_mark.line + 1)
+    return None, None
+
+
+def parse_config(
+    data: dict[str, Any],
+    cls: type[T] = IndexConfig,  # type: ignore[assignment]
+    where: str = "<dict>",
+    sections: dict[str, type] | None = None,
+) -> T:
+    """Validate an in-memory mapping (e.g. from a manifest) into `cls`."""
+    node = yaml.compose(yaml.safe_dump(data))
+    obj = _build(cls, node, where, "", sections)
+    if hasattr(obj, "validate"):
+        obj.validate(where)
+    return obj
+
+
+def _where(file: str, node: yaml.Node | None) -> str:
+    return f"{file}:{node.start_mark.line + 1}" if node is not None else file
+
+
+def _build(
+    cls: type,
+    node: yaml.Node | None,
+    file: str,
+    prefix: str,
+    sections: dict[str, type] | None = None,
+) -> Any:
+    """Turn a YAML mapping node into dataclass `cls`, checking every key and type. A key of
+    `sections` fills `cls`'s section field (metadata `section`) with that key's dataclass;
+    a section absent from the file gets that dataclass's defaults."""
+    sections = sections or {}
+    all_fields = dataclasses.fields(cls)
+    section_field = next((f.name for f in all_fields if f.metadata.get("section")), None)
+    fields = {f.name: f for f in all_fields if not f.metadata.get("section")}
+    values: dict[str, Any] = {}
+    if section_field is not None and len(sections) == 1:
+        values[section_field] = next(iter(sections.values()))()
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
+        return cls(**values)
+    if not isinstance(node, yaml.MappingNode):
+        what = prefix.rstrip(".") or "the top level"
+        raise ConfigError(f"{_where(file, node)}: {what} must be a mapping of keys to values")
+    hints = typing.get_type_hints(cls)
+    for key_node, value_node in node.value:
+        key = key_node.value
+        dotted = f"{prefix}{key}"
+        if key in sections and section_field is not None:
+            values[section_field] = _build(sections[key], value_node, file, dotted + ".")
+            continue
+        if key not in fields:
+            known = ", ".join(sorted([*fields, *sections]))
+            raise ConfigError(
+                f"{_where(file, key_node)}: unknown key '{dotted}' (known keys: {known})"
+            )
+        values[key] = _convert(hints[key], value_node, file, dotted)
+    return cls(**values)
+
+
+def _convert(tp: Any, node: yaml.Node, file: str, dotted: str) -> Any:
+    """Convert one YAML node to type `tp` or raise a ConfigError naming the key."""
+    where = _where(file, node)
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, node, file, dotted + ".")
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if type(None) in args and isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(arg, node, file, dotted)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{where}: key '{dotted}' must be {_type_name(tp)}")
+    if origin is list:
+        if not isinstance(node, yaml.SequenceNode):
+            raise ConfigError(f"{where}: key '{dotted}' must be a list, got {_describe(node)}")
+        (item_tp,) = typing.get_args(tp) or (Any,)
+        return [_convert(item_tp, n, file, f"{dotted}[{i}]") for i, n in enumerate(node.value)]
+    if origin is dict:
+        if not isinstance(node, yaml.MappingNode):
+            raise ConfigError(f"{where}: key '{dotted}' must be a mapping, got {_describe(node)}")
+        _, val_tp = typing.get_args(tp) or (str, Any)
+        return {k.value: _convert(val_tp, v, file, f"{dotted}.{k.value}") for k, v in node.value}
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        value = _scalar(node)
+        if value not in allowed:
+            choices = ", ".join(repr(a) for a in allowed)
+            raise ConfigError(f"{where}: key '{dotted}' must be one of {choices}, got {value!r}")
+        return value
+    if tp is Any:
+        return yaml.safe_load(yaml.serialize(node))
+    if not isinstance(node, yaml.ScalarNode):
+        raise ConfigError(
+            f"{where}: key '{dotted}' must be {_type_name(tp)}, got {_describe(node)}"
+        )
+    value = _scalar(node)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (str, int, float, bool) and (type(value) is not tp):
+        raise ConfigError(
+            f"{where}: key '{dotted}' must be {_type_name(tp)}, got {_describe(node)} {node.value!r}"
+        )
+    return value
+
+
+def _scalar(node: yaml.Node) -> Any:
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def _describe(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    value = _scalar(node)
+    return "null" if value is None else type(value).__name__
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+# -- query configs (`graphrag-engine query --method CONFIG`) ------------------------------------
+@dataclass
+class AnnConfig:
+    """Approximate nearest-neighbour search of large vector tables (faiss), behind the same
+    call as the exact search; tables below `min_vectors` rows are searched exactly."""
+
+    backend: Literal["auto", "exact", "hnsw", "ivf"] = "auto"
+    """exact: every vector scored (blocked cosine top-k); hnsw / ivf: a faiss index built once
+    per vector table and cached beside the index; auto: hnsw for tables of at least
+    min_vectors rows (ivf on a GPU), exact below."""
+    min_vectors: int = 1_000_000
+    """Rows from which `auto` (and hnsw / ivf) search approximately; smaller tables are exact."""
+    hnsw_m: int = 32
+    """HNSW graph degree (memory grows with it; recall too)."""
+    hnsw_ef_construction: int = 80
+    """HNSW build-time candidate list (build time against graph quality)."""
+    hnsw_ef_search: int = 128
+    """HNSW search-time candidate list (q/s against recall); at least the k searched."""
+    ivf_lists: int = 0
+    """IVF inverted lists; 0: 4 * sqrt(rows), at most rows / 40 (k-means points per list)."""
+    ivf_probe: int = 32
+    """IVF lists searched per query (q/s against recall)."""
+    cache: bool = True
+    """Save built ANN indexes under the index folder's ann/ (keyed by the vectors' sha256) and
+    reuse them; false (or a read-only index folder): built in memory for each run."""
+
+    def validate(self, where: str) -> None:
+        """Positive sizes."""
+        for key in ("min_vectors", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_probe"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{where}: retrieval.ann.{key} must be >= 1")
+        if self.ivf_lists < 0:
+            raise ConfigError(f"{where}: retrieval.ann.ivf_lists must be >= 0 (0: automatic)")
+
+
+@dataclass
+class RetrievalConfig:
+    """How many passages a method ranks and how many reach the answer prompt."""
+
+    top_k: int = 5
+    """Passages (chunks) given to the answer prompt."""
+    candidates: int = 20
+    """Ranked passages kept per question for Recall@k / Hit@k (k <= candidates)."""
+    ann: AnnConfig = field(default_factory=AnnConfig)
+    """Approximate search of large vector tables (chunks, units, entities, relations)."""
+
+
+@dataclass
+class GenerationConfig:
+    """The answer stage shared by every method."""
+
+    enabled: bool = True
+    """Generate answers (false: retrieval only, as --retrieval-only)."""
+    max_tokens: int = 48
+    """Completion tokens of one answer."""
+    max_context_tokens: int = 2048
+    """Context passages are cut (whole passages) to fit this many tokens of the embedder's tokenizer."""
+
+
+@dataclass
+class QueryConfig:
+    """Everything `graphrag-engine query` needs: the method, the shared retrieval and answer
+    settings, the models, and the method's own section (`options`).
+
+    A method's section is its config dataclass, registered with the method
+    (graphrag_engine.methods.base.register); in YAML it sits under the method's name (`lego:`, `clue:`).
+    Build one with `graphrag_engine.methods.query_config(name)` or `load_query_config(path)`."""
+
+    method: str = "naive"
+    """A registered method name (`graphrag-engine methods` lists them)."""
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    batch_size: int = 1024
+    """Questions per batch; each finished batch is checkpointed in the run folder."""
+    options: Any = field(default=None, metadata={"section": True})
+    """The method's own settings (its registered config dataclass), None for a method without."""
+
+    def validate(self, where: str) -> None:
+        """Cross-field checks that a type alone cannot express, then the method's own."""
+        r = self.retrieval
+        if r.top_k < 1 or r.candidates < r.top_k:
+            raise ConfigError(
+                f"{where}: need 1 <= retrieval.top_k <= retrieval.candidates, got "
+                f"top_k={r.top_k}, candidates={r.candidates}"
+            )
+        if self.batch_size < 1:
+            raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
+        self.models.embedder.validate(where)
+        r.ann.validate(where)
+        if self.options is not None and hasattr(self.options, "validate"):
+            self.options.validate(where)
+
+    def validate_llm(self, where: str) -> None:
+        """That an LLM backend is set when the answer stage or the method needs one; checked
+        once the command line's overrides (--retrieval-only, --llm-backend) are applied."""
+        method_llm = self.method_llm_use()
+        if (self.generation.enabled or method_llm) and self.models.llm.backend == "none":
+            what = method_llm or "generation.enabled"
+            raise ConfigError(
+                f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; pass "
+                "--llm-backend transformers (or set models.llm.backend), or run retrieval only "
+                "(--retrieval-only, or generation.enabled: false)"
+            )
+
+    def method_llm_use(self) -> str | None:
+        """What the method itself asks of an LLM (beyond the answer stage), or None."""
+        return getattr(self.options, "llm_use", lambda: None)()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every setting, defaults included; the method's section under its name."""
+        out = dataclasses.asdict(dataclasses.replace(self, options=None))
+        del out["options"]
+        if self.options is not None:
+            out[self.method] = dataclasses.asdict(self.options)
+        return out

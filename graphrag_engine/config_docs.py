@@ -1,0 +1,153 @@
+"""Every config key with its default and meaning, written from the config dataclasses: the
+index config (`configs/index.yaml`) and one reference per registered method
+(`configs/reference/<method>.yaml`). A key's meaning is its field docstring (or the comment on
+its line); a section's is its class docstring. A field without either is an error, so a new
+key cannot go undocumented; tests/test_config_docs.py checks the files are current.
+
+    .venv/bin/python -m graphrag_engine.config_docs          # rewrite the files
+    .venv/bin/python -m graphrag_engine.config_docs --check  # exit 1 when one is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import sys
+import textwrap
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from graphrag_engine.config import IndexConfig, QueryConfig
+from graphrag_engine.methods import METHODS, method_names, query_config
+
+REPO = Path(__file__).resolve().parents[1]
+WIDTH = 96
+
+
+@cache
+def field_docs(cls: type) -> dict[str, str]:
+    """Field name -> its docstring (or the comment on its line), for one dataclass."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    lines = source.splitlines()
+    body = ast.parse(source).body[0].body
+    docs = {}
+    for i, node in enumerate(body):
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
+            continue
+        nxt = body[i + 1] if i + 1 < len(body) else None
+        if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = " ".join(str(nxt.value.value).split())
+        elif "#" in lines[node.end_lineno - 1]:
+            docs[node.target.id] = lines[node.end_lineno - 1].split("#", 1)[1].strip()
+    return docs
+
+
+def _comment(text: str, indent: str) -> list[str]:
+    return [f"{indent}# {line}" for line in textwrap.wrap(text, WIDTH - len(indent) - 2)]
+
+
+def _scalar(value: Any) -> str:
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...")
+    )
+
+
+def _summary(cls: type) -> str:
+    return " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split())
+
+
+def section_lines(obj: Any, indent: str = "") -> list[str]:
+    """Commented YAML lines of every field of the dataclass instance `obj`, nested."""
+    docs = field_docs(type(obj))
+    out: list[str] = []
+    for f in dataclasses.fields(obj):
+        if f.metadata.get("section"):
+            continue  # a method's own section: written under the method's name by the caller
+        value = getattr(obj, f.name)
+        if not indent:
+            out.append("")  # a blank line between top-level keys
+        if dataclasses.is_dataclass(value):
+            out += _comment(docs.get(f.name) or _summary(type(value)), indent)
+            out.append(f"{indent}{f.name}:")
+            out += section_lines(value, indent + "  ")
+            continue
+        if f.name not in docs:
+            raise ValueError(
+                f"{type(obj).__name__}.{f.name} has no docstring: document it in its class"
+            )
+        out += _comment(docs[f.name], indent)
+        out.append(f"{indent}{f.name}: {_scalar(value)}")
+    return out
+
+
+def index_reference() -> str:
+    """configs/index.yaml: every index key at its default."""
+    head = [
+        "# Every key of `graphrag-engine index --config FILE`, at its default, with its meaning.",
+        "# Written by `python -m graphrag_engine.config_docs` from graphrag_engine/config.py; copy it and change",
+        "# what you need (keys you leave out keep these defaults).",
+    ]
+    return "\n".join(head + section_lines(IndexConfig())) + "\n"
+
+
+def method_reference(name: str) -> str:
+    """configs/reference/NAME.yaml: every key of a query config for method NAME, at its default."""
+    spec = METHODS[name]
+    cfg = reference_query_config(name)
+    head = [
+        f"# Every key of `graphrag-engine query INDEX QUESTIONS --method FILE` for `{name}`",
+        f"# ({spec.paper}), at its default, with its meaning; models.llm.backend is set to",
+        "# transformers (the packaged SmolLM2) so that the file runs as it is. Written by",
+        "# `python -m graphrag_engine.config_docs` from the config dataclasses; configs/methods/ holds",
+        "# shorter, tuned examples.",
+    ]
+    body = section_lines(cfg)
+    if cfg.options is not None:
+        body.append("")
+        body += _comment(_summary(type(cfg.options)), "")
+        body.append(f"{name}:")
+        body += section_lines(cfg.options, "  ")
+    return "\n".join(head + body) + "\n"
+
+
+def reference_query_config(name: str) -> QueryConfig:
+    """The defaults of method `name` with the packaged local LLM, as its reference file holds."""
+    cfg = query_config(name)
+    cfg.models.llm.backend = "transformers"
+    return cfg
+
+
+def references() -> dict[Path, str]:
+    """Every reference file's path and text."""
+    out = {REPO / "configs" / "index.yaml": index_reference()}
+    for name in method_names():
+        out[REPO / "configs" / "reference" / f"{name}.yaml"] = method_reference(name)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the reference configs, or with --check list the stale ones and exit 1."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when stale")
+    args = ap.parse_args(argv)
+    stale = []
+    for path, text in references().items():
+        if path.exists() and path.read_text() == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    verb = "out of date" if args.check else "written"
+    for path in stale:
+        print(f"{path.relative_to(REPO)}: {verb}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,422 @@
+"""LLM-as-judge: pairwise answer comparison and RAGAS-style context metrics.
+
+Pairwise: every pair of runs is judged on every shared question in both answer orders, on
+ReGraphRAG's criteria (comprehensiveness, diversity, empowerment, overall) and PankRAG's added
+ones (logicality, relevance, coherence). Win rates are computed per order and averaged over the
+two orders, so a judge's position bias cancels; ties and unparsable verdicts are counted.
+
+RAGAS-style: faithfulness (the answer's statements supported by the retrieved context),
+context recall (reference-answer sentences attributable to the context) and context precision
+(average precision of the context passages judged useful for the reference answer).
+
+Every stage is one batched, cached LLM call over all prompts; answers that do not parse are
+re-asked and then recorded as failures (NaN), never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from itertools import combinations
+from typing import Any
+
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.structured import (
+    ParseError,
+    Schema,
+    generate_structured,
+    json_object,
+    parse_json,
+)
+
+CRITERIA = {
+    "comprehensiveness": "how much detail the answer gives to cover every aspect of the question",
+    "diversity": "how varied the perspectives and insights the answer offers are",
+    "empowerment": "how well the answer helps the reader understand the topic and judge it",
+    "logicality": "how logically consistent and well reasoned the answer is",
+    "relevance": "how closely the answer keeps to what the question asks",
+    "coherence": "how well organised and easy to follow the answer is",
+    "overall": "which answer is better when all of the above are weighed together",
+}
+
+_WINNER = {"enum": ["Answer 1", "Answer 2", "Tie"]}
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        c: {
+            "type": "object",
+            "properties": {"winner": _WINNER, "reason": {"type": "string", "maxLength": 60}},
+            "required": ["winner", "reason"],
+            "additionalProperties": False,
+        }
+        for c in CRITERIA
+    },
+    "required": list(CRITERIA),
+    "additionalProperties": False,
+}
+
+PAIRWISE_PROMPT = """You compare two answers to the same question.
+
+Question: {question}
+
+Answer 1: {answer1}
+
+Answer 2: {answer2}
+
+For each criterion below, decide which answer is better: "Answer 1", "Answer 2" or "Tie".
+{criteria}
+
+Reply with one JSON object of this form and nothing else:
+{format}"""
+
+SHORT_VERDICT_TOKENS = 16
+"""The completion budget of a yes/no verdict (RAGAS context precision)."""
+
+
+def pairwise_prompt(question: str, answer1: str, answer2: str) -> str:
+    """The judge's prompt for one ordered pair of answers to one question."""
+    criteria = "\n".join(f"- {c}: {d}" for c, d in CRITERIA.items())
+    return PAIRWISE_PROMPT.format(
+        question=question,
+        answer1=answer1,
+        answer2=answer2,
+        criteria=criteria,
+        format=VERDICT.describe(),
+    )
+
+
+def _winner(value: Any) -> str | None:
+    text = value.get("winner", value.get("Winner")) if isinstance(value, dict) else value
+    if not isinstance(text, str):
+        return None
+    t = text.strip().lower()
+    if "tie" in t or "equal" in t:
+        return "tie"
+    if t.endswith("1") or t in ("a", "first"):
+        return "1"
+    if t.endswith("2") or t in ("b", "second"):
+        return "2"
+    return None
+
+
+def parse_verdict(text: str) -> dict[str, str | None]:
+    """Criterion -> "1" | "2" | "tie" | None (missing); ParseError without an overall verdict.
+
+    The tolerant reader for free-decoded verdicts; schema-decoded ones pass VERDICT first."""
+    obj = parse_json(text)
+    if not isinstance(obj, dict):
+        raise ParseError("the verdict is not a JSON object")
+    return _verdicts(obj)
+
+
+def _verdicts(obj: dict) -> dict[str, str | None]:
+    lower = {str(k).strip().lower(): v for k, v in obj.items()}
+    out = {c: _winner(lower.get(c)) for c in CRITERIA}
+    if out["overall"] is None:
+        raise ParseError("no overall winner in the verdict")
+    return out
+
+
+VERDICT = Schema(VERDICT_SCHEMA, _verdicts)
+"""The pairwise judge's answer: a winner and a short reason per criterion."""
+
+
+def pairwise_judge(
+    llm,
+    runs: list[tuple[str, dict, list[dict]]],
+    limit: int | None = None,
+    max_tokens: int = 400,
+    retries: int = 2,
+) -> list[dict[str, Any]]:
+    """Verdict rows (qid, run_a, run_b, order, criterion, verdict in a|b|tie|unparsable) for
+    every pair of runs on their shared answered questions, both orders, one batched call."""
+    jobs, prompts = [], []
+    for (la, _, ra), (lb, _, rb) in combinations(runs, 2):
+        by_b = {r["qid"]: r for r in rb}
+        shared = [r for r in ra if r["qid"] in by_b and r["answer"] and by_b[r["qid"]]["answer"]]
+        for r in shared[:limit]:
+            a, b = r["answer"], by_b[r["qid"]]["answer"]
+            for order, (x, y) in (("ab", (a, b)), ("ba", (b, a))):
+                jobs.append((r["qid"], la, lb, order))
+                prompts.append(pairwise_prompt(r["question"], x, y))
+    if not prompts:
+        return []
+    res = generate_structured(
+        llm, prompts, VERDICT, GenParams(max_tokens=max_tokens), "judge_pairwise", retries
+    )
+    rows = []
+    for (qid, la, lb, order), s in zip(jobs, res.results, strict=True):
+        for c in CRITERIA:
+            v = s.value.get(c) if s.ok else None
+            if v is None:
+                verdict = "unparsable"
+            elif v == "tie":
+                verdict = "tie"
+            else:
+                first_is_a = order == "ab"
+                verdict = "a" if (v == "1") == first_is_a else "b"
+            rows.append(
+                {
+                    "qid": qid,
+                    "run_a": la,
+                    "run_b": lb,
+                    "order": order,
+                    "criterion": c,
+                    "verdict": verdict,
+                }
+            )
+    return rows
+
+
+def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (pair, criterion): win rates of a and b and the tie rate, each averaged over the two
+    answer orders (shares among parsed verdicts of that order); the judge's position bias: the
+    share of decided verdicts won by the answer shown first, and the share of questions whose
+    two orders name the same winner (a judge that always picks one slot scores 1.0 and 0.0 and
+    its win rates are exactly 50/50); plus unparsable counts."""
+    out = []
+    keys = sorted(
+        {(r["run_a"], r["run_b"], r["criterion"]) for r in rows},
+        key=lambda k: (k[0], k[1], list(CRITERIA).index(k[2])),
+    )
+    for a, b, c in keys:
+        sel = [r for r in rows if (r["run_a"], r["run_b"], r["criterion"]) == (a, b, c)]
+        shares = {"a": [], "b": [], "tie": []}
+        for order in ("ab", "ba"):
+            parsed = [
+                r["verdict"] for r in sel if r["order"] == order and r["verdict"] != "unparsable"
+            ]
+            for k in shares:
+                if parsed:
+                    shares[k].append(parsed.count(k) / len(parsed))
+        mean = {k: (sum(v) / len(v) if v else float("nan")) for k, v in shares.items()}
+        decided = [r for r in sel if r["verdict"] in ("a", "b")]
+        first = sum((r["order"] == "ab") == (r["verdict"] == "a") for r in decided)
+        by_qid: dict[str, dict[str, str]] = {}
+        for r in sel:
+            by_qid.setdefault(r["qid"], {})[r["order"]] = r["verdict"]
+        both = [
+            v
+            for v in by_qid.values()
+            if "unparsable" not in (v.get("ab", "unparsable"), v.get("ba", "unparsable"))
+        ]
+        out.append(
+            {
+                "run_a": a,
+                "run_b": b,
+                "criterion": c,
+                "win_a": mean["a"],
+                "win_b": mean["b"],
+                "tie": mean["tie"],
+                "first_shown": first / len(decided) if decided else float("nan"),
+                "consistent": sum(v["ab"] == v["ba"] for v in both) / len(both)
+                if both
+                else float("nan"),
+                "judged": sum(r["verdict"] != "unparsable" for r in sel),
+                "unparsable": sum(r["verdict"] == "unparsable" for r in sel),
+            }
+        )
+    return out
+
+
+def win_rate_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of the pairwise win-rate table."""
+    lines = [
+        "## LLM judge: pairwise win rates (averaged over both answer orders)",
+        "",
+        '"first shown": decided verdicts won by the answer shown first (0.5 = no position bias);'
+        ' "consistent": questions whose two orders name the same winner.',
+        "",
+        "| run A | run B | criterion | A wins | B wins | ties | first shown | consistent | judged"
+        " | unparsable |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for w in win_rates(rows):
+        pct = lambda x: "–" if x != x else f"{100 * x:.1f}%"  # noqa: E731
+        lines.append(
+            f"| {w['run_a']} | {w['run_b']} | {w['criterion']} | {pct(w['win_a'])} | "
+            f"{pct(w['win_b'])} | {pct(w['tie'])} | {pct(w['first_shown'])} | "
+            f"{pct(w['consistent'])} | {w['judged']} | {w['unparsable']} |"
+        )
+    return lines
+
+
+# -- RAGAS-style metrics ------------------------------------------------------------------------
+STATEMENTS_PROMPT = """Question: {question}
+Answer: {answer}
+
+Rewrite the answer as a list of short, self-contained statements (use the question to make
+each one understandable on its own). Reply with one JSON object of this form and nothing else:
+{format}"""
+
+SUPPORT_PROMPT = """Context:
+{context}
+
+For each statement, say whether the context supports it (1) or not (0).
+Statements:
+{statements}
+
+Reply with one JSON object of this form, one verdict per statement in order, and nothing else:
+{format}"""
+
+USEFUL_PROMPT = """Question: {question}
+Reference answer: {reference}
+
+Passage:
+{passage}
+
+Was this passage useful to reach the reference answer (1) or not (0)? Reply with one JSON
+object of this form and nothing else:
+{format}"""
+
+
+def _statements(value: dict) -> list[str]:
+    kept = [s.strip() for s in value["statements"] if s.strip()]
+    if not kept:
+        raise ParseError("every statement is blank")
+    return kept
+
+
+STATEMENTS = Schema(
+    json_object(
+        {
+            "statements": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 3, "maxLength": 300},
+                "minItems": 1,
+                "maxItems": 12,
+            }
+        }
+    ),
+    _statements,
+)
+"""The answer rewritten as 1..12 statements (RAGAS faithfulness, step 1)."""
+
+USEFUL = Schema(json_object({"verdict": {"enum": [0, 1]}}), lambda v: int(v["verdict"]))
+"""One passage's usefulness verdict (RAGAS context precision)."""
+
+
+@lru_cache(maxsize=64)
+def support_schema(n: int) -> Schema[list[int]]:
+    """Exactly n 0/1 support verdicts, one per statement in order."""
+    verdicts = {"type": "array", "items": {"enum": [0, 1]}, "minItems": n, "maxItems": n}
+    return Schema(json_object({"verdicts": verdicts}), lambda v: [int(x) for x in v["verdicts"]])
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+
+
+def _support(
+    llm,
+    contexts: list[str],
+    statements: list[list[str]],
+    stage: str,
+    params: GenParams,
+    retries: int,
+) -> list[float]:
+    """Share of each statement list supported by its context (NaN when the verdict never parsed)."""
+    if not contexts:
+        return []
+    out = [float("nan")] * len(contexts)
+    for n in sorted({len(s) for s in statements} - {0}):  # one schema, one batched call, per n
+        idx = [i for i, s in enumerate(statements) if len(s) == n]
+        fmt = support_schema(n).describe()
+        prompts = [
+            SUPPORT_PROMPT.format(
+                context=contexts[i],
+                statements="\n".join(f"{k + 1}. {s}" for k, s in enumerate(statements[i])),
+                format=fmt,
+            )
+            for i in idx
+        ]
+        res = generate_structured(llm, prompts, support_schema(n), params, stage, retries)
+        for i, r in zip(idx, res.results, strict=True):
+            if r.ok:
+                out[i] = sum(r.value) / n
+    return out
+
+
+def ragas_scores(
+    llm, rows: list[dict[str, Any]], max_tokens: int = 256, retries: int = 2
+) -> dict[str, list[float]]:
+    """faithfulness, context_recall and context_precision per row (NaN when not computable or
+    when the judge's answer never parsed)."""
+    nan = float("nan")
+    params = GenParams(max_tokens=max_tokens)
+    n = len(rows)
+    ctx_text = ["\n\n".join(r["context_text"] or []) for r in rows]
+    faith, recall, precision = [nan] * n, [nan] * n, [nan] * n
+    statements_format, useful_format = STATEMENTS.describe(), USEFUL.describe()
+
+    # faithfulness: statements of the answer, then their support by the context
+    idx = [i for i, r in enumerate(rows) if r["answer"] and ctx_text[i]]
+    st = generate_structured(
+        llm,
+        [
+            STATEMENTS_PROMPT.format(
+                question=rows[i]["question"], answer=rows[i]["answer"], format=statements_format
+            )
+            for i in idx
+        ],
+        STATEMENTS,
+        params,
+        "ragas_statements",
+        retries,
+    )
+    have = [(i, s.value) for i, s in zip(idx, st.results, strict=True) if s.ok]
+    res = _support(
+        llm,
+        [ctx_text[i] for i, _ in have],
+        [sts for _, sts in have],
+        "ragas_faithfulness",
+        params,
+        retries,
+    )
+    for (i, _), v in zip(have, res, strict=True):
+        faith[i] = v
+
+    # context recall: reference sentences attributable to the context
+    idx = [i for i, r in enumerate(rows) if r["gold_answers"] and ctx_text[i]]
+    refs = [_sentences(rows[i]["gold_answers"][0]) for i in idx]
+    res = _support(llm, [ctx_text[i] for i in idx], refs, "ragas_context_recall", params, retries)
+    for i, v in zip(idx, res, strict=True):
+        recall[i] = v
+
+    # context precision: average precision of the passages judged useful
+    pairs = [
+        (i, k)
+        for i, r in enumerate(rows)
+        if r["gold_answers"]
+        for k in range(len(r["context_text"] or []))
+    ]
+    if pairs:
+        res = generate_structured(
+            llm,
+            [
+                USEFUL_PROMPT.format(
+                    question=rows[i]["question"],
+                    reference=rows[i]["gold_answers"][0],
+                    passage=rows[i]["context_text"][k],
+                    format=useful_format,
+                )
+                for i, k in pairs
+            ],
+            USEFUL,
+            GenParams(max_tokens=SHORT_VERDICT_TOKENS),
+            "ragas_context_precision",
+            retries,
+        )
+        verdicts: dict[int, list[int | None]] = {}
+        for (i, _), s in zip(pairs, res.results, strict=True):
+            verdicts.setdefault(i, []).append(s.value if s.ok else None)
+        for i, vs in verdicts.items():
+            if any(v is None for v in vs):
+                continue
+            hits, ap = 0, 0.0
+            for k, v in enumerate(vs, 1):
+                if v:
+                    hits += 1
+                    ap += hits / k
+            precision[i] = ap / hits if hits else 0.0
+    return {"faithfulness": faith, "context_recall": recall, "context_precision": precision}

@@ -1,0 +1,379 @@
+"""`graphrag-engine eval`: score query runs and write a report folder.
+
+The report holds `report.md` (one table per metric, a row per run, mean with its 95%
+bootstrap interval), `summary.csv` and `per_question.csv`, and PNG plots (bars with error
+bars per metric group; Recall@k curves). `compare_runs` gives paired differences with a
+sign-flip permutation test on the questions both runs answered.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_engine.errors import BadInputError
+from graphrag_engine.eval.judge import pairwise_judge, ragas_scores, win_rate_table
+from graphrag_engine.eval.metrics import (
+    accuracy,
+    bootstrap_ci,
+    entity_prf,
+    exact_match,
+    hit_at_1,
+    hit_at_k,
+    paired_test,
+    recall_at_k,
+    token_f1,
+)
+from graphrag_engine.results import read_rows
+
+
+def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """(label, summary, result rows) of a finished query run."""
+    run = Path(run)
+    path = run / "results.parquet"
+    if not path.exists():
+        raise BadInputError(
+            f"{run}: no results.parquet; finish the run with `graphrag-engine query ... --out {run}`"
+        )
+    summary: dict[str, Any] = {}
+    if (run / "summary.json").exists():
+        try:
+            summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadInputError(
+                f"{run}/summary.json: not a readable summary ({exc}); resume the run with the "
+                "same `graphrag-engine query` command to write it again"
+            ) from None
+        if not isinstance(summary, dict):
+            raise BadInputError(
+                f"{run}/summary.json: not a JSON object; resume the run to rewrite it"
+            )
+    try:
+        rows = read_rows(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInputError(
+            f"{path}: not a readable results file ({str(exc)[:160]}); resume the run with the "
+            "same `graphrag-engine query` command to write it again"
+        ) from None
+    return run.name, summary, rows
+
+
+def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[float]]:
+    """Per-question values of every metric that the rows' gold supports (NaN where not)."""
+    nan = float("nan")
+    out: dict[str, list[float]] = {}
+
+    def put(name: str, value: float) -> None:
+        out.setdefault(name, []).append(value)
+
+    have_answers = any(r["answer"] is not None for r in rows)
+    have_support = any(r["supporting_ids"] for r in rows)
+    for r in rows:
+        gold, pred = r["gold_answers"] or [], r["answer"]
+        extras = r["extras"]
+        if have_answers:
+            failed = r["answer_failed"] is not None  # its prompt failed: scored wrong, counted
+            ok = (pred is not None or failed) and gold and r["kind"] != "abstract"
+            pred_text = "" if failed else pred
+            put("exact_match", exact_match(pred_text, gold) if ok else nan)
+            put("f1", token_f1(pred_text, gold) if ok else nan)
+            put("accuracy", accuracy(pred_text, gold) if ok else nan)
+            put("answer_failed", float(failed))
+        if r["kind"] == "kbqa" and pred is not None:
+            put("hr@1", hit_at_1(split_answers(pred), gold))
+        ents = extras.get("retrieved_entities")
+        if ents is not None and gold:
+            for name, v in entity_prf(ents, gold).items():
+                put(f"entity_{name}", v)
+        for module, names in (extras.get("module_entities") or {}).items():
+            if gold and names is not None:  # None: the module did not run for this question
+                for name, v in entity_prf(names, gold).items():
+                    put(f"{module}_entity_{name}", v)
+        for key, v in (extras.get("module_seconds") or {}).items():
+            if v is not None:
+                put("seconds_" + key.replace("_seconds_per_question", ""), float(v))
+        if have_support:
+            for k in ks:
+                put(f"recall@{k}", recall_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
+            for k in ks:
+                put(f"hit@{k}", hit_at_k(r["retrieved_ids"], r["supporting_ids"] or [], k))
+        put("query_tokens", float(sum(r["tokens"].values())))
+        put("seconds", float(sum(r["seconds"].values())))
+    return out
+
+
+def split_answers(text: str) -> list[str]:
+    """A KBQA answer listing several entities, split on newlines, semicolons, commas or "|"."""
+    parts = [p.strip(" .") for p in re.split(r"[\n;|,]", text)]
+    return [p for p in parts if p]
+
+
+def _spread(values: list[float]) -> str:
+    """Median and 90th percentile of per-question values ("–" when there are none)."""
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return "–"
+    med, p90 = np.percentile(vals, [50, 90])
+    return f"median {med:.3g}, p90 {p90:.3g}"
+
+
+def _fmt(mean: float, lo: float, hi: float, scale: float) -> str:
+    if math.isnan(mean):
+        return "–"
+    if scale == 1.0:
+        return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+    return f"{mean * scale:.1f} [{lo * scale:.1f}, {hi * scale:.1f}]"
+
+
+def evaluate_runs(
+    runs: list[str],
+    out: str | Path,
+    ks: list[int],
+    judge_llm=None,
+    pairwise: bool = False,
+    ragas: bool = False,
+    judge_limit: int | None = None,
+    judge_max_tokens: int = 400,
+    judge_retries: int = 2,
+) -> Path:
+    """Score every run and write the report folder; returns the path of report.md."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    loaded = [load_run(r) for r in runs]
+    labels = [label for label, _, _ in loaded]
+    if len(set(labels)) != len(labels):
+        raise BadInputError("eval: two runs share a folder name; give each run its own name")
+    scores = {label: score_rows(rows, ks) for label, _, rows in loaded}
+    if ragas and judge_llm is not None:
+        for label, _, rows in loaded:
+            scores[label].update(
+                ragas_scores(judge_llm, rows[:judge_limit], judge_max_tokens, judge_retries)
+            )
+    metrics = sorted({m for s in scores.values() for m in s}, key=_metric_order)
+    table: dict[str, dict[str, tuple[float, float, float, int]]] = {}
+    for label in labels:
+        for m in metrics:
+            vals = scores[label].get(m, [])
+            n = sum(1 for v in vals if not math.isnan(v))
+            table.setdefault(m, {})[label] = (*bootstrap_ci(vals), n)
+
+    def cell(m: str, label: str) -> str:
+        if m.startswith("seconds"):  # a batch's time split evenly: a distribution, not a mean
+            return _spread(scores[label].get(m, []))
+        mean, lo, hi, _ = table[m][label]
+        return _fmt(mean, lo, hi, 1.0 if m.startswith("query_tokens") else 100.0)
+
+    lines = ["# Evaluation report", "", "Runs: " + ", ".join(f"`{r}`" for r in runs), ""]
+    lines.append(
+        "Mean per question (%, except tokens), 95% bootstrap interval in brackets (2,000 "
+        "resamples); seconds per question as median and 90th percentile."
+    )
+    lines += ["", "| run | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    for label in labels:
+        lines.append(f"| {label} | " + " | ".join(cell(m, label) for m in metrics) + " |")
+    for m in metrics:
+        unit = "" if m.startswith(("query_tokens", "seconds")) else " (%)"
+        lines += ["", f"## {m}{unit}", "", "| run | value | n |", "| --- | --- | --- |"]
+        for label in labels:
+            lines.append(f"| {label} | {cell(m, label)} | {table[m][label][3]} |")
+    lines += [
+        "",
+        "## throughput and cost",
+        "",
+        "| run | questions | seconds | questions/s | query tokens / question | index tokens "
+        "| gold passages in index |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, summary, rows in loaded:
+        gold = summary.get("gold_in_index")
+        lines.append(
+            f"| {label} | {len(rows)} | {summary.get('seconds', '–')} | "
+            f"{summary.get('questions_per_s', '–')} | "
+            f"{sum(summary.get('query_tokens_per_question', {}).values()):.0f} | "
+            f"{summary.get('index_tokens', '–')} | {'–' if gold is None else f'{gold:.0%}'} |"
+        )
+    if pairwise and judge_llm is not None:
+        verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
+        _write_csv(out / "judge_verdicts.csv", verdicts)
+        lines += ["", *win_rate_table(verdicts)]
+
+    _write_csv(
+        out / "summary.csv",
+        [
+            {"run": lb, "metric": m, "mean": v[0], "ci_low": v[1], "ci_high": v[2], "n": v[3]}
+            for m in metrics
+            for lb, v in table[m].items()
+        ],
+    )
+    per_q = []
+    for label, _, rows in loaded:
+        for i, r in enumerate(rows):
+            per_q.append(
+                {
+                    "run": label,
+                    "qid": r["qid"],
+                    "question": r["question"],
+                    "gold": " | ".join(r["gold_answers"] or []),
+                    "answer": r["answer"],
+                    **{m: scores[label][m][i] for m in scores[label] if i < len(scores[label][m])},
+                }
+            )
+    _write_csv(out / "per_question.csv", per_q)
+    _plots(out, labels, metrics, table, ks)
+    if judge_llm is not None and (pairwise or ragas):
+        lines += ["", *_judge_usage(out, judge_llm.ledger.summary())]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out / "report.md"
+
+
+def _judge_usage(out: Path, usage: dict[str, dict[str, Any]]) -> list[str]:
+    """The judge's prompts and tokens per stage: `judge_usage.json` and a report.md table."""
+    (out / "judge_usage.json").write_text(json.dumps(usage, indent=2) + "\n")
+    lines = [
+        "## judge LLM usage",
+        "",
+        "| stage | prompts sent | prompt tokens | completion tokens | cached answers |",
+        "|---|---|---|---|---|",
+    ]
+    for key, u in usage.items():
+        lines.append(
+            f"| {key} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
+            f"{u['cached_calls']} |"
+        )
+    return lines
+
+
+def _metric_order(m: str) -> tuple[int, int, str]:
+    groups = [
+        "hr@1",
+        "entity_",
+        "se_entity_",
+        "pf_entity_",
+        "pr_entity_",
+        "exact_match",
+        "f1",
+        "accuracy",
+        "recall@",
+        "hit@",
+        "faith",
+        "context_",
+        "query_tokens",
+        "seconds",
+    ]
+    for i, g in enumerate(groups):
+        if m.startswith(g):
+            k = int(m.split("@")[1]) if "@" in m else 0
+            return i, k, m
+    return len(groups), 0, m
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _plots(
+    out: Path, labels: list[str], metrics: list[str], table: dict, ks: list[int]
+) -> dict[str, list[str]]:
+    """Bars with bootstrap error bars per metric group (only the runs that have the group's
+    metrics), and Recall@k curves; returns each written group's runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = {
+        "answers": [m for m in metrics if m in ("exact_match", "f1", "accuracy", "hr@1")],
+        "subgraph": [m for m in metrics if m.startswith("entity_")],
+        "retrieval": [m for m in metrics if m.startswith(("recall@", "hit@"))],
+        "ragas": [m for m in metrics if m.startswith(("faith", "context_"))],
+    }
+    plotted: dict[str, list[str]] = {}
+    for name, ms in groups.items():
+        runs = [lb for lb in labels if any(not math.isnan(table[m][lb][0]) for m in ms)]
+        if not ms or not runs:
+            continue  # a run without answers (retrieval only) has no bar among the answers
+        fig, ax = plt.subplots(figsize=(min(12, max(5, 0.3 * len(ms) * len(runs) + 1.5)), 3.6))
+        width = 0.8 / len(runs)
+        for j, label in enumerate(runs):
+            rows = [table[m][label] for m in ms]
+            means = [0.0 if math.isnan(r[0]) else r[0] for r in rows]
+            err = [
+                [0.0 if math.isnan(r[0]) else max(0.0, r[0] - r[1]) for r in rows],
+                [0.0 if math.isnan(r[0]) else max(0.0, r[2] - r[0]) for r in rows],
+            ]
+            xs = [i + (j - (len(runs) - 1) / 2) * width for i in range(len(ms))]  # centred
+            ax.bar(xs, means, width, yerr=err, capsize=3, label=label)
+        ax.set_xticks(range(len(ms)), ms, rotation=30, ha="right")
+        ax.set_ylim(0, 1.08)  # room above 1.0 for the error bars' caps
+        ax.legend(fontsize=7)
+        ax.set_title(f"{name} (95% bootstrap CI)")
+        fig.tight_layout()
+        fig.savefig(out / f"{name}.png", dpi=110)
+        plt.close(fig)
+        plotted[name] = runs
+    rec = [f"recall@{k}" for k in sorted(ks) if f"recall@{k}" in table]
+    if rec:
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        xs = [int(m.split("@")[1]) for m in rec]
+        for label in labels:
+            ys = [table[m][label][0] for m in rec]
+            lo = [table[m][label][1] for m in rec]
+            hi = [table[m][label][2] for m in rec]
+            ax.plot(xs, ys, marker="o", label=label)
+            ax.fill_between(xs, lo, hi, alpha=0.15)
+        ax.set_xlabel("k")
+        ax.set_ylabel("Recall@k")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "recall_at_k.png", dpi=110)
+        plt.close(fig)
+    return plotted
+
+
+def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path:
+    """Paired differences (B - A) of every shared metric over the questions both runs hold."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (la, _, ra), (lb, _, rb) = load_run(run_a), load_run(run_b)
+    common = sorted({r["qid"] for r in ra} & {r["qid"] for r in rb})
+    if not common:
+        raise BadInputError(f"eval --compare: {run_a} and {run_b} share no question ids")
+    by_a = {r["qid"]: r for r in ra}
+    by_b = {r["qid"]: r for r in rb}
+    sa = score_rows([by_a[q] for q in common], ks)
+    sb = score_rows([by_b[q] for q in common], ks)
+    rows = []
+    for m in sorted(set(sa) & set(sb), key=_metric_order):
+        t = paired_test(sa[m], sb[m])
+        rows.append({"metric": m, **t})
+    lines = [
+        f"# {lb} vs {la}",
+        "",
+        f"{len(common)} shared questions; difference = {lb} - {la}; 95% bootstrap interval; "
+        "p from a paired sign-flip permutation test (10,000 draws).",
+        "",
+        "| metric | n | difference | 95% CI | p |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['metric']} | {r['n']} | {r['mean_diff']:+.4f} | "
+            f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] | {r['p_value']:.4f} |"
+        )
+    _write_csv(out / "compare.csv", rows)
+    (out / "compare.md").write_text("\n".join(lines) + "\n")
+    return out / "compare.md"

@@ -1,0 +1,315 @@
+"""`graphrag-engine export`: the index's entity graph (and its communities) in the formats other
+tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, and GraphRAG-style
+Parquet tables (entities, relationships, communities, community_reports, text_units).
+
+Every export is written into a staging folder and renamed into place, so a failed export
+leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphrag_engine.errors import BadInputError
+from graphrag_engine.store.index_store import Index
+
+FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag")
+GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
+GEXF_NS = "http://gexf.net/1.3"
+NODE_FIELDS = ("name", "type", "description", "community")
+EDGE_FIELDS = ("weight", "description", "keywords")
+
+
+def graph_tables(index: Index) -> dict[str, list[dict[str, Any]]]:
+    """Entities, relations, communities and reports of an index as row lists (the last two
+    empty when the index has none); entity rows gain `community`, their finest community."""
+    if not index.has("entities") or not index.has("relations"):
+        raise BadInputError(
+            f"{index.root}: the index has no entity graph; build it with graph.enabled: true"
+        )
+    entities = index.table("entities").to_pylist()
+    relations = index.table("relations").to_pylist()
+    communities = index.table("communities").to_pylist() if index.has("communities") else []
+    reports = index.table("reports").to_pylist() if index.has("reports") else []
+    finest: dict[str, tuple[int, str]] = {}
+    for c in communities:
+        for e in c["entity_ids"]:
+            if e not in finest or c["level"] > finest[e][0]:
+                finest[e] = (c["level"], c["community_id"])
+    for e in entities:
+        e["community"] = finest.get(e["entity_id"], (0, ""))[1]
+    return {
+        "entities": entities,
+        "relations": relations,
+        "communities": communities,
+        "reports": reports,
+    }
+
+
+def export_graph(index: Index, fmt: str, out: str | Path) -> list[Path]:
+    """Write the index's graph in `fmt` into the folder `out` (replaced as a whole); the
+    files written."""
+    if fmt not in FORMATS:
+        raise BadInputError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"--out {out}: is a file; give a folder path")
+    tables = graph_tables(index)
+    staging = out.with_name(f".{out.name}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        WRITERS[fmt](tables, index, staging)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return sorted(out.iterdir())
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _write_graphml(tables: dict, index: Index, out: Path) -> None:
+    """One undirected graph: entity nodes (name, type, description, finest community) and
+    relation edges (weight, description, keywords)."""
+    ET.register_namespace("", GRAPHML_NS)
+    root = ET.Element(f"{{{GRAPHML_NS}}}graphml")
+    kinds = {"weight": "double"}
+    for where, fields in (("node", NODE_FIELDS), ("edge", EDGE_FIELDS)):
+        for f in fields:
+            ET.SubElement(
+                root,
+                f"{{{GRAPHML_NS}}}key",
+                {"id": f, "for": where, "attr.name": f, "attr.type": kinds.get(f, "string")},
+            )
+    graph = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"edgedefault": "undirected"})
+    for e in tables["entities"]:
+        node = ET.SubElement(graph, f"{{{GRAPHML_NS}}}node", {"id": e["entity_id"]})
+        for f in NODE_FIELDS:
+            ET.SubElement(node, f"{{{GRAPHML_NS}}}data", {"key": f}).text = _text(e.get(f))
+    for r in tables["relations"]:
+        edge = ET.SubElement(
+            graph,
+            f"{{{GRAPHML_NS}}}edge",
+            {"id": r["rel_id"], "source": r["src"], "target": r["dst"]},
+        )
+        for f in EDGE_FIELDS:
+            ET.SubElement(edge, f"{{{GRAPHML_NS}}}data", {"key": f}).text = _text(r.get(f))
+    ET.ElementTree(root).write(out / "graph.graphml", encoding="utf-8", xml_declaration=True)
+
+
+def _write_gexf(tables: dict, index: Index, out: Path) -> None:
+    """The same graph as GEXF 1.3 for Gephi (node label = entity name)."""
+    ET.register_namespace("", GEXF_NS)
+    ns = f"{{{GEXF_NS}}}"
+    root = ET.Element(f"{ns}gexf", {"version": "1.3"})
+    graph = ET.SubElement(root, f"{ns}graph", {"defaultedgetype": "undirected"})
+    for where, fields in (("node", NODE_FIELDS[1:]), ("edge", EDGE_FIELDS[1:])):
+        attrs = ET.SubElement(graph, f"{ns}attributes", {"class": where})
+        for f in fields:
+            ET.SubElement(attrs, f"{ns}attribute", {"id": f, "title": f, "type": "string"})
+    nodes = ET.SubElement(graph, f"{ns}nodes")
+    for e in tables["entities"]:
+        node = ET.SubElement(nodes, f"{ns}node", {"id": e["entity_id"], "label": e["name"]})
+        values = ET.SubElement(node, f"{ns}attvalues")
+        for f in NODE_FIELDS[1:]:
+            ET.SubElement(values, f"{ns}attvalue", {"for": f, "value": _text(e.get(f))})
+    edges = ET.SubElement(graph, f"{ns}edges")
+    for r in tables["relations"]:
+        edge = ET.SubElement(
+            edges,
+            f"{ns}edge",
+            {"id": r["rel_id"], "source": r["src"], "target": r["dst"], "weight": str(r["weight"])},
+        )
+        values = ET.SubElement(edge, f"{ns}attvalues")
+        for f in EDGE_FIELDS[1:]:
+            ET.SubElement(values, f"{ns}attvalue", {"for": f, "value": _text(r.get(f))})
+    ET.ElementTree(root).write(out / "graph.gexf", encoding="utf-8", xml_declaration=True)
+
+
+def _write_neo4j_csv(tables: dict, index: Index, out: Path) -> None:
+    """Files for `neo4j-admin database import full --nodes=entities.csv
+    --relationships=relations.csv` (plus communities and their IN_COMMUNITY links)."""
+
+    def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
+        with (out / name).open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            w.writerows(rows)
+
+    write(
+        "entities.csv",
+        ["entityId:ID(Entity)", "name", "type", "description", ":LABEL"],
+        [
+            [e["entity_id"], e["name"], _text(e["type"]), _text(e["description"]), "Entity"]
+            for e in tables["entities"]
+        ],
+    )
+    write(
+        "relations.csv",
+        [":START_ID(Entity)", ":END_ID(Entity)", "weight:float", "description", "keywords", ":TYPE"],
+        [
+            [r["src"], r["dst"], r["weight"], _text(r["description"]), _text(r["keywords"]),
+             "RELATED"]
+            for r in tables["relations"]
+        ],
+    )  # fmt: skip
+    if tables["communities"]:
+        titles = {r["community_id"]: r["title"] for r in tables["reports"]}
+        write(
+            "communities.csv",
+            ["communityId:ID(Community)", "level:int", "title", ":LABEL"],
+            [
+                [c["community_id"], c["level"], titles.get(c["community_id"], ""), "Community"]
+                for c in tables["communities"]
+            ],
+        )
+        write(
+            "in_community.csv",
+            [":START_ID(Entity)", ":END_ID(Community)", ":TYPE"],
+            [
+                [e, c["community_id"], "IN_COMMUNITY"]
+                for c in tables["communities"]
+                for e in c["entity_ids"]
+            ],
+        )
+
+
+def _write_parquet_graphrag(tables: dict, index: Index, out: Path) -> None:
+    """GraphRAG's output tables (entities, relationships, communities, community_reports,
+    text_units) with its column names; relationship ends are entity titles, as there."""
+    ents, rels, comms = tables["entities"], tables["relations"], tables["communities"]
+    name = {e["entity_id"]: e["name"] for e in ents}
+    degree: dict[str, int] = defaultdict(int)
+    for r in rels:
+        degree[r["src"]] += 1
+        degree[r["dst"]] += 1
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "id": e["entity_id"],
+                    "human_readable_id": i,
+                    "title": e["name"],
+                    "type": e["type"],
+                    "description": e["description"],
+                    "text_unit_ids": e["chunk_ids"],
+                    "frequency": len(e["chunk_ids"] or []),
+                    "degree": degree[e["entity_id"]],
+                }
+                for i, e in enumerate(ents)
+            ]  # fmt: skip
+        ),
+        out / "entities.parquet",
+    )
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "id": r["rel_id"],
+                    "human_readable_id": i,
+                    "source": name[r["src"]],
+                    "target": name[r["dst"]],
+                    "description": r["description"],
+                    "weight": float(r["weight"]),
+                    "combined_degree": degree[r["src"]] + degree[r["dst"]],
+                    "text_unit_ids": r["chunk_ids"],
+                }
+                for i, r in enumerate(rels)
+            ]  # fmt: skip
+        ),
+        out / "relationships.parquet",
+    )
+    number = {c["community_id"]: i for i, c in enumerate(comms)}
+    children: dict[str, list[int]] = defaultdict(list)
+    for c in comms:
+        if c["parent_id"] is not None:
+            children[c["parent_id"]].append(number[c["community_id"]])
+    titles = {r["community_id"]: r["title"] for r in tables["reports"]}
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "id": c["community_id"],
+                    "human_readable_id": number[c["community_id"]],
+                    "community": number[c["community_id"]],
+                    "level": c["level"],
+                    "parent": -1 if c["parent_id"] is None else number[c["parent_id"]],
+                    "children": children[c["community_id"]],
+                    "title": titles.get(
+                        c["community_id"], f"Community {number[c['community_id']]}"
+                    ),
+                    "entity_ids": c["entity_ids"],
+                    "size": len(c["entity_ids"]),
+                }
+                for c in comms
+            ],  # fmt: skip
+            schema=_COMMUNITIES,
+        ),
+        out / "communities.parquet",
+    )
+    level = {c["community_id"]: c["level"] for c in comms}
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "id": r["community_id"],
+                    "community": number[r["community_id"]],
+                    "level": level[r["community_id"]],
+                    "title": r["title"],
+                    "summary": r["summary"],
+                    "full_content": r["full_text"],
+                    "rank": float(r["rating"]),
+                }
+                for r in tables["reports"]
+            ],  # fmt: skip
+            schema=_REPORTS,
+        ),
+        out / "community_reports.parquet",
+    )
+    chunks = index.table("chunks", ["chunk_id", "doc_id", "text", "n_tokens"]).to_pylist()
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "id": c["chunk_id"],
+                    "human_readable_id": i,
+                    "text": c["text"],
+                    "n_tokens": c["n_tokens"],
+                    "document_ids": [c["doc_id"]],
+                }
+                for i, c in enumerate(chunks)
+            ]  # fmt: skip
+        ),
+        out / "text_units.parquet",
+    )
+
+
+_COMMUNITIES = pa.schema(
+    [("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
+     ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
+     ("title", pa.string()), ("entity_ids", pa.list_(pa.string())), ("size", pa.int64())]
+)  # fmt: skip
+_REPORTS = pa.schema(
+    [("id", pa.string()), ("community", pa.int64()), ("level", pa.int64()), ("title", pa.string()),
+     ("summary", pa.string()), ("full_content", pa.string()), ("rank", pa.float64())]
+)  # fmt: skip
+
+WRITERS = {
+    "graphml": _write_graphml,
+    "gexf": _write_gexf,
+    "neo4j-csv": _write_neo4j_csv,
+    "parquet-graphrag": _write_parquet_graphrag,
+}

@@ -1,0 +1,146 @@
+"""`index --dry-run`: what every LLM stage the config turns on would send, forecast from the
+chunks alone. Nothing is written (no lock, no staging, no cache), nothing is embedded and no
+prompt is sent; prompt tokens are counted with the configured model's tokenizer.
+
+Per stage: prompts, prompt tokens and expected completion tokens, and a price when the LLM
+config has one. Expected completions are the mean measured by the last build in the output
+folder when it ran that stage, else the stage's `max_tokens` (an upper bound). A stage whose
+prompts depend on what earlier LLM stages return (description summaries, community reports)
+is not forecast: its row says why, with the last build's figures when there are some.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphrag_engine.config import IndexConfig
+from graphrag_engine.index.extract import ASK_PROMPT, CONTINUE_PROMPT, LOOP_CHECK, extraction_prompt
+from graphrag_engine.index.units import unit_prompt
+from graphrag_engine.models import make_backend
+from graphrag_engine.models.forecast import StageForecast, price
+
+LOOP_CHECK_TOKENS = 8  # the loop verdict's completion budget (graphrag_engine/index/extract.py)
+
+
+def previous_stages(out: Path) -> dict[str, dict[str, Any]]:
+    """Stage stats of the index already in `out` (read only), or {}."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+        return dict(manifest.get("stats", {}).get("stages", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _calls(before: dict[str, Any]) -> int:
+    """Prompts a stage of the last build answered, from the model or its cache."""
+    return int(before.get("model_calls", 0)) + int(before.get("cached_calls", 0))
+
+
+def _mean_completion(before: dict[str, Any], budget: int) -> tuple[float, str]:
+    """Expected completion tokens per prompt: the last build's mean, or the budget."""
+    calls = _calls(before)
+    if calls and before.get("completion_tokens"):
+        mean = before["completion_tokens"] / calls
+        return mean, f"completions: last build's mean {mean:.0f} tokens"
+    return float(budget), f"completions: max_tokens {budget} (an upper bound)"
+
+
+def forecast_index(
+    texts: list[str], n_tokens: list[int], config: IndexConfig, out: Path
+) -> list[StageForecast]:
+    """Every LLM stage the config turns on, forecast from the chunk texts and token counts."""
+    llm_cfg = config.models.llm
+    if llm_cfg.backend == "none":
+        return []
+    backend = make_backend(llm_cfg)  # its tokenizer counts; no cache is opened
+    before = previous_stages(out)
+    rows: list[StageForecast] = []
+    g, x, c = config.graph, config.extraction, config.communities
+    if g.alpha > 0 and texts:
+        capacity = int(g.alpha * sum(n_tokens))
+        # which chunks the knapsack picks needs their embeddings: bound the count by picking the
+        # smallest chunks first, and the prompt tokens by that many templates around a full
+        # capacity of chunk text
+        fits = np.cumsum(np.sort(np.asarray(n_tokens))) <= capacity
+        n = int(fits.sum())
+        counts = backend.count_tokens([unit_prompt(t) for t in texts])
+        overhead = backend.count_tokens([unit_prompt("")])[0]
+        per_chunk_token = max(sum(counts) - overhead * len(counts), 0) / max(sum(n_tokens), 1)
+        tokens = n * overhead + capacity * per_chunk_token
+        per, how = _mean_completion(before.get("units", {}), g.unit_max_tokens)
+        rows.append(
+            StageForecast(
+                "units", n, round(tokens), round(n * per),
+                f"at most: alpha x corpus tokens = {capacity} tokens of chunks, filled with the "
+                f"smallest chunks first (the knapsack's own pick needs embeddings); {how}",
+            )
+        )  # fmt: skip
+    if x.enabled and texts:
+        first = backend.count_tokens([extraction_prompt(t, x.entity_types) for t in texts])
+        per, how = _mean_completion(before.get("extract", {}), x.max_tokens)
+        extra = backend.count_tokens([CONTINUE_PROMPT])[0]
+        ask = backend.count_tokens([ASK_PROMPT.format(format=LOOP_CHECK.describe())])[0]
+        rounds = x.gleaning if x.loop == "none" else x.max_rounds
+        prompts, tokens, completion = len(texts), sum(first), per * len(texts)
+        for k in range(1, rounds + 1):  # round k carries the k answers and requests before it
+            history = sum(first) + len(texts) * k * (per + extra)
+            prompts += len(texts)
+            tokens += history
+            completion += per * len(texts)
+            if x.loop != "none":  # and a yes/no question before or after it
+                prompts += len(texts)
+                tokens += history + len(texts) * ask
+                completion += LOOP_CHECK_TOKENS * len(texts)
+        bound = "every chunk runs every round" if x.loop != "none" else "gleaning rounds"
+        rows.append(
+            StageForecast(
+                "extract", prompts, round(tokens), round(completion),
+                f"first round counted exactly; {rounds} more rounds ({bound}), each carrying "
+                f"the conversation before it; {how}",
+            )
+        )  # fmt: skip
+    if x.enabled and x.summarize_above > 0:
+        rows.append(_unknown(before, "summaries", "resolve_graphs", "one prompt per entity "
+                             "whose joined descriptions exceed extraction.summarize_above "
+                             "characters, known only after extraction"))  # fmt: skip
+    if c.enabled and c.reports:
+        rows.append(_unknown(before, "community_reports", "communities", "one prompt per "
+                             "community, known only after the graph is built"))  # fmt: skip
+    for row in rows:
+        _add_reasks(row, before.get(row.stage, {}))
+        row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
+    return rows
+
+
+def _add_reasks(row: StageForecast, before: dict[str, Any]) -> None:
+    """Scale a forecast by the re-asks the last build needed for that stage (answers that did
+    not parse are asked again), or say that they come on top."""
+    calls = _calls(before)
+    retries = int(before.get("retries", 0))
+    if row.prompts is None:
+        return
+    if not calls or retries >= calls:
+        row.basis += "; re-asks of answers that do not parse come on top"
+        return
+    factor = calls / (calls - retries)
+    row.prompts = round(row.prompts * factor)
+    row.prompt_tokens = round((row.prompt_tokens or 0) * factor)
+    row.completion_tokens = round((row.completion_tokens or 0) * factor)
+    row.basis += f"; x{factor:.2f} for re-asks, the last build's rate ({retries} of {calls} calls)"
+
+
+def _unknown(before: dict[str, Any], stage: str, source: str, why: str) -> StageForecast:
+    """A stage that cannot be forecast: why, and the last build's figures where it has them."""
+    last = before.get(source, {})
+    seen = (
+        f"; the last build's {source} stage sent {last['model_calls']} prompts "
+        f"({last.get('prompt_tokens', 0)} prompt, {last.get('completion_tokens', 0)} completion "
+        "tokens)"
+        if last.get("model_calls")
+        else ""
+    )
+    return StageForecast(stage, None, None, None, f"not forecast: {why}{seen}")

@@ -1,0 +1,146 @@
+"""Entity resolution: names normalised and merged; co-occurrence relations with added weights;
+provenance (chunk ids) kept for every entity and relation."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from itertools import combinations
+
+import pyarrow as pa
+
+from graphrag_engine.names import normalize_name
+from graphrag_engine.store.schemas import schema_for
+
+LINK_BATCH = 1 << 16
+"""unit_entity rows gathered as Python strings before they become one Arrow batch."""
+UnitMentions = tuple[str, str, Sequence[tuple[str, str]]]
+"""(unit id, chunk id, the unit's (surface, label) mentions)."""
+
+
+def entity_id(key: str) -> str:
+    """Content-hash id of a normalised entity name."""
+    return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def relation_id(src: str, dst: str) -> str:
+    """Id of the (undirected) relation between two entity ids."""
+    a, b = sorted((src, dst))
+    return hashlib.sha1(f"{a}\x00{b}".encode()).hexdigest()[:16]
+
+
+def resolve(
+    unit_mentions: Iterable[UnitMentions],
+    extracted: list[tuple[str, object]] | None = None,
+) -> tuple[list[dict], pa.Table, list[dict]]:
+    """(entities, unit_entity, relations) from NER mentions per unit and, optionally, LLM
+    extractions per chunk (`(chunk_id, ChunkExtraction)` pairs). The units are read once, as
+    they come (a build streams them from its NER cache); unit_entity is a two-column table.
+
+    The name of an entity is its most frequent surface form (ties: the first seen), its type
+    the most frequent label, its description the distinct extracted descriptions joined. Two
+    entities in the same unit get a co-occurrence relation (weight: shared units); extracted
+    relations add their strength to the weight of the same pair and bring descriptions and
+    keywords. Every entity and relation keeps the chunk ids it came from.
+    """
+    names: dict[str, Counter] = defaultdict(Counter)
+    types: dict[str, Counter] = defaultdict(Counter)
+    descriptions: dict[str, list[str]] = defaultdict(list)
+    chunks: dict[str, set[str]] = defaultdict(set)
+    link_units: list[str] = []  # unit_entity rows not yet in an Arrow batch
+    link_entities: list[str] = []
+    link_batches: list[pa.RecordBatch] = []
+    link_schema = schema_for("unit_entity")
+
+    def seal_links() -> None:  # a batch of links as Arrow columns, no Python string per unit
+        link_batches.append(
+            pa.RecordBatch.from_arrays(
+                [pa.array(link_units, pa.string()), pa.array(link_entities, pa.string())],
+                schema=link_schema,
+            )
+        )
+        link_units.clear()
+        link_entities.clear()
+
+    id_of: dict[str, str] = {}  # normalised name -> entity id, one string per entity
+    weight: Counter = Counter()
+    rel_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
+    rel_desc: dict[tuple[str, str], list[str]] = defaultdict(list)
+    rel_keys: dict[tuple[str, str], list[str]] = defaultdict(list)
+
+    def mention(surface: str, label: str, chunk_id: str) -> str | None:
+        key = normalize_name(surface)
+        if len(key) < 2:
+            return None
+        eid = id_of.get(key)
+        if eid is None:
+            eid = id_of[key] = entity_id(key)
+        names[eid][surface.strip()] += 1
+        types[eid][label] += 1
+        chunks[eid].add(chunk_id)
+        return eid
+
+    def relate(a: str, b: str, w: float, chunk_id: str, desc: str = "", keywords: str = "") -> None:
+        if a == b:
+            return
+        pair = (a, b) if a < b else (b, a)
+        weight[pair] += w
+        rel_chunks[pair].add(chunk_id)
+        if desc and desc not in rel_desc[pair]:
+            rel_desc[pair].append(desc)
+        for k in (keywords or "").split(","):
+            if k.strip() and k.strip() not in rel_keys[pair]:
+                rel_keys[pair].append(k.strip())
+
+    for unit_id, chunk_id, found in unit_mentions:
+        ids: list[str] = []
+        for surface, label in found:
+            eid = mention(surface, label, chunk_id)
+            if eid is not None and eid not in ids:
+                ids.append(eid)
+        link_units.extend([unit_id] * len(ids))
+        link_entities.extend(ids)
+        if len(link_units) >= LINK_BATCH:
+            seal_links()
+        for a, b in combinations(sorted(ids), 2):
+            relate(a, b, 1.0, chunk_id, keywords="co-occurrence")
+    for chunk_id, ex in extracted or []:
+        for name, label, desc in ex.entities:
+            eid = mention(name, label, chunk_id)
+            if eid is not None and desc and desc not in descriptions[eid]:
+                descriptions[eid].append(desc)
+        for src, dst, desc, keywords, strength in ex.relations:
+            a, b = mention(src, "UNKNOWN", chunk_id), mention(dst, "UNKNOWN", chunk_id)
+            if a is not None and b is not None:
+                relate(a, b, max(strength, 0.0), chunk_id, desc, keywords)
+    entities = [
+        {
+            "entity_id": eid,
+            "name": names[eid].most_common(1)[0][0],
+            "type": _best_type(types[eid]),
+            "description": "\n".join(descriptions[eid]) or None,
+            "chunk_ids": sorted(chunks[eid]),
+        }
+        for eid in sorted(names)
+    ]
+    relations = [
+        {
+            "rel_id": relation_id(a, b),
+            "src": a,
+            "dst": b,
+            "description": "\n".join(rel_desc[(a, b)]) or None,
+            "keywords": ", ".join(rel_keys[(a, b)]) or None,
+            "weight": float(w),
+            "chunk_ids": sorted(rel_chunks[(a, b)]),
+        }
+        for (a, b), w in sorted(weight.items())
+    ]
+    seal_links()
+    return entities, pa.Table.from_batches(link_batches, schema=link_schema), relations
+
+
+def _best_type(counts: Counter) -> str:
+    """Most frequent label, preferring a real one over UNKNOWN."""
+    known = [(n, t) for t, n in counts.items() if t != "UNKNOWN"]
+    return max(known)[1] if known else "UNKNOWN"

@@ -1,0 +1,218 @@
+"""Shortest paths on a CSRGraph: multi-source Dijkstra / BFS, all shortest paths within a hop
+limit, bounded simple paths, and the closest pair between two node sets.
+
+Dijkstra and BFS run in scipy's compiled csgraph routines, once per distinct source for the
+whole batch of (source, target) requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csgraph
+
+from graphrag_engine.kernels.graph import CSRGraph
+
+
+@dataclass(frozen=True)
+class Path:
+    """A path as its node sequence and its length (sum of weights, or hops when unweighted)."""
+
+    nodes: tuple[int, ...]
+    length: float
+
+    @property
+    def hops(self) -> int:
+        """Number of edges on the path."""
+        return len(self.nodes) - 1
+
+
+def csgraph_matrix(graph: CSRGraph, weighted: bool):
+    """The graph as the scipy matrix csgraph's searches take (zero weights kept as tiny ones)."""
+    m = graph.to_scipy()
+    if not weighted:
+        return m
+    if graph.weights.size and graph.weights.min() <= 0:
+        # csgraph treats explicit zeros as missing edges; keep them as tiny positive weights
+        m = m.copy()
+        m.data = np.where(m.data > 0, m.data, np.finfo(float).tiny)
+    return m
+
+
+def walk_back(pred_row: np.ndarray, source: int, target: int) -> tuple[int, ...]:
+    """The path source -> target read back from a csgraph predecessor row."""
+    nodes = [target]
+    while nodes[-1] != source:
+        nodes.append(int(pred_row[nodes[-1]]))
+    return tuple(reversed(nodes))
+
+
+def shortest_paths(
+    graph: CSRGraph,
+    pairs: Sequence[tuple[int, int]],
+    weighted: bool = True,
+) -> list[Path | None]:
+    """One shortest path per (source, target) pair (None when unreachable).
+
+    Dijkstra (weighted) or BFS (unweighted) runs once per distinct source for all its targets.
+    """
+    if not pairs:
+        return []
+    sources = np.unique(np.fromiter((s for s, _ in pairs), dtype=np.int64))
+    dist, pred = csgraph.dijkstra(
+        csgraph_matrix(graph, weighted),
+        directed=True,
+        indices=sources,
+        unweighted=not weighted,
+        return_predecessors=True,
+    )
+    row_of = {int(s): i for i, s in enumerate(sources)}
+    out: list[Path | None] = []
+    for s, t in pairs:
+        row = row_of[int(s)]
+        d = dist[row, t]
+        out.append(None if np.isinf(d) else Path(walk_back(pred[row], int(s), int(t)), float(d)))
+    return out
+
+
+def distances(graph: CSRGraph, sources: Sequence[int], weighted: bool = True) -> np.ndarray:
+    """(len(sources), n) matrix of shortest-path lengths (inf when unreachable)."""
+    return csgraph.dijkstra(
+        csgraph_matrix(graph, weighted),
+        directed=True,
+        indices=np.asarray(sources),
+        unweighted=not weighted,
+    )
+
+
+def closest_pair(
+    graph: CSRGraph, set_a: Iterable[int], set_b: Iterable[int], weighted: bool = True
+) -> Path | None:
+    """The shortest path from any node of set_a to any node of set_b, in one multi-source run.
+
+    ReGraphRAG's reorganization connects two retrieved subgraphs this way; no pair is run
+    separately: a single Dijkstra seeded with all of set_a gives every node its nearest source.
+    """
+    a = np.unique(np.fromiter(set_a, dtype=np.int64))
+    b = np.unique(np.fromiter(set_b, dtype=np.int64))
+    if a.size == 0 or b.size == 0:
+        return None
+    dist, pred, nearest = csgraph.dijkstra(
+        csgraph_matrix(graph, weighted),
+        directed=True,
+        indices=a,
+        unweighted=not weighted,
+        return_predecessors=True,
+        min_only=True,
+    )
+    db = dist[b]
+    best = int(np.argmin(db))
+    if np.isinf(db[best]):
+        return None
+    target = int(b[best])
+    return Path(walk_back(pred, int(nearest[target]), target), float(db[best]))
+
+
+def _hop_distances(graph: CSRGraph, start: int, limit: int) -> np.ndarray:
+    """BFS hop counts from `start` up to `limit` hops (inf beyond)."""
+    dist = np.full(graph.n_nodes, np.inf)
+    dist[start] = 0
+    frontier = np.array([start], dtype=np.int64)
+    for hop in range(1, limit + 1):
+        if frontier.size == 0:
+            break
+        counts = graph.out_degree[frontier]
+        pos = np.arange(counts.sum()) + np.repeat(
+            graph.indptr[frontier] - (np.cumsum(counts) - counts), counts
+        )
+        nxt = np.unique(graph.indices[pos])
+        nxt = nxt[np.isinf(dist[nxt])]
+        dist[nxt] = hop
+        frontier = nxt
+    return dist
+
+
+def all_shortest_paths(
+    graph: CSRGraph, source: int, target: int, max_hops: int = 4, cap: int = 1000
+) -> list[Path]:
+    """Every minimum-hop path from source to target if it has at most max_hops edges (up to cap).
+
+    LEGO-GraphRAG's shortest path-filtering. A forward BFS from the source and a backward BFS
+    from the target keep only edges that lie on some shortest path.
+    """
+    if source == target:
+        return [Path((source,), 0.0)]
+    fwd = _hop_distances(graph, source, max_hops)
+    if np.isinf(fwd[target]):
+        return []
+    total = int(fwd[target])
+    bwd = _hop_distances(graph.transposed(), target, total)
+    paths: list[Path] = []
+    stack = [(source,)]
+    while stack and len(paths) < cap:
+        prefix = stack.pop()
+        u = prefix[-1]
+        if u == target:
+            paths.append(Path(prefix, float(total)))
+            continue
+        h = len(prefix) - 1
+        nbrs = graph.neighbors(u)
+        good = nbrs[(fwd[nbrs] == h + 1) & (bwd[nbrs] == total - h - 1)]
+        stack.extend(prefix + (int(v),) for v in np.unique(good)[::-1])
+    return sorted(paths, key=lambda p: p.nodes)
+
+
+def simple_paths(
+    graph: CSRGraph, source: int, target: int, max_hops: int = 3, cap: int = 1000
+) -> list[Path]:
+    """Simple paths from source to target with at most max_hops edges, up to cap of them.
+
+    LEGO-GraphRAG's complete path-filtering. A backward BFS from the target prunes every branch
+    that cannot reach it within the remaining hops.
+    """
+    bwd = _hop_distances(graph.transposed(), target, max_hops)
+    if np.isinf(bwd[source]):
+        return []
+    paths: list[Path] = []
+    stack = [(source,)]
+    while stack and len(paths) < cap:
+        prefix = stack.pop()
+        u = prefix[-1]
+        if u == target:
+            paths.append(Path(prefix, float(len(prefix) - 1)))
+            continue
+        left = max_hops - (len(prefix) - 1)
+        nbrs = np.unique(graph.neighbors(u))
+        for v in nbrs[::-1]:
+            v = int(v)
+            if bwd[v] <= left - 1 and v not in prefix:
+                stack.append(prefix + (v,))
+    return sorted(paths, key=lambda p: (p.hops, p.nodes))
+
+
+def nearest_source_paths(
+    graph: CSRGraph, sources: Sequence[int], max_hops: int
+) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """For every node within `max_hops` of the nearest source (sources excluded), one
+    minimum-hop path from that source: one multi-source BFS for all sources at once.
+
+    With the disjoint per-question blocks of a batch graph and every question's sources given
+    together, this is each question's shortest path-filtering in one kernel call. Returns the
+    reached nodes (ascending) and their paths.
+    """
+    src = np.unique(np.asarray(sources, dtype=np.int64))
+    if src.size == 0 or graph.n_nodes == 0:
+        return np.zeros(0, np.int64), []
+    dist, pred, nearest = csgraph.dijkstra(
+        graph.to_scipy(),
+        directed=True,
+        indices=src,
+        unweighted=True,
+        limit=max_hops + 0.5,
+        return_predecessors=True,
+        min_only=True,
+    )
+    reached = np.flatnonzero(np.isfinite(dist) & (dist > 0))
+    return reached, [walk_back(pred, int(nearest[v]), int(v)) for v in reached]

@@ -1,0 +1,492 @@
+"""Personalized PageRank and random walk with restart for a batch of queries.
+
+Semantics follow igraph's `personalized_pagerank` (and networkx's `pagerank` with a
+personalization vector): the walk follows an out-edge with probability `damping`, chosen in
+proportion to its weight, and otherwise restarts from the query's seed distribution; a walk
+that reaches a node without out-weight (dangling) restarts from the seeds as well.
+
+Two modes:
+
+* exact — one sparse x dense product per step for the whole batch (torch; the same code on
+  CPU and CUDA): power iteration (stops when each column's L1 change is below `tol`; its L1
+  error is then below tol * damping / (1 - damping)) or batched BiCGSTAB on the linear
+  system (stops when each column's L1 error is below `tol`; fewer products at high damping).
+  dtype "mixed" (default) runs the sparse products in float32 and sums scores in float64
+  (about 2x faster than float64; float32 rounding puts a floor under its error, so the L1
+  bound above is float64's: on the graph of bench/kernels.py, 64 queries, the largest error
+  against a tol 1e-12 solution was 4.6e-8 max abs / 3.2e-7 L1 at damping 0.5 and
+  3.5e-6 / 1.4e-5 at 0.85, where float64 gets 5.9e-8 / 1.3e-6); "float64" for full precision.
+  With `topk` set, only each query's k best nodes come back (picked where the scores were
+  computed: on a GPU the dense (n, B) block never crosses to the host).
+* local — forward push (Andersen, Chung & Lang 2006), a compiled queue loop per query
+  (numba, graphrag_engine/kernels/push_jit.py) that stops when every residual is below `eps * out_degree`
+  (its bar is lowered to that in phases); the residual r left at the end is absorbed as
+  (1 - damping) * r(u) into node u. It returns p with p <= p_exact entrywise and the exact L1
+  gap ||p_exact - p||_1 = damping * sum(r) (reported per query as `error_bound`), so every
+  node's absolute error is at most that bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphrag_engine.kernels.graph import CSRGraph, torch_csr
+from graphrag_engine.kernels.segments import dense_topk, segment_rank, segment_topk
+
+SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray
+
+
+def normalize_seeds(
+    seeds: Sequence[SeedSpec], n_nodes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flatten a batch of seed sets into (query, node, weight) arrays; weights sum to 1 per query."""
+    qs, ns, ws = [], [], []
+    for q, spec in enumerate(seeds):
+        if isinstance(spec, Mapping):
+            nodes = np.fromiter(spec.keys(), dtype=np.int64, count=len(spec))
+            weights = np.fromiter(spec.values(), dtype=np.float64, count=len(spec))
+        else:
+            nodes = np.asarray(spec, dtype=np.int64).ravel()
+            weights = np.ones(nodes.size)
+        if nodes.size == 0:
+            raise ValueError(f"query {q} has no seed nodes")
+        if nodes.min() < 0 or nodes.max() >= n_nodes:
+            raise ValueError(f"query {q} has a seed outside [0, {n_nodes})")
+        if weights.min() < 0 or weights.sum() <= 0:
+            raise ValueError(f"query {q} needs non-negative seed weights with a positive sum")
+        qs.append(np.full(nodes.size, q, dtype=np.int64))
+        ns.append(nodes)
+        ws.append(weights / weights.sum())
+    if not qs:  # an empty batch: every mode returns a result of zero queries
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate(qs), np.concatenate(ns), np.concatenate(ws)
+
+
+@dataclass
+class PPRResult:
+    """Scores of a batch: dense (n, B) for exact mode, sparse per-query entries for local mode."""
+
+    n_nodes: int
+    n_queries: int
+    dense: np.ndarray | None = None
+    query: np.ndarray | None = None  # local mode: query of each stored entry
+    node: np.ndarray | None = None
+    score: np.ndarray | None = None
+    error_bound: np.ndarray | None = None  # local mode: L1 gap to the exact vector, per query
+    # exact: power steps of the slowest block; local: the most pushes any query took
+    iterations: int = 0
+
+    def to_dense(self) -> np.ndarray:
+        """(n_nodes, n_queries) score matrix."""
+        if self.dense is not None:
+            return self.dense
+        out = np.zeros((self.n_nodes, self.n_queries))
+        out[self.node, self.query] = self.score
+        return out
+
+    def topk(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, k) node ids and scores, best first; rows padded with -1 / 0 when fewer nodes scored."""
+        if self.dense is not None:
+            nodes, scores = dense_topk(self.dense.T, k)
+            return nodes, scores.astype(np.float64)
+        nodes = np.full((self.n_queries, k), -1, dtype=np.int64)
+        scores = np.zeros((self.n_queries, k))
+        order, rank = segment_rank(self.query, self.score, self.n_queries)
+        keep = rank < k
+        q = self.query[order][keep]
+        nodes[q, rank[keep]] = self.node[order][keep]
+        scores[q, rank[keep]] = self.score[order][keep]
+        return nodes, scores
+
+
+def personalized_pagerank(
+    graph: CSRGraph,
+    seeds: Sequence[SeedSpec],
+    damping: float = 0.85,
+    *,
+    mode: str = "exact",
+    solver: str = "auto",
+    tol: float = 1e-6,
+    max_iter: int = 200,
+    eps: float = 1e-7,
+    batch_size: int = 64,
+    device: str = "cpu",
+    dtype: str = "mixed",
+    topk: int | None = None,
+) -> PPRResult:
+    """PPR of every seed set in `seeds` (one query each) in one batched computation.
+
+    exact mode returns dense (n, B) scores, or with `topk` only each query's k best nodes of
+    positive score as sparse entries (ties at the cut go to the lowest ids, as `topk()` does).
+    """
+    if not 0.0 < damping < 1.0:
+        raise ValueError(f"damping must lie in (0, 1), got {damping}")
+    if topk is not None and topk < 1:
+        raise ValueError(f"topk must be a positive number of nodes, got {topk}")
+    if mode == "exact":
+        return _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype, solver, topk)
+    if mode == "local":
+        return _local(graph, seeds, damping, eps)
+    raise ValueError(f"mode must be 'exact' or 'local', got {mode!r}")
+
+
+def random_walk_with_restart(
+    graph: CSRGraph, seeds: Sequence[SeedSpec], restart_prob: float = 0.15, **kwargs
+) -> PPRResult:
+    """RWR with restart probability c: the stationary walk of PPR with damping 1 - c."""
+    return personalized_pagerank(graph, seeds, damping=1.0 - restart_prob, **kwargs)
+
+
+# -- exact: batched power iteration ----------------------------------------------------------
+def _transition_T(graph: CSRGraph, device: str, dtype):
+    """P^T as a torch sparse CSR tensor: row v holds the step probabilities of edges u -> v."""
+    key = ("transition_T", device, dtype)
+    if key not in graph._cache:
+        pt = graph.transition_T()
+        idx = pt.indices.dtype
+        graph._cache[key] = torch_csr(
+            pt.indptr.astype(idx), pt.indices, pt.data, graph.n_nodes, device, dtype
+        )
+    return graph._cache[key]
+
+
+def _exact(
+    graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name, solver, topk
+) -> PPRResult:
+    import torch
+
+    if dtype_name not in ("float64", "float32", "mixed"):
+        raise ValueError(f"dtype must be 'float64', 'float32' or 'mixed', got {dtype_name!r}")
+    # mixed: the sparse products run in float32, the scores accumulate in float64
+    work = torch.float64 if dtype_name == "float64" else torch.float32
+    acc = torch.float32 if dtype_name == "float32" else torch.float64
+    if solver == "auto":
+        solver = "power"  # measured faster than BiCGSTAB here at 0.5 and 0.85 (bench/kernels.py)
+    if solver not in ("power", "bicgstab"):
+        raise ValueError(f"solver must be 'auto', 'power' or 'bicgstab', got {solver!r}")
+    n, b = graph.n_nodes, len(seeds)
+    q, nodes, weights = normalize_seeds(seeds, n)
+    pt = _transition_T(graph, device, work)
+    dangling = torch.from_numpy(graph.dangling).to(device=device, dtype=work)
+    out_dtype = np.float32 if dtype_name == "float32" else np.float64
+    out = np.empty((n, b), dtype=out_dtype) if topk is None else None
+    parts: list[tuple[np.ndarray, ...]] = []
+    iters = 0
+    for lo in range(0, b, batch_size):
+        hi = min(lo + batch_size, b)
+        sel = (q >= lo) & (q < hi)
+        s = torch.zeros((n, hi - lo), dtype=acc, device=device)
+        s.index_put_(
+            (torch.from_numpy(nodes[sel]).to(device), torch.from_numpy(q[sel] - lo).to(device)),
+            torch.from_numpy(weights[sel]).to(device=device, dtype=acc),
+            accumulate=True,
+        )
+        if solver == "power":
+            x, steps = _power(pt, dangling, s, damping, tol, max_iter)
+        else:
+            x, steps = _bicgstab(pt, s.to(work), damping, tol, max_iter)
+        iters = max(iters, steps)
+        if topk is None:
+            torch.from_numpy(out)[:, lo:hi].copy_(x)  # one copy, straight into the result
+        else:
+            node, col, score = _best_entries(x, topk)
+            parts.append((col + lo, node, score.astype(out_dtype)))
+    if topk is None:
+        return PPRResult(n, b, dense=out, iterations=iters)
+    query, node, score = (
+        (np.concatenate(a) for a in zip(*parts, strict=True))
+        if parts
+        else (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, out_dtype))
+    )
+    return PPRResult(n, b, query=query, node=node, score=score, iterations=iters)
+
+
+def _best_entries(x, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(node, column, score) of each column's k best positive entries of x, best first, ties by
+    ascending node: only the entries at or above each column's k-th value leave the device."""
+    import torch
+
+    kth = torch.topk(x, min(k, x.shape[0]), dim=0).values[-1]
+    node, col = torch.nonzero((x >= kth) & (x > 0), as_tuple=True)
+    score = x[node, col].cpu().numpy()
+    node, col = node.cpu().numpy(), col.cpu().numpy()
+    keep = segment_topk(col, score, k)  # nonzero gives node order: ties stay by id
+    return node[keep], col[keep], score[keep]
+
+
+CHECK_EVERY = 2
+"""Steps between convergence checks (an L1 pass over the block costs a quarter of a step)."""
+FLUSH_EVERY = 8
+"""Steps whose deltas are summed in the work precision before one add into the scores."""
+
+
+def _power(pt, dangling, s, damping, tol, max_iter):
+    """Power iteration on the step differences until each column's L1 change is below tol.
+
+    With x_{k+1} = d P^T x_k + ((1-d) + d (dangling . x_k)) s, the change
+    delta_{k+1} = d P^T delta_k + d (dangling . delta_k) s is linear, so it is iterated alone
+    (in the precision of `pt`, float32 in mixed mode) as e_k = delta_k / d^(k-1), which needs no
+    scaling pass (e_{k+1} = P^T e_k + (dangling . e_k) s); the factor d^(k-1) is folded into the
+    add that sums the deltas over FLUSH_EVERY steps in that precision before they go into x (in
+    the precision of s): rounding errors scale with the shrinking deltas, not with x, and the
+    wide pass over x is paid once per FLUSH_EVERY steps. Convergence is checked every
+    CHECK_EVERY steps; the L1 error at the end is below tol * d / (1 - d). The seed term
+    touches only the seed entries. Converged columns leave the products (see COMPACT_AT).
+    """
+    import torch
+
+    rows, cols = torch.nonzero(s, as_tuple=True)
+    seed_vals = s[rows, cols].to(pt.dtype)
+    x = s.clone()
+    # first step from x_0 = s: delta_1 = d P^T s + ((1-d) + d dangling.s) s - s
+    ws = s.to(pt.dtype)
+    e = torch.sparse.mm(pt, ws).mul_(damping)
+    coeff = (1.0 - damping) + damping * (dangling @ ws)
+    e.index_put_((rows, cols), seed_vals * coeff[cols] - seed_vals, accumulate=True)
+    pending = e.clone()  # deltas not yet added into x
+    scale = 1.0  # delta_k = scale * e_k
+    column = torch.arange(s.shape[1], device=s.device)  # x's column of each column of e
+    running = torch.ones(s.shape[1], dtype=torch.bool, device=s.device)
+    steps = 1
+    while True:
+        done = steps >= max_iter
+        if done or steps % CHECK_EVERY == 0:
+            change = e.abs().sum(0).mul_(scale)
+            # a converged column stops here, as it would alone: its scores do not depend on
+            # which other queries share the batch (batched == one at a time); a zero column
+            # stays zero, so each is cleared once
+            stopped = torch.nonzero(running & (change < tol)).squeeze(1)
+            if stopped.numel():
+                e.index_fill_(1, stopped, 0)
+                running[stopped] = False
+            n_running = int(running.sum())
+            done = done or n_running == 0
+            if not done and n_running <= COMPACT_AT * e.shape[1]:
+                _flush(x, pending, column)
+                keep = torch.nonzero(running).squeeze(1)
+                e, column = e[:, keep], column[keep]
+                pending = torch.zeros_like(e)
+                position = torch.full_like(running, -1, dtype=torch.int64)
+                position[keep] = torch.arange(keep.numel(), device=keep.device)
+                seeded = position[cols] >= 0
+                rows, cols, seed_vals = rows[seeded], position[cols[seeded]], seed_vals[seeded]
+                running = running[keep]
+        if done or steps % FLUSH_EVERY == 0:
+            _flush(x, pending, column)
+            pending.zero_()
+        if done:
+            break
+        steps += 1
+        lost = dangling @ e
+        e = torch.sparse.mm(pt, e)
+        e.index_put_((rows, cols), seed_vals * lost[cols], accumulate=True)
+        scale *= damping
+        pending.add_(e, alpha=scale)
+    return x, steps
+
+
+COMPACT_AT = 0.75
+"""Converged columns are dropped from the products once at most this share of the block's
+columns still runs: at damping 0.85 half the queries converge within about a third of the
+slowest one's steps (bench/kernels.py graph), so a block pays for its slow tail only."""
+
+
+def _flush(x, pending, column) -> None:
+    """Add the pending deltas into the scores of their columns of x."""
+    if column.numel() == x.shape[1]:  # no column dropped yet: the same order
+        x.add_(pending)
+    else:
+        x.index_add_(1, column, pending.to(x.dtype))
+
+
+def _bicgstab(pt, s, damping, tol, max_iter):
+    """Solve (I - d P^T) y = s for every column at once (BiCGSTAB, per-column scalars); x = y / sum(y).
+
+    Restarting from the seeds on dangling nodes only rescales the solution of the system
+    without that term, hence the final normalisation. Krylov steps need far fewer sparse
+    products than power iteration at high damping (two per step). Stops when every column's
+    residual L1 norm is below tol * (1 - d) / 2, which bounds the L1 error of x by tol.
+    """
+    import torch
+
+    def apply(v):
+        return torch.addmm(v, pt, v, alpha=-damping)
+
+    x = s.clone()
+    r = s - apply(x)
+    r_hat = r.clone()
+    ones = torch.ones(s.shape[1], dtype=s.dtype, device=s.device)
+    rho, alpha, omega = ones.clone(), ones.clone(), ones.clone()
+    v = torch.zeros_like(s)
+    p = torch.zeros_like(s)
+    target = tol * (1.0 - damping) / 2
+    best, stalls, steps = float("inf"), 0, 0
+    tiny = torch.finfo(s.dtype).tiny
+    while steps < max_iter:
+        steps += 1
+        rho_new = (r_hat * r).sum(0)
+        beta = (rho_new / torch.where(rho.abs() > tiny, rho, tiny)) * (
+            alpha / torch.where(omega.abs() > tiny, omega, tiny)
+        )
+        p = r + beta * (p - omega * v)
+        v = apply(p)
+        denom = (r_hat * v).sum(0)
+        alpha = rho_new / torch.where(denom.abs() > tiny, denom, tiny)
+        h = x + alpha * p
+        s_vec = r - alpha * v
+        if s_vec.abs().sum(0).max().item() < target:
+            x = h
+            break
+        t = apply(s_vec)
+        tt = (t * t).sum(0)
+        omega = (t * s_vec).sum(0) / torch.where(tt > tiny, tt, tiny)
+        x = h + omega * s_vec
+        r = s_vec - omega * t
+        rho = rho_new
+        res = r.abs().sum(0).max().item()
+        if res < target:
+            break
+        # the precision may not reach a tiny target: stop when the residual has not reached a
+        # new low for 10 steps (BiCGSTAB residuals are not monotonic, so not sooner)
+        if res < best * 0.999:
+            best, stalls = res, 0
+        else:
+            stalls += 1
+            if stalls >= 10:
+                break
+    x = x.clamp_min(0)
+    return x / x.sum(0, keepdim=True), steps
+
+
+# -- local: forward push, one compiled loop per query ---------------------------------------
+PUSH_SHRINK = 8.0
+"""The local push works in phases, its bar starting at the seeds' residual and shrinking by this
+factor per phase down to eps * out_degree: a node waits until it holds much mass, so at damping
+0.85 it is pushed about half as often as with the final bar throughout (bench/kernels.py)."""
+
+
+def _push_layout(graph: CSRGraph, damping: float, eps: float) -> dict:
+    """The graph relabelled for the push kernel, most-linked nodes first, with per-edge steps.
+
+    Pushes land on a node in proportion to its in-links, so numbering nodes by in-degree puts
+    the slots the kernel hits most in a few cache lines; each row keeps its edge order, so the
+    pushes (and the scores, bit for bit) are those of the original numbering. Cached on the
+    graph per (damping, eps): about 12 bytes per edge and 17 per node.
+    """
+    key = ("push_layout", damping, eps)
+    if key not in graph._cache:
+        n = graph.n_nodes
+        in_degree = np.bincount(graph.indices, minlength=n)
+        order = np.argsort(-in_degree, kind="stable")  # new id -> old id
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        degree = graph.out_degree[order]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(degree, out=indptr[1:])
+        pos = np.repeat(graph.indptr[order] - indptr[:-1], degree) + np.arange(indptr[-1])
+        threshold = eps * np.maximum(degree, 1).astype(np.float64)
+        indices = rank[graph.indices[pos]]
+        graph._cache[key] = {
+            "order": order,
+            "rank": rank,
+            "indptr": indptr,
+            "indices": indices.astype(np.int32 if n < 2**31 else np.int64),
+            "scaled_step": damping * graph.transition_weights[pos] / threshold[indices],
+            "dangling": np.asarray(graph.dangling[order], dtype=np.bool_),
+            "threshold": threshold,
+        }
+    return graph._cache[key]
+
+
+def _local(graph, seeds, damping, eps) -> PPRResult:
+    """Queue-based forward push of each query (graphrag_engine.kernels.push_jit), sharing one set of scratch arrays."""
+    from graphrag_engine.kernels.push_jit import (
+        push_query,  # numba loads on first use of the push, not on import
+    )
+
+    n, b = graph.n_nodes, len(seeds)
+    q_all, nodes_all, w_all = normalize_seeds(seeds, n)
+    lay = _push_layout(graph, damping, eps)
+    seed_nodes = lay["rank"][nodes_all]
+    level, score, state = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.uint8)
+    queue, touched = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    starts = np.searchsorted(q_all, np.arange(b + 1))
+    parts_q, parts_n, parts_s = [], [], []
+    bounds = np.empty(b)
+    pushes = 0
+    for q in range(b):
+        lo, hi = starts[q], starts[q + 1]
+        nodes, scores, bounds[q], done = push_query(
+            lay["indptr"], lay["indices"], lay["scaled_step"], lay["dangling"], lay["threshold"],
+            seed_nodes[lo:hi], w_all[lo:hi], damping, level, score, state, queue, touched,
+            PUSH_SHRINK,
+        )  # fmt: skip
+        pushes = max(pushes, done)
+        parts_q.append(np.full(nodes.size, q, dtype=np.int64))
+        parts_n.append(lay["order"][nodes])
+        parts_s.append(scores)
+    return PPRResult(
+        n,
+        b,
+        query=np.concatenate(parts_q) if b else np.zeros(0, np.int64),
+        node=np.concatenate(parts_n) if b else np.zeros(0, np.int64),
+        score=np.concatenate(parts_s) if b else np.zeros(0),
+        error_bound=bounds,
+        iterations=pushes,
+    )
+
+
+# -- sampled: Monte-Carlo random walks with restart -----------------------------------------
+def sampled_rwr(
+    graph: CSRGraph,
+    seeds: Sequence[SeedSpec],
+    restart_prob: float = 0.15,
+    walks: int = 2000,
+    max_steps: int = 1000,
+    seed: int = 0,
+) -> PPRResult:
+    """RWR estimated by sampling: `walks` walks per query, all queries stepped together.
+
+    A walk starts at a seed (drawn by seed weight), stops with probability `restart_prob` before
+    each step and at a dangling node, and otherwise follows an out-edge drawn by weight. By the
+    renewal argument, a node's share of all visits estimates its exact RWR score (the same
+    semantics as `random_walk_with_restart`, dangling nodes restarting), with a standard error
+    that shrinks as 1 / sqrt(walks). Returns sparse entries, like the local mode.
+    """
+    if not 0.0 < restart_prob < 1.0:
+        raise ValueError(f"restart_prob must lie in (0, 1), got {restart_prob}")
+    rng = np.random.default_rng(seed)
+    q_of, n_of, w_of = normalize_seeds(seeds, graph.n_nodes)
+    n_q = len(seeds)
+    # each query's seed weights sum to 1, so query q owns the mass [q, q + 1) of the running sum
+    cum = np.cumsum(w_of)
+    owner = np.repeat(np.arange(n_q), walks)
+    pick = np.searchsorted(cum, owner + rng.random(owner.size), side="right")
+    first = np.searchsorted(q_of, np.arange(n_q))
+    last = np.r_[first[1:], q_of.size] - 1
+    pos = n_of[np.clip(pick, first[owner], last[owner])]
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    cumw = np.cumsum(graph.weights) if graph.weights.size else np.zeros(0)
+    strength = graph.out_strength
+    visits_q, visits_n = [owner], [pos]
+    for _ in range(max_steps):
+        alive = (rng.random(pos.size) >= restart_prob) & (strength[pos] > 0)
+        owner, pos = owner[alive], pos[alive]
+        if pos.size == 0:
+            break
+        lo = indptr[pos]
+        before = np.where(lo > 0, cumw[np.maximum(lo - 1, 0)], 0.0)
+        target = before + rng.random(pos.size) * strength[pos]
+        edge = np.searchsorted(cumw, target, side="right")
+        edge = np.clip(edge, lo, indptr[pos + 1] - 1)
+        pos = np.asarray(graph.indices[edge], dtype=np.int64)
+        visits_q.append(owner)
+        visits_n.append(pos)
+    q_all, n_all = np.concatenate(visits_q), np.concatenate(visits_n)
+    key, counts = np.unique(q_all * graph.n_nodes + n_all, return_counts=True)
+    query, node = key // graph.n_nodes, key % graph.n_nodes
+    totals = np.bincount(query, weights=counts, minlength=n_q)
+    return PPRResult(graph.n_nodes, n_q, query=query, node=node, score=counts / totals[query])

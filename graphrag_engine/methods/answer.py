@@ -1,0 +1,135 @@
+"""The answer stage: contexts + questions -> short answers, one batched LLM call for the batch.
+
+fit (section-aware: items cut from the end, a `whole` section kept or dropped entire, at least
+the first item always kept) -> prompt (the method's answer prompt, or the shared one) ->
+generate. A context with a preset answer sends no prompt. Methods call `answer_batch` for
+intermediate answers too (sub-questions), under their own stage name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graphrag_engine.methods.base import PromptFn, llm_tokens
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.retrieve.types import Context, Section
+
+SYSTEM = (
+    "You answer questions. Use the passages when they are given. Reply with the answer only, "
+    "in as few words as possible."
+)
+WITH_CONTEXT = "Passages:\n{context}\n\nQuestion: {question}\nAnswer:"
+WITHOUT_CONTEXT = "Question: {question}\nAnswer:"
+
+
+def fit_sections(
+    sections: list[Section], counts: list[list[int]], max_tokens: int
+) -> list[Section]:
+    """The leading part of `sections` whose items fit `max_tokens` (`counts[s][i]`: tokens of
+    item i of section s, a title counted with its first item); the first item always stays."""
+    out: list[Section] = []
+    used = 0
+    for sec, cnt in zip(sections, counts, strict=True):
+        if sec.whole:
+            need = sum(cnt)
+            if out and used + need > max_tokens:
+                break
+            out.append(sec)
+            used += need
+            continue
+        kept: list[str] = []
+        for text, n in zip(sec.items, cnt, strict=True):
+            if (out or kept) and used + n > max_tokens:
+                break
+            kept.append(text)
+            used += n
+        if kept:
+            out.append(Section(kept, sec.title, sec.whole))
+        if len(kept) < len(sec.items):
+            break
+    return out
+
+
+def fit_context(context: Context, tokenizer, max_tokens: int) -> Context:
+    """`context` cut to `max_tokens` tokens of `tokenizer` (see `fit_sections`)."""
+    flat = [t for s in context.sections for t in s.items]
+    sizes = [len(e.ids) for e in tokenizer.encode_batch(flat)] if flat else []
+    counts, start = [], 0
+    for s in context.sections:
+        c = sizes[start : start + len(s.items)]
+        start += len(s.items)
+        if s.title and c:
+            c[0] += len(tokenizer.encode_batch([s.title])[0].ids)
+        counts.append(c)
+    return Context(fit_sections(context.sections, counts, max_tokens), context.preset_answer)
+
+
+def answer_prompts(questions: list[str], contexts: list[list[str] | None]) -> list[list[dict]]:
+    """Chat prompts of the shared answer stage; a None context means no retrieval."""
+    prompts = []
+    for q, ctx in zip(questions, contexts, strict=True):
+        if ctx is None:
+            user = WITHOUT_CONTEXT.format(question=q)
+        else:
+            numbered = "\n\n".join(f"[{i + 1}] {p}" for i, p in enumerate(ctx))
+            user = WITH_CONTEXT.format(context=numbered, question=q)
+        prompts.append([{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}])
+    return prompts
+
+
+def clean_answer(text: str) -> str:
+    """First line of the model's answer, without an echoed "Answer:" label."""
+    line = text.strip().split("\n", 1)[0].strip()
+    if line.lower().startswith("answer:"):
+        line = line[7:].strip()
+    return line
+
+
+@dataclass
+class Answered:
+    """The answers of a batch, the contexts as the prompts held them, and tokens per question."""
+
+    answers: list[str | None]
+    contexts: list[Context | None]
+    tokens: list[dict[str, int]]
+    failed: list[str | None] = None  # type: ignore[assignment]
+    """Per question, why its prompt failed after every retry (None: answered)."""
+
+
+def answer_batch(
+    llm,
+    tokenizer,
+    questions: list[str],
+    contexts: list[Context | None],
+    max_context_tokens: int,
+    max_tokens: int,
+    prompt: PromptFn | None = None,
+    options: Any = None,
+    stage: str = "answer",
+    keep_failures: bool = False,
+) -> Answered:
+    """Fit every context, prompt every question without a preset answer in one batched call
+    (cached, resumable), and clean the answers; a None context means no retrieval. With
+    `keep_failures` a prompt that fails after its retries leaves its answer None and says why
+    in `failed` instead of raising."""
+    fitted = [
+        None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
+    ]
+    ask = [q for q, c in enumerate(fitted) if c is None or c.preset_answer is None]
+    texts = [None if fitted[q] is None else fitted[q].texts() for q in ask]
+    asked = [questions[q] for q in ask]
+    if prompt is not None:
+        prompts = [prompt(q, t, options) for q, t in zip(asked, texts, strict=True)]
+    else:
+        prompts = answer_prompts(asked, texts)
+    params = GenParams(max_tokens=max_tokens)
+    done = llm.generate(prompts, params, stage, keep_failures=keep_failures) if prompts else []
+    answers: list[str | None] = [c.preset_answer if c is not None else "" for c in fitted]
+    failed: list[str | None] = [None] * len(questions)
+    tokens: list[dict[str, int]] = [{} for _ in questions]
+    for q, c, t in zip(ask, done, llm_tokens(done, stage), strict=True):
+        answers[q] = clean_answer(c.text) if c.error is None else None
+        failed[q] = c.error
+        tokens[q] = t
+    return Answered(answers, fitted, tokens, failed)

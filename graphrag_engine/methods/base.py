@@ -1,0 +1,70 @@
+"""What a method is, and the registry that holds every method with everything it owns.
+
+A method is a batch retrieval step over all questions, `(ctx, questions, clock) -> Retrieved`,
+registered with `@register(name, config=..., answer_prompt=..., paper=..., needs=...)`: its
+config dataclass (the YAML section under the method's name, validated by itself), its answer
+prompt (else the shared one) and a line for `graphrag-engine methods`. The runner (run.py)
+batches, checkpoints and writes files; the answer stage (answer.py) fits, prompts and
+generates. Adding a method touches its own file, its config YAML and nothing central.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.models.base import Completion
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import Retrieved, StageClock
+
+MethodFn = Callable[[QueryContext, list[Question], StageClock], Retrieved]
+PromptFn = Callable[[str, "list[str] | None", Any], Any]
+"""(question, context texts or None, the method's options) -> a chat prompt."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its retrieval, its config section and answer prompt, what it is."""
+
+    name: str
+    retrieve: MethodFn
+    config: type | None = None
+    answer_prompt: PromptFn | None = None
+    paper: str = ""
+    needs: str = ""
+    """What the index must hold (e.g. "chunk vectors", "entity graph")."""
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register(
+    name: str,
+    *,
+    config: type | None = None,
+    answer_prompt: PromptFn | None = None,
+    paper: str = "",
+    needs: str = "",
+) -> Callable[[MethodFn], MethodFn]:
+    """`@register("bm25", paper=..., needs=...)` on a function (ctx, questions, clock) ->
+    Retrieved; `config` is the method's own settings dataclass (YAML section `name:`),
+    `answer_prompt(question, texts, options)` replaces the shared answer prompt."""
+
+    def wrap(fn: MethodFn) -> MethodFn:
+        METHODS[name] = MethodSpec(name, fn, config, answer_prompt, paper, needs)
+        return fn
+
+    return wrap
+
+
+def llm_tokens(completions: list[Completion], stage: str) -> list[dict[str, int]]:
+    """Per-question token counts of one LLM stage (prompt + completion)."""
+    return [
+        {
+            f"{stage}_prompt": c.prompt_tokens,
+            f"{stage}_completion": c.completion_tokens,
+        }
+        for c in completions
+    ]

@@ -1,0 +1,255 @@
+"""Microsoft GraphRAG-style global search (Edge et al., 2024) over community reports.
+
+For the whole batch at once:
+
+1. Reports: those at `community_level` (shuffled with `seed`, packed into batches of at most
+   `batch_tokens` tokens), or, with `dynamic: true`, the reports an LLM rates relevant
+   (>= `dynamic_threshold` of 10) walking down the hierarchy from the roots, all questions one
+   level at a time, a relevant report giving way to its relevant children.
+2. Map: every (question, report batch) prompt in one batched structured LLM call; each answer
+   is a list of key points with an importance score from 0 to 100 (schema-constrained where
+   the backend allows, re-asked, failures counted).
+3. Reduce: every question's points with a score above 0, best first across batches, fill
+   `reduce_tokens`; the answer stage answers from them. A question left with no point gets
+   GraphRAG's "no data" answer without a prompt.
+
+The index must hold community reports (`graphrag-engine index` with communities.enabled and
+communities.reports); without them the query exits 2 saying so.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.methods.base import register
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.structured import Schema, generate_structured
+from graphrag_engine.retrieve.communities import Communities, communities
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import within_budget
+from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
+
+NO_DATA = "I do not know: the community reports hold nothing on this question."
+POINTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "points": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "minLength": 1, "maxLength": 160},
+                    "score": {"type": "integer", "minimum": 0, "maximum": 100},
+                },
+                "required": ["description", "score"],
+                "additionalProperties": False,
+            },
+            "maxItems": 5,  # bounded: a constrained answer ends within map_max_tokens (300)
+        }
+    },
+    "required": ["points"],
+    "additionalProperties": False,
+}
+MAP_PROMPT = """Below are reports about communities of a knowledge graph. List the points from
+them that help answer the question, each with an importance score from 0 (no help) to 100
+(essential). Reply with one JSON object of this form and nothing else (an empty list when the
+reports do not help):
+{format}
+
+Reports:
+{reports}
+
+Question: {question}
+JSON:"""
+RATE_SCHEMA = {
+    "type": "object",
+    "properties": {"rating": {"type": "integer", "minimum": 0, "maximum": 10}},
+    "required": ["rating"],
+    "additionalProperties": False,
+}
+RATE_PROMPT = """How relevant is this community report to the question, from 0 (unrelated) to 10
+(answers it)? Reply with one JSON object of this form and nothing else: {format}
+
+Report:
+{report}
+
+Question: {question}
+JSON:"""
+
+
+@dataclass
+class GraphRAGGlobalConfig:
+    """GraphRAG's global search settings (batch and reduce budgets scaled down from its 8,000 /
+    8,000 tokens for small local models)."""
+
+    community_level: int = 2
+    """Reports at this level (the deepest the index has when it has fewer)."""
+    batch_tokens: int = 1500
+    """Report tokens per map prompt."""
+    reduce_tokens: int = 1500
+    """Tokens of key points in the final context."""
+    map_max_tokens: int = 300
+    """Completion tokens of one map answer (its rated key points)."""
+    dynamic: bool = False
+    """Pick reports by LLM relevance ratings down the hierarchy instead of one level."""
+    dynamic_threshold: int = 1
+    """dynamic: reports rated below this (0-10) are dropped with their subtrees."""
+    seed: int = 86
+    """Shuffle of the reports before batching (GraphRAG shuffles them too)."""
+
+    def validate(self, where: str) -> None:
+        """Positive budgets, a threshold on the 0-10 scale."""
+        if min(self.batch_tokens, self.reduce_tokens, self.map_max_tokens) < 1:
+            raise ConfigError(f"{where}: graphrag_global token budgets must be >= 1")
+        if not 0 <= self.dynamic_threshold <= 10:
+            raise ConfigError(f"{where}: graphrag_global.dynamic_threshold must lie in [0, 10]")
+
+    def llm_use(self) -> str:
+        """The map step needs the LLM even with --retrieval-only."""
+        return "method 'graphrag_global'"
+
+
+POINTS = Schema(
+    POINTS_SCHEMA, lambda v: [(p["description"].strip(), p["score"]) for p in v["points"]]
+)
+"""The map answer: (description, 0-100 importance) key points."""
+RATING = Schema(RATE_SCHEMA, lambda v: v["rating"])
+"""The dynamic selection's answer: a report's 0-10 relevance."""
+
+
+def _report(comms: Communities, c: int) -> str:
+    title, text, _ = comms.report[c]
+    return f"# {title}\n{text}"
+
+
+def _dynamic(
+    ctx: QueryContext, comms: Communities, texts: list[str], cfg: GraphRAGGlobalConfig
+) -> tuple[list[list[int]], list[int]]:
+    """Per question, the deepest reports rated relevant walking down from the roots (a
+    relevant report gives way to its relevant children), and the rating tokens; every level
+    of every question is one batched rating call."""
+    frontier = [[c for c in comms.roots() if c in comms.report] for _ in texts]
+    chosen: list[dict[int, None]] = [{} for _ in texts]
+    tokens = [0] * len(texts)
+    while any(frontier):
+        pairs = [(q, c) for q, cs in enumerate(frontier) for c in cs]
+        prompts = [
+            [
+                {
+                    "role": "user",
+                    "content": RATE_PROMPT.format(
+                        report=_report(comms, c), question=texts[q], format=RATING.describe()
+                    ),
+                }
+            ]
+            for q, c in pairs
+        ]
+        run = generate_structured(
+            ctx.llm, prompts, RATING, GenParams(max_tokens=16),
+            stage="global_rate", retries=ctx.cfg.models.llm.parse_retries,
+        )  # fmt: skip
+        frontier = [[] for _ in texts]
+        for (q, c), res in zip(pairs, run.results, strict=True):
+            tokens[q] += res.tokens
+            if not res.ok or res.value < cfg.dynamic_threshold:
+                continue
+            chosen[q][c] = None
+            chosen[q].pop(comms.parent[c], None)
+            frontier[q].extend(k for k in comms.children.get(c, []) if k in comms.report)
+    return [list(c) for c in chosen], tokens
+
+
+def _batches(
+    ctx: QueryContext, comms: Communities, rows: list[int], cfg: GraphRAGGlobalConfig
+) -> list[str]:
+    """The reports shuffled and packed into prompts of at most `batch_tokens` tokens."""
+    rows = list(rows)
+    random.Random(cfg.seed).shuffle(rows)
+    texts = [_report(comms, c) for c in rows]
+    out, part, used = [], [], 0
+    for text, n in zip(texts, ctx.count_tokens(texts), strict=True):
+        if part and used + n > cfg.batch_tokens:
+            out.append("\n\n".join(part))
+            part, used = [], 0
+        part.append(text)
+        used += n
+    if part:
+        out.append("\n\n".join(part))
+    return out
+
+
+def reduce_points(ctx: QueryContext, points: list[tuple[str, int]], budget: int) -> Context:
+    """GraphRAG's reduce: the points scored above 0, best first (ties in map order), as many
+    as fit `budget` tokens; no such point gives the "no data" answer, with no prompt."""
+    ranked = sorted((p for p in points if p[1] > 0), key=lambda p: -p[1])
+    kept = within_budget(ctx, [f"(importance {s}) {d}" for d, s in ranked], budget)
+    if not kept:
+        return Context(preset_answer=NO_DATA)
+    return Context([Section(kept, title="-----Key points-----")])
+
+
+@register(
+    "graphrag_global",
+    config=GraphRAGGlobalConfig,
+    paper="Microsoft GraphRAG (Edge et al., 2024): global search, map-reduce over community reports",
+    needs="community reports (index with communities.enabled and communities.reports)",
+)
+def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """Map-reduce over community reports for every question of the batch."""
+    cfg: GraphRAGGlobalConfig = ctx.cfg.options
+    texts = [q.question for q in questions]
+    comms = communities(ctx, need_reports=True)
+    with clock.stage("select_reports"):
+        rate_tokens = [0] * len(texts)
+        if cfg.dynamic:
+            rows, rate_tokens = _dynamic(ctx, comms, texts, cfg)
+        else:
+            rows = [comms.reported_at(cfg.community_level)] * len(texts)
+    with clock.stage("map"):
+        batches = [_batches(ctx, comms, r, cfg) for r in rows]
+        pairs = [(q, b) for q, bs in enumerate(batches) for b in bs]
+        prompts = [
+            [
+                {
+                    "role": "user",
+                    "content": MAP_PROMPT.format(
+                        reports=b, question=texts[q], format=POINTS.describe()
+                    ),
+                }
+            ]
+            for q, b in pairs
+        ]
+        run = generate_structured(
+            ctx.llm, prompts, POINTS, GenParams(max_tokens=cfg.map_max_tokens),
+            stage="global_map", retries=ctx.cfg.models.llm.parse_retries,
+        )  # fmt: skip
+    points: list[list[tuple[str, int]]] = [[] for _ in texts]
+    failed = [0] * len(texts)
+    tokens = [0] * len(texts)
+    for (q, _), res in zip(pairs, run.results, strict=True):
+        tokens[q] += res.tokens
+        if res.ok:
+            points[q].extend(res.value)
+        else:
+            failed[q] += 1
+    contexts, extras = [], []
+    with clock.stage("reduce"):
+        for q in range(len(texts)):
+            contexts.append(reduce_points(ctx, points[q], cfg.reduce_tokens))
+            extras.append(
+                {
+                    "reports": len(rows[q]),
+                    "map_prompts": len(batches[q]),
+                    "map_failures": failed[q],
+                    "points": len(points[q]),
+                    "dynamic": cfg.dynamic,
+                }
+            )
+    usage = [
+        {"global_map": t, **({"global_rate": r} if cfg.dynamic else {})}
+        for t, r in zip(tokens, rate_tokens, strict=True)
+    ]
+    return Retrieved(None, extras, usage, clock.seconds, contexts)

@@ -1,0 +1,37 @@
+"""Microsoft GraphRAG-style local search (Edge et al., 2024) over the shared entity graph: the
+method's registration; the search itself is `retrieve/local_search.py`, shared with PankRAG."""
+
+from __future__ import annotations
+
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.methods.base import register
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph
+from graphrag_engine.retrieve.local_search import GraphRAGLocalConfig, local_context, pick_entities
+from graphrag_engine.retrieve.ranking import from_orders
+from graphrag_engine.retrieve.types import Retrieved, StageClock
+
+
+@register(
+    "graphrag_local",
+    config=GraphRAGLocalConfig,
+    paper="Microsoft GraphRAG (Edge et al., 2024): local search",
+    needs="entity graph with entity vectors; community reports when the index has them",
+)
+def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """Local search for every question of the batch."""
+    cfg: GraphRAGLocalConfig = ctx.cfg.options
+    texts = [q.question for q in questions]
+    g = entity_graph(ctx)
+    with clock.stage("entity_search"):
+        picked = pick_entities(ctx, cfg, texts)
+    contexts, extras, orders = [], [], []
+    with clock.stage("build_context"):
+        for ents in picked:
+            chunks = chunks_by_entities(g, ents)
+            context, extra = local_context(ctx, cfg, ents, chunks)
+            contexts.append(context)
+            orders.append(chunks)
+            extras.append(extra)
+    ranking = from_orders(orders, 2 * ctx.cfg.retrieval.candidates)
+    return Retrieved(ranking, extras, [{} for _ in texts], clock.seconds, contexts)

@@ -1,0 +1,219 @@
+"""Triple graphs of a batch: the per-question graphs of a KBQA batch, per-question subgraphs cut
+from an index's entity graph, or that whole graph shared by every question. A batch's graphs are
+held as one graph whose questions' parts are disjoint blocks, so that each graph kernel (PPR,
+random walks, shortest paths) runs once for the whole batch; `PathText` renders paths over it.
+
+Used by LEGO-GraphRAG's modules and by any method that cuts, joins or walks subgraphs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.segments import group_by_owner
+
+
+@dataclass
+class TripleGraph:
+    """Named nodes and (head, relation, tail) triples; `node_owner` / `edge_owner` give the
+    question a node or triple belongs to (-1: shared by every question, an index graph)."""
+
+    names: list[str]
+    node_owner: np.ndarray
+    heads: np.ndarray
+    tails: np.ndarray
+    relations: list[str]
+    edge_owner: np.ndarray
+    origin: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Node id in the graph this one was cut from (identity for a source graph)."""
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes."""
+        return len(self.names)
+
+    @cached_property
+    def graph(self) -> CSRGraph:
+        """Undirected CSR view; every entry's edge id is its triple's row."""
+        return CSRGraph.from_edges(self.heads, self.tails, n_nodes=self.n_nodes, directed=False)
+
+    def nodes_by_question(self, n_q: int) -> list[np.ndarray]:
+        """Node ids of each question's block (ascending)."""
+        return group_by_owner(self.node_owner, n_q)
+
+    def edges_by_question(self, n_q: int) -> list[np.ndarray]:
+        """Triple rows each question may use: its block's, or all of a shared graph's."""
+        if self.edge_owner.size and self.edge_owner.min() < 0:
+            return [np.arange(self.heads.size)] * n_q
+        return group_by_owner(self.edge_owner, n_q)
+
+    def subgraphs(self, nodes: list[np.ndarray], edges: list[np.ndarray]) -> TripleGraph:
+        """Question q's `nodes[q]` and `edges[q]` (rows of this graph) as disjoint blocks of a
+        new graph; an edge whose ends are not both kept is dropped."""
+        names: list[str] = []
+        owners, origin, heads, tails, rels, e_owner = [], [], [], [], [], []
+        for q, (ns, es) in enumerate(zip(nodes, edges, strict=True)):
+            local = {int(n): len(names) + i for i, n in enumerate(ns)}
+            names.extend(self.names[int(n)] for n in ns)
+            owners.append(np.full(len(ns), q, np.int64))
+            origin.append(np.asarray(ns, np.int64))
+            for e in es:
+                h, t = int(self.heads[e]), int(self.tails[e])
+                if h in local and t in local:
+                    heads.append(local[h])
+                    tails.append(local[t])
+                    rels.append(self.relations[e])
+                    e_owner.append(q)
+        return TripleGraph(
+            names,
+            np.concatenate(owners) if owners else np.zeros(0, np.int64),
+            np.asarray(heads, np.int64),
+            np.asarray(tails, np.int64),
+            rels,
+            np.asarray(e_owner, np.int64),
+            np.concatenate(origin) if origin else np.zeros(0, np.int64),
+        )
+
+
+def question_graphs(triples: list[list[list[str]]]) -> TripleGraph:
+    """The KBQA graphs of a batch (one list of [head, relation, tail] per question) as blocks."""
+    names: list[str] = []
+    owners, heads, tails, rels, e_owner = [], [], [], [], []
+    for q, tri in enumerate(triples):
+        local: dict[str, int] = {}
+        for h, r, t in tri:
+            for name in (h, t):
+                if name not in local:
+                    local[name] = len(names)
+                    names.append(name)
+                    owners.append(q)
+            heads.append(local[h])
+            tails.append(local[t])
+            rels.append(r)
+            e_owner.append(q)
+    n = len(names)
+    return TripleGraph(
+        names,
+        np.asarray(owners, np.int64),
+        np.asarray(heads, np.int64),
+        np.asarray(tails, np.int64),
+        rels,
+        np.asarray(e_owner, np.int64),
+        np.arange(n, dtype=np.int64),
+    )
+
+
+def index_graph(ctx) -> TripleGraph:
+    """The index's entity graph: entities as nodes, each relation a triple labelled with its
+    description, or its keywords and the title of a passage it comes from."""
+    ents = ctx.entities
+    row = {e: i for i, e in enumerate(ents["entity_id"])}
+    rel = ctx.index.table(
+        "relations", ["src", "dst", "description", "keywords", "chunk_ids"]
+    ).to_pydict()
+    chunk_title = dict(zip(ctx.chunks["ids"], ctx.chunks["title"], strict=True))
+    labels = []
+    for desc, kw, cids in zip(rel["description"], rel["keywords"], rel["chunk_ids"], strict=True):
+        if desc:
+            labels.append(desc)
+        else:
+            title = next((chunk_title[c] for c in cids if chunk_title.get(c)), "")
+            labels.append(f"{kw or 'related'} in {title}" if title else (kw or "related"))
+    n = len(ents["name"])
+    return TripleGraph(
+        list(ents["name"]),
+        np.full(n, -1, np.int64),
+        np.asarray([row[s] for s in rel["src"]], np.int64),
+        np.asarray([row[d] for d in rel["dst"]], np.int64),
+        labels,
+        np.full(len(labels), -1, np.int64),
+        np.arange(n, dtype=np.int64),
+    )
+
+
+def _norm(text: str) -> str:
+    return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower())) + " "
+
+
+def topic_entities_by_name(tg: TripleGraph, questions: list[str], encode) -> list[list[int]]:
+    """Topic entities of per-question graphs: the question's nodes whose name occurs in it as
+    whole words (longest names first, a name inside a longer match skipped), else the node whose
+    name embeds closest to the question (one embedding call for every name of the batch)."""
+    out: list[list[int]] = []
+    missing: list[int] = []
+    groups = tg.nodes_by_question(len(questions))
+    for q, text in enumerate(questions):
+        qn = _norm(text)
+        nodes = groups[q]
+        found: list[int] = []
+        taken: list[str] = []
+        for n in sorted(nodes, key=lambda n: -len(tg.names[n])):
+            name = _norm(tg.names[n])
+            if len(name) > 3 and name in qn and not any(name in t for t in taken):
+                found.append(int(n))
+                taken.append(name)
+        out.append(found)
+        if not found and nodes.size:
+            missing.append(q)
+    if missing:
+        qvec = encode([questions[q] for q in missing])
+        nvec = encode([tg.names[n] for q in missing for n in groups[q]])
+        start = 0
+        for row, q in enumerate(missing):
+            g = groups[q]
+            sims = nvec[start : start + g.size] @ qvec[row]
+            out[q] = [int(g[int(np.argmax(sims))])]
+            start += g.size
+    return out
+
+
+def pretty_relation(rel: str) -> str:
+    """A relation as words for scoring: Freebase's `a.b.c_d` becomes `a b c d`."""
+    return rel.replace(".", " ").replace("_", " ")
+
+
+@dataclass
+class PathSet:
+    """The paths of one question: node sequences in a TripleGraph, with scores when scored."""
+
+    paths: list[tuple[int, ...]]
+    scores: np.ndarray | None = None
+
+
+class PathText:
+    """Renders paths of a TripleGraph, with every relation between consecutive nodes."""
+
+    def __init__(self, tg: TripleGraph) -> None:
+        self.tg = tg
+        self.pairs: dict[tuple[int, int], list[int]] = {}
+        for e, (h, t) in enumerate(zip(tg.heads.tolist(), tg.tails.tolist(), strict=True)):
+            self.pairs.setdefault((h, t), []).append(e)
+            if h != t:
+                self.pairs.setdefault((t, h), []).append(e)
+
+    def show(self, path: tuple[int, ...]) -> str:
+        """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored
+        direction, parallel relations joined by " / "."""
+        tg = self.tg
+        out = [tg.names[path[0]]]
+        for u, v in zip(path, path[1:], strict=False):
+            labels = [
+                f"-[{tg.relations[e]}]->" if tg.heads[e] == u else f"<-[{tg.relations[e]}]-"
+                for e in self.pairs[(u, v)]
+            ]
+            out.append(f" {' / '.join(labels)} {tg.names[v]}")
+        return "".join(out)
+
+    def words(self, path: tuple[int, ...]) -> str:
+        """The path as plain words for scorers."""
+        tg = self.tg
+        parts = [tg.names[path[0]]]
+        for u, v in zip(path, path[1:], strict=False):
+            parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self.pairs[(u, v)]))
+            parts.append(tg.names[v])
+        return " ".join(parts)

@@ -1,0 +1,326 @@
+"""LEGO-GraphRAG's three modules, each batch-first over all questions of a batch:
+
+* subgraph extraction (SE): PPR or RWR from each question's topic entities keeps its `max_ent`
+  best nodes; an optional scorer then drops nodes and triples under thresholds and keeps each
+  node's `window` best triples;
+* path filtering (PF): shortest paths (one multi-source BFS for the batch), complete paths
+  (every simple path up to `max_hops`, capped) or iterative beam search scored by a scorer;
+* path refinement (PR): a scorer ranks the filtered paths and the `top_k` stay.
+
+Every module returns, per question, what it kept, so the harness can score each module's
+answer-entity precision / recall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.kernels.paths import nearest_source_paths
+from graphrag_engine.kernels.ppr import personalized_pagerank, sampled_rwr
+from graphrag_engine.methods.lego.graph import PathText, TripleGraph, pretty_relation
+from graphrag_engine.models.rerank import Scorer
+from graphrag_engine.retrieve.beam import beam_step, flatten
+from graphrag_engine.retrieve.scoring import score_flat, scorer_names
+
+SCORER_DOC = """How a LEGO module scores texts against the question: any registered scorer
+(graphrag_engine.retrieve.scoring): none, random, bm25, bi-encoder (the embedder), cross-encoder
+(models.reranker), llm (the query LLM), or a fine-tuned bi-encoder-ft / llm-ft read from `model`
+(a local folder)."""
+
+
+@dataclass
+class LegoSEConfig:
+    """LEGO subgraph extraction: PPR or RWR from the topic entities, then an optional scorer."""
+
+    method: Literal["ppr", "rwr"] = "ppr"
+    """ppr: exact personalized PageRank; rwr: Monte-Carlo random walks with restart."""
+    restart_prob: float = 0.8
+    """Restart probability of PPR / RWR (teleport back to the topic entities)."""
+    max_ent: int = 2000
+    """Nodes kept by their PPR / RWR score (topic entities always)."""
+    scorer: str = "none"
+    """Node/edge scorer after the walk: none, random, bm25, bi-encoder, cross-encoder, llm, bi-encoder-ft, llm-ft."""
+    model: str | None = None
+    """The scorer's local model folder (cross-encoder, fine-tuned and LLM scorers)."""
+    node_threshold: float | None = None
+    """Scorer: nodes scoring below it are dropped (topic entities stay)."""
+    edge_threshold: float | None = None
+    """Scorer: edges scoring below it are dropped."""
+    window: int = 24
+    """Scorer: each node keeps at most its `window` best-scoring edges."""
+    walks: int = 2000
+    """rwr: walks started per question."""
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
+
+    def validate(self, where: str) -> None:
+        """A restart probability in (0, 1), positive sizes, a known scorer."""
+        if not 0.0 < self.restart_prob < 1.0:
+            raise ConfigError(f"{where}: lego.se.restart_prob must lie in (0, 1)")
+        if min(self.max_ent, self.window, self.walks) < 1:
+            raise ConfigError(f"{where}: lego.se.max_ent, window and walks must be >= 1")
+        _check_scorer(where, "lego.se", self.scorer, self.prefilter)
+
+
+@dataclass
+class LegoPFConfig:
+    """LEGO path filtering over the extracted subgraph."""
+
+    method: Literal["spf", "cpf", "beam"] = "spf"
+    """spf: a shortest path from the topic entities to every node; cpf: every simple path;
+    beam: iterative beam search that scores partial paths."""
+    max_hops: int = 2
+    """Longest path, in edges, from a topic entity."""
+    max_paths: int = 1000
+    """cpf: paths kept per question (the cap)."""
+    scorer: str = "bi-encoder"
+    """Path scorer (beam search and path ranking): one of SE's scorer names."""
+    model: str | None = None
+    """The scorer's local model folder."""
+    beam_width: int = 128
+    """beam: paths kept per hop."""
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
+
+    def validate(self, where: str) -> None:
+        """Positive sizes, a known scorer, and a scorer for beam search."""
+        if min(self.max_hops, self.max_paths, self.beam_width) < 1:
+            raise ConfigError(f"{where}: lego.pf.max_hops, max_paths and beam_width must be >= 1")
+        _check_scorer(where, "lego.pf", self.scorer, self.prefilter)
+        if self.method == "beam" and self.scorer == "none":
+            raise ConfigError(f"{where}: lego.pf.method 'beam' needs a scorer (lego.pf.scorer)")
+
+
+@dataclass
+class LegoPRConfig:
+    """LEGO path refinement: score the filtered paths and keep the top_k."""
+
+    scorer: str = "none"
+    """Final path reranker: none (keep PF's order) or one of SE's scorer names."""
+    model: str | None = None
+    """The scorer's local model folder."""
+    top_k: int = 64
+    """Paths kept for the answer prompt."""
+    prefilter: int = 64
+    """LLM scorers (llm, llm-ft): the bi-encoder ranks the candidates first and only the best
+    `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
+
+    def validate(self, where: str) -> None:
+        """A positive top_k and a known scorer."""
+        if self.top_k < 1:
+            raise ConfigError(f"{where}: lego.pr.top_k must be >= 1")
+        _check_scorer(where, "lego.pr", self.scorer, self.prefilter)
+
+
+def _check_scorer(where: str, part: str, scorer: str, prefilter: int) -> None:
+    if scorer not in scorer_names():
+        raise ConfigError(
+            f"{where}: {part}.scorer must be one of {', '.join(scorer_names())}, got {scorer!r}"
+        )
+    if prefilter < 0:
+        raise ConfigError(f"{where}: {part}.prefilter must be >= 0 (0: no prefilter)")
+
+
+@dataclass
+class PathSet:
+    """The paths of one question: node sequences in a TripleGraph, with scores when scored."""
+
+    paths: list[tuple[int, ...]]
+    scores: np.ndarray | None = None
+
+
+# -- SE ---------------------------------------------------------------------------------------
+def extract_subgraphs(
+    tg: TripleGraph,
+    seeds: list[list[int]],
+    questions: list[str],
+    cfg: LegoSEConfig,
+    scorer: Scorer | None,
+    seed: int = 0,
+) -> tuple[TripleGraph, list[list[int]]]:
+    """Each question's subgraph as a block of a new graph, and its topic entities there."""
+    n_q = len(questions)
+    has = [q for q in range(n_q) if seeds[q]]
+    kept_nodes: list[np.ndarray] = [np.zeros(0, np.int64) for _ in range(n_q)]
+    if has:
+        specs = [seeds[q] for q in has]
+        if cfg.method == "ppr":
+            res = personalized_pagerank(
+                tg.graph, specs, damping=1.0 - cfg.restart_prob, mode="local", eps=1e-9
+            )
+        else:
+            res = sampled_rwr(tg.graph, specs, cfg.restart_prob, walks=cfg.walks, seed=seed)
+        top, _ = res.topk(cfg.max_ent)
+        for row, q in enumerate(has):
+            nodes = top[row][top[row] >= 0]
+            kept_nodes[q] = np.unique(np.concatenate([nodes, np.asarray(seeds[q], np.int64)]))
+    edges_by_owner = tg.edges_by_question(n_q)
+    mask = np.zeros(tg.n_nodes, dtype=bool)
+    kept_edges = []
+    for q in range(n_q):
+        cand = edges_by_owner[q]
+        mask[kept_nodes[q]] = True
+        kept_edges.append(cand[mask[tg.heads[cand]] & mask[tg.tails[cand]]])
+        mask[kept_nodes[q]] = False
+    if scorer is not None:
+        kept_nodes, kept_edges = _score_filter(
+            tg, seeds, questions, kept_nodes, kept_edges, cfg, scorer
+        )
+    sub = tg.subgraphs(kept_nodes, kept_edges)
+    local = {
+        (int(o), int(n)): i for i, (o, n) in enumerate(zip(sub.node_owner, sub.origin, strict=True))
+    }
+    sub_seeds = [[local[(q, s)] for s in seeds[q] if (q, s) in local] for q in range(n_q)]
+    return sub, sub_seeds
+
+
+def _score_filter(tg, seeds, questions, nodes, edges, cfg: LegoSEConfig, scorer):
+    """Thresholds on node and triple scores, then each node's `window` best triples. Nodes are
+    scored only when there is a node threshold to apply."""
+    if cfg.node_threshold is not None:
+        node_scores = scorer.score_batch(
+            [(q, [tg.names[n] for n in ns]) for q, ns in zip(questions, nodes, strict=True)]
+        )
+    edge_scores = scorer.score_batch(
+        [
+            (
+                q,
+                [
+                    f"{tg.names[tg.heads[e]]} {pretty_relation(tg.relations[e])} {tg.names[tg.tails[e]]}"
+                    for e in es
+                ],
+            )
+            for q, es in zip(questions, edges, strict=True)
+        ]
+    )
+    out_nodes, out_edges = [], []
+    for q in range(len(questions)):
+        ns, es, es_s = nodes[q], edges[q], edge_scores[q]
+        if cfg.node_threshold is not None:
+            keep = (node_scores[q] >= cfg.node_threshold) | np.isin(ns, seeds[q])
+            ns = ns[keep]
+        if cfg.edge_threshold is not None:
+            keep = es_s >= cfg.edge_threshold
+            es, es_s = es[keep], es_s[keep]
+        # window: an edge stays if it is among the `window` best of one of its end nodes
+        order = np.argsort(-es_s, kind="stable")
+        count: dict[int, int] = {}
+        chosen = []
+        for i in order:
+            h, t = int(tg.heads[es[i]]), int(tg.tails[es[i]])
+            if count.get(h, 0) < cfg.window or count.get(t, 0) < cfg.window:
+                chosen.append(es[i])
+                count[h] = count.get(h, 0) + 1
+                count[t] = count.get(t, 0) + 1
+        out_nodes.append(ns)
+        out_edges.append(np.asarray(sorted(chosen), np.int64))
+    return out_nodes, out_edges
+
+
+# -- PF ---------------------------------------------------------------------------------------
+def filter_paths(
+    sub: TripleGraph,
+    seeds: list[list[int]],
+    questions: list[str],
+    cfg: LegoPFConfig,
+    scorer: Scorer | None,
+    text: PathText,
+) -> list[PathSet]:
+    """Candidate reasoning paths of every question from its topic entities."""
+    n_q = len(questions)
+    if cfg.method == "spf":
+        _, paths = nearest_source_paths(sub.graph, [s for ss in seeds for s in ss], cfg.max_hops)
+        out = [PathSet([]) for _ in range(n_q)]
+        for p in paths:
+            out[int(sub.node_owner[p[0]])].paths.append(p)
+        for ps in out:
+            ps.paths.sort(key=lambda p: (len(p), p))
+        return out
+    if cfg.method == "cpf":
+        return [PathSet(_simple_paths(sub, ss, cfg.max_hops, cfg.max_paths)) for ss in seeds]
+    return _beam_search(sub, seeds, questions, cfg, scorer, text)
+
+
+def _simple_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
+    """Every simple path of 1..max_hops hops from a topic entity, up to `cap` (shortest first)."""
+    g = sub.graph
+    out: list[tuple[int, ...]] = []
+    frontier = [(s,) for s in seeds]
+    for _ in range(max_hops):
+        nxt = []
+        for p in frontier:
+            for v in np.unique(g.neighbors(p[-1])):
+                if int(v) not in p:
+                    nxt.append(p + (int(v),))
+        room = cap - len(out)
+        out.extend(nxt[:room])
+        if len(out) >= cap:
+            break
+        frontier = nxt
+    return out
+
+
+def _beam_search(sub, seeds, questions, cfg: LegoPFConfig, scorer, text: PathText):
+    """Grow paths one hop at a time; each round scores every question's extensions in one
+    scorer call and keeps the `beam_width` best per question. Returns every kept path."""
+    g = sub.graph
+    beams = [[(s,) for s in ss] for ss in seeds]
+    kept: list[dict[tuple[int, ...], float]] = [{} for _ in questions]
+    for _ in range(cfg.max_hops):
+        cands = []
+        for bs in beams:
+            ext = []
+            for p in bs:
+                for v in np.unique(g.neighbors(p[-1])):
+                    if int(v) not in p:
+                        ext.append(p + (int(v),))
+            cands.append(ext)
+        if not any(cands):
+            break
+        owner, flat = flatten(cands)
+        best, scores = beam_step(
+            owner,
+            flat,
+            lambda o, paths: score_flat(scorer, questions, o, [text.words(p) for p in paths]),
+            cfg.beam_width,
+        )
+        beams = [[] for _ in questions]
+        for i in best.tolist():
+            q = int(owner[i])
+            beams[q].append(flat[i])
+            kept[q][flat[i]] = float(scores[i])
+    out = []
+    for k in kept:
+        items = sorted(k.items(), key=lambda kv: -kv[1])
+        out.append(PathSet([p for p, _ in items], np.asarray([v for _, v in items])))
+    return out
+
+
+# -- PR ---------------------------------------------------------------------------------------
+def refine_paths(
+    paths: list[PathSet],
+    questions: list[str],
+    top_k: int,
+    scorer: Scorer | None,
+    text: PathText,
+) -> list[PathSet]:
+    """The `top_k` paths of each question by the scorer (in PF's order without one)."""
+    if scorer is None:
+        return [
+            PathSet(ps.paths[:top_k], None if ps.scores is None else ps.scores[:top_k])
+            for ps in paths
+        ]
+    scores = scorer.score_batch(
+        [(q, [text.words(p) for p in ps.paths]) for q, ps in zip(questions, paths, strict=True)]
+    )
+    out = []
+    for ps, s in zip(paths, scores, strict=True):
+        best = np.argsort(-s, kind="stable")[:top_k]
+        out.append(PathSet([ps.paths[i] for i in best], s[best]))
+    return out

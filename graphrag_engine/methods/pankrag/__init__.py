@@ -1,0 +1,323 @@
+"""PankRAG (2025): a plan of sub-questions per question, executed level by level across the
+whole batch, with dependency-aware reranking of what each sub-question retrieves.
+
+1. Plan (3.2): every question's sub-question DAG ("#k" names step k's answer), from one
+   batched, schema-constrained LLM call (`plan: llm`): independent facts as parallel steps,
+   later steps naming earlier answers, vague wording made explicit, each step labelled
+   specific or abstract. A plan that never validates (cycle, dangling reference) leaves the
+   question as its only step, counted. `plan: gold` reads MuSiQue's gold decomposition (an
+   oracle, so execution is measured apart from the planner); `plan: direct` is the paper's
+   -Path ablation (the question is its only step).
+2. Level-synchronous execution (3.3): level 0 of every plan is retrieved in one batch, then
+   level 1 with the resolved answers substituted for "#k", and so on. A specific sub-question
+   uses GraphRAG-style local search (entities by description embedding, their relationships,
+   community reports, text units); an abstract one uses hierarchical community-report search
+   (`report_search`: leaf reports where they fit the sub-question better, broader ones
+   otherwise). `scope` picks the label: the plan's, or one for every step. An index without
+   reports serves abstract steps by local search, counted in `abstract_as_local`.
+3. Dependency-aware reranking (3.3.2, Eq. 4-5), only for a sub-question with resolved
+   dependencies: each retrieved chunk's score becomes alpha * R + beta * M, R its retrieval
+   score (the search's order as 1 / rank) and M the cosine between the chunk and the resolved
+   dependencies ("sub-question: answer"), one embedding and one similarity call per level
+   (`rerank: false`: the -Ank ablation).
+4. Answers of intermediate steps: the LLM answers each level in one batched call
+   (`sub_answers: llm`), or, with gold plans, the gold step answers stand in (`gold`: LLM-free).
+
+The question's context is the final step's search plus the resolved steps as a section; the
+chunk ranking (for Recall@k) interleaves every step's chunks, in plan order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.kernels.similarity import l2_normalize
+from graphrag_engine.methods.answer import answer_batch
+from graphrag_engine.methods.base import register
+from graphrag_engine.methods.pankrag.plans import (
+    Plan,
+    Scope,
+    direct,
+    gold_plan,
+    make_plans,
+    substitute,
+)
+from graphrag_engine.retrieve.communities import communities, report_search
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph, within_budget
+from graphrag_engine.retrieve.local_search import GraphRAGLocalConfig, local_context, pick_entities
+from graphrag_engine.retrieve.ranking import from_orders, round_robin
+from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
+
+
+@dataclass
+class PankRAGConfig:
+    """PankRAG's execution settings (section 4.4: alpha 0.6 / beta 0.4 for specific questions,
+    0.75 / 0.25 for abstract ones; alpha + beta = 1) and its ablations."""
+
+    plan: Literal["llm", "gold", "direct"] = "llm"
+    """llm: the planner (one batched call); gold: MuSiQue's decomposition (oracle); direct:
+    -Path (the question as its only step)."""
+    max_steps: int = 5
+    """Most sub-questions an LLM plan may have."""
+    scope: Literal["plan", "specific", "abstract"] = "plan"
+    """Which search a step gets: the plan's label (gold and direct plans: specific), or one
+    for every step."""
+    sub_answers: Literal["llm", "gold"] = "llm"
+    """Who answers intermediate steps: the LLM (one batched call per level), or the gold
+    decomposition's answers (gold plans only; no LLM before the final answer)."""
+    rerank: bool = True
+    """False: -Ank (no dependency-aware reranking)."""
+    alpha_specific: float = 0.6
+    """Eq. 5 weight of a specific step's own relevance (beta = 1 - alpha goes to its dependencies)."""
+    alpha_abstract: float = 0.75
+    """The same weight for abstract steps."""
+    local: GraphRAGLocalConfig = field(default_factory=GraphRAGLocalConfig)
+    """The local search of specific sub-questions (graphrag_local's keys)."""
+    top_k_reports: int = 5
+    """Community reports an abstract sub-question keeps."""
+    report_tokens: int = 2000
+    """Token budget of an abstract sub-question's reports."""
+    sub_answer_tokens: int = 48
+    """Completion tokens of one intermediate answer."""
+
+    def validate(self, where: str) -> None:
+        """Weights in [0, 1]; gold answers need gold plans."""
+        if not (0 <= self.alpha_specific <= 1 and 0 <= self.alpha_abstract <= 1):
+            raise ConfigError(f"{where}: pankrag.alpha_* must lie in [0, 1] (beta = 1 - alpha)")
+        if self.sub_answers == "gold" and self.plan != "gold":
+            raise ConfigError(f"{where}: pankrag.sub_answers 'gold' needs plan 'gold'")
+        if self.max_steps < 1 or self.top_k_reports < 1 or self.report_tokens < 1:
+            raise ConfigError(f"{where}: pankrag.max_steps, top_k_reports, report_tokens >= 1")
+        self.local.validate(f"{where}: pankrag.local")
+
+    def llm_use(self) -> str | None:
+        """The planner and LLM sub-answers need the LLM even with --retrieval-only."""
+        if self.plan == "llm":
+            return "pankrag.plan 'llm'"
+        if self.plan == "gold" and self.sub_answers == "llm":
+            return "pankrag.sub_answers 'llm'"
+        return None  # direct plans are one step: nothing to answer before the final answer
+
+
+def combined_order(
+    chunks: list[int], chunk_vectors: np.ndarray, dependency: np.ndarray, alpha: float
+) -> tuple[list[int], np.ndarray]:
+    """Eq. 4-5: chunks re-sorted by alpha * R + (1 - alpha) * M, R = 1 / rank of the original
+    order and M = cosine(chunk, resolved dependencies); stable on ties."""
+    if not chunks:
+        return [], np.zeros(0)
+    r = 1.0 / (1.0 + np.arange(len(chunks)))
+    m = l2_normalize(chunk_vectors[chunks]) @ dependency
+    score = alpha * r + (1.0 - alpha) * m
+    order = np.lexsort((np.arange(len(chunks)), -np.round(score, 6)))
+    return [chunks[i] for i in order], score[order]
+
+
+@register(
+    "pankrag",
+    config=PankRAGConfig,
+    paper="PankRAG (2025): sub-question DAG planning, level-synchronous execution, Eq. 5 reranking",
+    needs="entity graph with entity vectors; community reports for abstract steps; MuSiQue-style "
+    "gold decompositions for plan: gold",
+)
+def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """Plan, then run every question's plan level by level, one batch per level."""
+    cfg: PankRAGConfig = ctx.cfg.options
+    tokens: list[dict[str, int]] = [{} for _ in questions]
+    with clock.stage("plan"):
+        plans, fallback = plan_all(ctx, cfg, questions, tokens)
+    scopes = [[step_scope(cfg, p, s) for s in range(len(p.steps))] for p in plans]
+    levels = [p.levels() for p in plans]
+    answers: list[dict[int, str]] = [{} for _ in questions]
+    asked: list[dict[int, str]] = [{} for _ in questions]
+    found: list[dict[int, Found]] = [{} for _ in questions]
+    for depth in range(max(map(len, levels), default=0)):
+        jobs = [(q, s) for q, lv in enumerate(levels) if depth < len(lv) for s in lv[depth]]
+        texts = [substitute(plans[q].steps[s].text, answers[q]) for q, s in jobs]
+        for (q, s), t in zip(jobs, texts, strict=True):
+            asked[q][s] = t
+        with clock.stage("search"):
+            hits = search_level(ctx, cfg, texts, [scopes[q][s] for q, s in jobs])
+        with clock.stage("rerank"):
+            if cfg.rerank:
+                rerank_level(ctx, cfg, jobs, plans, scopes, asked, answers, hits)
+        for (q, s), hit in zip(jobs, hits, strict=True):
+            found[q][s] = hit
+        inner = [(q, s) for q, s in jobs if s < len(plans[q].steps) - 1]
+        with clock.stage("sub_answers"):
+            answer_level(ctx, cfg, questions, inner, asked, answers, found, tokens)
+    contexts, orders, extras = [], [], []
+    with clock.stage("build_context"):
+        for q, plan in enumerate(plans):
+            final = len(plan.steps) - 1
+            context = step_context(ctx, cfg, found[q][final])
+            resolved = [f"{asked[q][s]} -> {answers[q][s]}" for s in range(final)]
+            if resolved:
+                context = Context(
+                    [Section(resolved, "-----Resolved sub-questions-----", True), *context.sections]
+                )
+            contexts.append(context)
+            orders.append(round_robin(*(found[q][s].chunks for s in range(len(plan.steps)))))
+            extras.append(plan_extras(plan, scopes[q], levels[q], asked[q], answers[q], found[q]))
+            extras[-1]["plan_fallback"] = fallback[q]
+    depth = 2 * ctx.cfg.retrieval.candidates
+    return Retrieved(from_orders(orders, depth), extras, tokens, clock.seconds, contexts)
+
+
+@dataclass
+class Found:
+    """What one sub-question's search found: its search ("local" or "reports"), the entity
+    or community rows behind it, and its chunks in ranked order."""
+
+    search: str
+    rows: list[int]
+    chunks: list[int]
+
+
+def plan_all(
+    ctx: QueryContext, cfg: PankRAGConfig, questions: list[Question], tokens: list[dict]
+) -> tuple[list[Plan], list[bool]]:
+    """Every question's plan (LLM: one batched call, tokens counted) and whether it fell back."""
+    if cfg.plan == "gold":
+        return [gold_plan(q) for q in questions], [False] * len(questions)
+    if cfg.plan == "direct":
+        return [direct(q.question) for q in questions], [False] * len(questions)
+    retries = ctx.cfg.models.llm.parse_retries
+    run = make_plans(ctx.llm, [q.question for q in questions], cfg.max_steps, retries)
+    for t, n in zip(tokens, run.tokens, strict=True):
+        t["pankrag_plan"] = n
+    return run.plans, run.fallback
+
+
+def step_scope(cfg: PankRAGConfig, plan: Plan, s: int) -> Scope:
+    """A step's search: the plan's label for LLM plans under `scope: plan`, else the config's
+    (specific for gold and direct plans)."""
+    if cfg.scope != "plan":
+        return cfg.scope
+    return plan.steps[s].scope if plan.source == "llm" else "specific"
+
+
+def search_level(
+    ctx: QueryContext, cfg: PankRAGConfig, texts: list[str], scopes: list[Scope]
+) -> list[Found]:
+    """One level's searches: local search for specific steps (one entity search call),
+    report search for abstract ones (one call) when the index has reports."""
+    g = entity_graph(ctx)
+    comms = communities(ctx)
+    reported = comms is not None and bool(comms.report)
+    wide = [i for i, sc in enumerate(scopes) if sc == "abstract" and reported]
+    narrow = [i for i, sc in enumerate(scopes) if not (sc == "abstract" and reported)]
+    out: list[Found | None] = [None] * len(texts)
+    picked = pick_entities(ctx, cfg.local, [texts[i] for i in narrow])
+    for i, ents in zip(narrow, picked, strict=True):
+        out[i] = Found("local", ents, chunks_by_entities(g, ents))
+    hits = report_search(ctx, comms, [texts[i] for i in wide], cfg.top_k_reports) if wide else []
+    for i, reports in zip(wide, hits, strict=True):
+        rows = [c for c, _ in reports]
+        members = list(dict.fromkeys(e for c in rows for e in comms.members[c]))
+        out[i] = Found("reports", rows, chunks_by_entities(g, members))
+    return out
+
+
+def rerank_level(
+    ctx: QueryContext,
+    cfg: PankRAGConfig,
+    jobs: list[tuple[int, int]],
+    plans: list[Plan],
+    scopes: list[list[Scope]],
+    asked: list[dict[int, str]],
+    answers: list[dict[int, str]],
+    hits: list[Found],
+) -> None:
+    """Eq. 4-5 on every step of the level with resolved dependencies (one embedding call)."""
+    needs = [i for i, (q, s) in enumerate(jobs) if plans[q].steps[s].depends_on]
+    if not needs:
+        return
+    deps = [
+        " ".join(f"{asked[q][d]}: {answers[q][d]}" for d in plans[q].steps[s].depends_on)
+        for q, s in (jobs[i] for i in needs)
+    ]
+    chunk_vecs = ctx.vectors("chunk_vectors")
+    for i, vec in zip(needs, l2_normalize(ctx.encode_queries(deps)), strict=True):
+        q, s = jobs[i]
+        alpha = cfg.alpha_specific if scopes[q][s] == "specific" else cfg.alpha_abstract
+        hits[i].chunks, _ = combined_order(hits[i].chunks, chunk_vecs, vec, alpha)
+
+
+def answer_level(
+    ctx: QueryContext,
+    cfg: PankRAGConfig,
+    questions: list[Question],
+    inner: list[tuple[int, int]],
+    asked: list[dict[int, str]],
+    answers: list[dict[int, str]],
+    found: list[dict[int, Found]],
+    tokens: list[dict[str, int]],
+) -> None:
+    """Answers of the level's intermediate steps: gold ones, or one batched LLM call."""
+    if cfg.sub_answers == "gold":
+        for q, s in inner:
+            answers[q][s] = questions[q].decomposition[s].get("answer", "")
+        return
+    if not inner:
+        return
+    done = answer_batch(
+        ctx.llm,
+        ctx.tokenizer,
+        [asked[q][s] for q, s in inner],
+        [step_context(ctx, cfg, found[q][s]) for q, s in inner],
+        ctx.cfg.generation.max_context_tokens,
+        cfg.sub_answer_tokens,
+        stage="pankrag_sub",
+    )
+    for (q, s), a, t in zip(inner, done.answers, done.tokens, strict=True):
+        answers[q][s] = a
+        for k, v in t.items():
+            tokens[q][k] = tokens[q].get(k, 0) + v
+
+
+def step_context(ctx: QueryContext, cfg: PankRAGConfig, hit: Found) -> Context:
+    """A step's context: local search's sections, or its reports (best first, whole) with the
+    chunks behind them."""
+    if hit.search == "local":
+        return local_context(ctx, cfg.local, hit.rows, hit.chunks)[0]
+    comms = communities(ctx)
+    reports = [comms.report_text(c) for c in hit.rows]
+    kept = within_budget(ctx, reports, cfg.report_tokens)
+    return Context([Section(kept, "-----Reports-----")])
+
+
+def plan_extras(
+    plan: Plan,
+    scopes: list[Scope],
+    levels: list[list[int]],
+    asked: dict[int, str],
+    answers: dict[int, str],
+    found: dict[int, Found],
+) -> dict:
+    """What a run's extras show of one question's plan: steps, edges, levels, searches."""
+    return {
+        "plan_source": plan.source,
+        "plan": [
+            {
+                "step": s + 1,
+                "question": asked[s],
+                "depends_on": [d + 1 for d in st.depends_on],
+                "scope": scopes[s],
+                "search": found[s].search,
+                "answer": answers.get(s),
+            }
+            for s, st in enumerate(plan.steps)
+        ],
+        "edges": [[d + 1, s + 1] for d, s in plan.edges()],
+        "levels": len(levels),
+        "abstract_as_local": sum(
+            sc == "abstract" and found[s].search == "local" for s, sc in enumerate(scopes)
+        ),
+    }

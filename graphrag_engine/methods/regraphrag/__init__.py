@@ -1,0 +1,315 @@
+"""ReGraphRAG (2025): perspective expansion, graph reorganization, query-aware triplet
+reranking, over the shared entity graph, for the whole batch at once.
+
+1. Perspective expansion (4.1): one batched structured LLM call gives every question m
+   perspectives x n sub-queries (`expansion: false`: the question is its only sub-query).
+2. Retrieval: all sub-queries of all questions are embedded in one call and matched against
+   the entity vectors in one top-k call (`top_k` nodes each); each sub-query's nodes are a
+   subgraph, and equal subgraphs within a perspective are kept once.
+3. Graph reorganization (4.2, Algorithm 1, graphrag_engine/kernels/reorganize.py), per perspective: shortest
+   paths between subgraphs merged in ascending length (union-find), then similarity bridges
+   between the most similar node pairs of what is still apart, until one component remains
+   (`reorganize: false`: the subgraphs as retrieved).
+4. Query-aware reranking (4.3): the reorganized graph as triplets (every relation among its
+   nodes, and the bridges), ordered by the cosine of the edge's embedding to the question
+   (`rerank: false`: relation order, bridges last).
+5. Prompt (4.4): "[Perspective]: <a> is connected to <b> with {description} relation." lines,
+   grouped by perspective; a triplet of several perspectives is listed once under
+   "[Across all]". Each group is one section, cut whole under its share of `context_tokens`.
+
+The chunk ranking (for Recall@k) is the chunks behind the listed triplets, in prompt order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.reorganize import Reorganization, reorganize
+from graphrag_engine.kernels.similarity import l2_normalize
+from graphrag_engine.methods.base import register
+from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import EntityGraph, entity_graph, search, within_budget
+from graphrag_engine.retrieve.ranking import from_orders
+from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
+
+ACROSS_ALL = "Across all"
+
+
+@dataclass
+class ReGraphRAGConfig:
+    """ReGraphRAG's settings (paper section 5.1: m = 4, n = 3, 30 nodes per sub-query) and the
+    ablation switches of its Table 2."""
+
+    perspectives: int = 4
+    """m: perspectives per question."""
+    sub_queries: int = 3
+    """n: sub-queries per perspective."""
+    top_k: int = 30
+    """Entity nodes retrieved per sub-query."""
+    expansion: bool = True
+    """False: w/o P-exp (the question is its only sub-query; no LLM before the answer)."""
+    reorganize: bool = True
+    """False: w/o Reorg (the subgraphs as retrieved, no paths or bridges)."""
+    rerank: bool = True
+    """False: w/o Rerank (triplets in relation order, bridges last)."""
+    path_lengths: Literal["hops", "inverse_weight"] = "hops"
+    """Step 1's path length: hop count (BFS), or the sum of 1/weight (Dijkstra)."""
+    edge_text: Literal["with_ends", "relation"] = "with_ends"
+    """Reranking embeds each edge as its relation text with both ends' descriptions
+    (`with_ends`, one batched call per batch), or reuses the index's relation vectors."""
+    context_tokens: int = 1800
+    """Token budget of the triplet sections, shared equally among them."""
+
+    def validate(self, where: str) -> None:
+        """Positive sizes (the paper sweeps m in 1..6, n in 1..4)."""
+        if min(self.perspectives, self.sub_queries, self.top_k, self.context_tokens) < 1:
+            raise ConfigError(f"{where}: regraphrag sizes and context_tokens must be >= 1")
+
+    def llm_use(self) -> str | None:
+        """Perspective expansion needs the LLM even with --retrieval-only."""
+        return "regraphrag.expansion" if self.expansion else None
+
+
+ANSWER_SYSTEM = """You answer from a knowledge graph organised by perspective. Build the answer
+only on the connections listed: cover each perspective under its own heading, in markdown,
+precisely and without repeating yourself. General knowledge may explain a listed fact but must
+never add a new one. Where the graph does not hold enough to answer fully, say what is missing
+instead of guessing. Answer in the language of the question."""
+
+
+def answer_prompt(question: str, texts: list[str] | None, cfg=None) -> list[dict]:
+    """The response prompt of the paper's appendix A.3, in our words."""
+    graph = "\n\n".join(texts or []) or "(nothing was retrieved)"
+    user = f"Knowledge graph by perspective:\n{graph}\n\nQuestion: {question}\nAnswer:"
+    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
+
+
+def path_graph(ctx: QueryContext, g: EntityGraph, lengths: str) -> CSRGraph:
+    """The entity graph for step 1's paths (undirected; hop or 1/weight lengths)."""
+    w = None if lengths == "hops" else 1.0 / np.maximum(g.weight, 1e-9)
+    return ctx.memo(
+        ("regraphrag_paths", lengths),
+        lambda: CSRGraph.from_edges(g.src, g.dst, w, len(g.names), directed=False),
+    )
+
+
+@dataclass
+class Triplet:
+    """One edge of a reorganized graph: a relation row, or a bridge (relation -1)."""
+
+    a: int
+    b: int
+    relation: int
+    score: float = 0.0
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """Identity across perspectives (a bridge is its unordered node pair)."""
+        return (min(self.a, self.b), max(self.a, self.b), self.relation)
+
+
+def triplets(g: EntityGraph, graph: Reorganization) -> list[Triplet]:
+    """Every relation among the reorganized nodes (relation order), then the bridges."""
+    inside = np.zeros(len(g.names), bool)
+    inside[graph.nodes] = True
+    rels = np.flatnonzero(inside[g.src] & inside[g.dst])
+    out = [Triplet(int(g.src[r]), int(g.dst[r]), int(r)) for r in rels]
+    return out + [Triplet(u, v, -1) for u, v, _ in graph.bridges]
+
+
+def describe(g: EntityGraph, t: Triplet) -> str:
+    """The edge's description: the relation's, or a bridge's two end descriptions joined."""
+    if t.relation >= 0:
+        return g.rel_descriptions[t.relation] or "co-occurrence"
+    ends = [g.descriptions[t.a] or g.names[t.a], g.descriptions[t.b] or g.names[t.b]]
+    return " ".join(ends)
+
+
+def edge_text(g: EntityGraph, t: Triplet) -> str:
+    """What reranking embeds: the two ends, the edge's description and the ends' own."""
+    own = "; ".join(d for d in (g.descriptions[t.a], g.descriptions[t.b]) if d)
+    return f"{g.names[t.a]} - {g.names[t.b]}: {describe(g, t)}" + (f" ({own})" if own else "")
+
+
+def rerank(
+    ctx: QueryContext, g: EntityGraph, cfg: ReGraphRAGConfig, found: list, questions: list[str]
+) -> None:
+    """Score every triplet of every question by cosine to its question (one embedding call for
+    the questions, one for the edges) and sort each perspective's triplets by it."""
+    q_vecs = l2_normalize(ctx.encode_queries(questions))
+    every = [t for per_q in found for _, ts in per_q for t in ts]
+    if not every:
+        return
+    keys = list(dict.fromkeys(t.key for t in every))
+    row = {k: i for i, k in enumerate(keys)}
+    if cfg.edge_text == "with_ends":
+        first = {}
+        for t in every:
+            first.setdefault(t.key, t)
+        vecs = ctx.encode_queries([edge_text(g, first[k]) for k in keys])
+    else:
+        rel_vecs = ctx.vectors("relation_vectors")
+        bridge_keys = [k for k in keys if k[2] < 0]
+        extra = ctx.encode_queries([edge_text(g, Triplet(k[0], k[1], -1)) for k in bridge_keys])
+        by_bridge = dict(zip(bridge_keys, extra, strict=True))
+        vecs = np.stack([rel_vecs[k[2]] if k[2] >= 0 else by_bridge[k] for k in keys])
+    vecs = l2_normalize(np.asarray(vecs, dtype=np.float32))
+    for q, per_q in enumerate(found):
+        scores = np.round(vecs @ q_vecs[q], 5)
+        for _, ts in per_q:
+            for t in ts:
+                t.score = float(scores[row[t.key]])
+            ts.sort(key=lambda t: (-t.score, t.key))
+
+
+def sections(
+    ctx: QueryContext, g: EntityGraph, per_q: list, budget: int
+) -> tuple[list[Section], list[int]]:
+    """The perspective-grouped prompt of one question and the chunks behind what it lists."""
+    count: dict[tuple, int] = {}
+    for _, ts in per_q:
+        for key in {t.key for t in ts}:
+            count[key] = count.get(key, 0) + 1
+    shared = list({t.key: t for _, ts in per_q for t in ts if count[t.key] > 1}.values())
+    shared.sort(key=lambda t: (-t.score, t.key))
+    groups = [(ACROSS_ALL, shared)]
+    groups += [(name, [t for t in ts if count[t.key] == 1]) for name, ts in per_q]
+    groups = [(name, ts) for name, ts in groups if ts]
+    share = budget // max(len(groups), 1)
+    out, chunks = [], {}
+    for name, ts in groups:
+        lines = [
+            f"[{name}]: {g.names[t.a]} is connected to {g.names[t.b]} with {describe(g, t)} relation."
+            for t in ts
+        ]
+        kept = within_budget(ctx, lines, share)
+        if not kept:
+            continue
+        out.append(Section(kept, title=f"Perspective: {name}", whole=True))
+        for t in ts[: len(kept)]:
+            if t.relation >= 0:
+                behind = g.relation_chunks[t.relation]
+            else:  # a bridge: the chunks of both its ends
+                behind = np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
+            chunks.update(dict.fromkeys(int(c) for c in behind))
+    return out, list(chunks)
+
+
+STAT_KEYS = ("subgraphs", "after_paths", "after_bridges", "path_nodes_added", "bridges_added")
+STAT_KEYS += ("node_components",)
+
+
+def component_labels(nodes: np.ndarray, ts: list[Triplet]) -> tuple[int, np.ndarray]:
+    """Connected components of a node graph whose edges are the triplets (`nodes` ascending,
+    holding every triplet end): their count and each node's label."""
+    n = nodes.size
+    if not n:
+        return 0, np.zeros(0, dtype=np.int32)
+    rows = np.searchsorted(nodes, np.asarray([t.a for t in ts], dtype=np.int64))
+    cols = np.searchsorted(nodes, np.asarray([t.b for t in ts], dtype=np.int64))
+    adj = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    count, labels = connected_components(adj, directed=False)
+    return int(count), labels
+
+
+def structure(r: Reorganization, ts: list[Triplet]) -> tuple[int, ...]:
+    """One perspective's figures: subgraphs (components before step 1), components after step
+    1 and after step 2, path nodes and bridges added, and the connected components of its
+    final node graph (its triplets' edges over its nodes)."""
+    after_bridges = r.components_after_paths - len(r.bridges)
+    return (
+        r.groups,
+        r.components_after_paths,
+        after_bridges,
+        r.path_nodes_added,
+        len(r.bridges),
+        component_labels(r.nodes, ts)[0],
+    )
+
+
+def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list[int]]:
+    """The components of a question's whole reorganized graph (every perspective's nodes and
+    triplets together), each as its ascending entity ids: what the bench checks gold against."""
+    every = np.unique(np.concatenate(nodes)) if nodes else np.zeros(0, dtype=np.int64)
+    _, labels = component_labels(every, ts)
+    return [every[labels == c].tolist() for c in np.unique(labels)]
+
+
+@register(
+    "regraphrag",
+    config=ReGraphRAGConfig,
+    answer_prompt=answer_prompt,
+    paper="ReGraphRAG (2025): perspective expansion, graph reorganization, triplet reranking",
+    needs="entity graph with entity vectors (descriptions when an LLM extracted triples)",
+)
+def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """Perspective-wise reorganized knowledge graphs for every question of the batch."""
+    cfg: ReGraphRAGConfig = ctx.cfg.options
+    texts = [q.question for q in questions]
+    g = entity_graph(ctx)
+    with clock.stage("perspectives"):
+        if cfg.expansion:
+            exp = expand(ctx, texts, cfg.perspectives, cfg.sub_queries)
+            views, fallback, tokens = exp.views, exp.fallback, exp.tokens
+        else:
+            views, fallback, tokens = [unexpanded(t) for t in texts], [False] * len(texts), None
+    with clock.stage("node_search"):
+        subs = [s for per_q in views for _, queries in per_q for s in queries]
+        ids, _ = search(ctx, subs, "entity_vectors", cfg.top_k)
+    paths = path_graph(ctx, g, cfg.path_lengths)
+    vectors = ctx.memo(
+        "regraphrag_unit_entity_vectors",
+        lambda: l2_normalize(np.asarray(ctx.entity_vectors, dtype=np.float32)),
+    )
+    found, stats, components, row = [], [], [], 0
+    with clock.stage("reorganize"):
+        for per_q in views:
+            mine, st, nodes = [], dict.fromkeys(STAT_KEYS, 0), []
+            for name, queries in per_q:
+                groups = dict.fromkeys(
+                    tuple(sorted(x for x in ids[row + i].tolist() if x >= 0))
+                    for i in range(len(queries))
+                )
+                row += len(queries)
+                kept = [list(k) for k in groups if k]
+                weighted = cfg.path_lengths != "hops"
+                r = reorganize(paths, kept, vectors, weighted, cfg.reorganize, cfg.reorganize)
+                ts = triplets(g, r)
+                mine.append((name, ts))
+                nodes.append(r.nodes)
+                for key, value in zip(STAT_KEYS, structure(r, ts), strict=True):
+                    st[key] += value
+            found.append(mine)
+            stats.append(st)
+            components.append(question_components(nodes, [t for _, ts in mine for t in ts]))
+    with clock.stage("rerank"):
+        if cfg.rerank:
+            rerank(ctx, g, cfg, found, texts)
+    contexts, orders, extras = [], [], []
+    with clock.stage("build_context"):
+        for q, per_q in enumerate(found):
+            secs, chunks = sections(ctx, g, per_q, cfg.context_tokens)
+            contexts.append(Context(secs))
+            orders.append(chunks)
+            extras.append(
+                {
+                    "perspectives": [name for name, _ in views[q]],
+                    "sub_queries": [s for _, qs in views[q] for s in qs],
+                    "expansion_fallback": fallback[q],
+                    "triplets": sum(len(ts) for _, ts in per_q),
+                    **stats[q],
+                    "components": components[q],
+                }
+            )
+    depth = 2 * ctx.cfg.retrieval.candidates
+    llm = [{"perspectives": t} for t in tokens] if tokens else [{} for _ in texts]
+    return Retrieved(from_orders(orders, depth), extras, llm, clock.seconds, contexts)

@@ -1,0 +1,106 @@
+"""ReGraphRAG's perspective expansion: m distinct perspectives on a question, each with n
+search sub-queries, from one batched structured LLM call for the whole batch.
+
+The stage's `Schema` fixes the shape (exactly m perspectives of exactly n sub-queries, short
+strings); it drives constrained decoding where the backend has it, validates every answer, and
+an answer that breaks it is re-asked. A question whose answer never validates falls back to one
+perspective made of itself (counted).
+
+Perspectives that share a name (case-insensitive) are merged, their sub-queries kept once each
+in order, rather than rejected: a small model repeats one name in every slot and repeats it
+again when re-asked (SmolLM2-135M did so on each of its first 3 MuSiQue questions, 9 calls, all
+falling back), while its sub-queries are still its own. The question then has fewer than m
+perspectives, which `extras["perspectives"]` shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.structured import ParseError, Schema, generate_structured, json_object
+from graphrag_engine.retrieve.context import QueryContext
+
+_TEXT = {"type": "string", "minLength": 3, "maxLength": 120}
+FALLBACK_PERSPECTIVE = "Question"
+
+
+def _merged(value: dict) -> list[tuple[str, list[str]]]:
+    views: dict[str, tuple[str, list[str]]] = {}
+    for v in value["perspectives"]:
+        name, queries = v["perspective"].strip(), [q.strip() for q in v["queries"]]
+        if not name or not all(queries):
+            raise ParseError("a perspective name or sub-query is blank")
+        kept = views.setdefault(name.lower(), (name, []))[1]
+        kept.extend(q for q in queries if q not in kept)
+    return list(views.values())
+
+
+@lru_cache(maxsize=32)
+def perspectives(m: int, n: int) -> Schema[list[tuple[str, list[str]]]]:
+    """The answer of m perspectives, each with exactly n sub-queries (same names merged)."""
+    view = json_object(
+        {
+            "perspective": {"type": "string", "minLength": 3, "maxLength": 40},
+            "queries": {"type": "array", "items": _TEXT, "minItems": n, "maxItems": n},
+        }
+    )
+    schema = json_object(
+        {"perspectives": {"type": "array", "items": view, "minItems": m, "maxItems": m}}
+    )
+    return Schema(schema, _merged)
+
+
+PERSPECTIVES_PROMPT = """Look at the question from {m} clearly different perspectives (for example
+the people or parts involved, causes, consequences, history, methods). Name each perspective,
+and for it write {n} short search queries, in the order one would ask them, for the knowledge
+needed to answer the question from that perspective. Keep the question's language.
+Reply with one JSON object of this form and nothing else:
+{format}
+
+Question: {question}
+JSON:"""
+
+
+def perspectives_prompt(question: str, m: int, n: int) -> str:
+    """The perspective-expansion prompt of one question."""
+    fmt = perspectives(m, n).describe()
+    return PERSPECTIVES_PROMPT.format(m=m, n=n, format=fmt, question=question)
+
+
+@dataclass
+class Expansion:
+    """Per question: its perspectives as (name, sub-queries), and how they were made."""
+
+    views: list[list[tuple[str, list[str]]]]
+    fallback: list[bool]
+    """True where the LLM's answer never validated and the question stands in."""
+    tokens: list[int]
+    """LLM prompt + completion tokens per question, re-asks included."""
+
+
+def expand(ctx: QueryContext, questions: list[str], m: int, n: int, retries: int = 2) -> Expansion:
+    """m x n sub-queries of every question from one batched, schema-constrained LLM call."""
+    prompts = [[{"role": "user", "content": perspectives_prompt(q, m, n)}] for q in questions]
+    # about 40 tokens per sub-query and 15 per name, with room for the JSON around them
+    budget = 32 + m * (24 + 48 * n)
+    run = generate_structured(
+        ctx.llm,
+        prompts,
+        perspectives(m, n),
+        GenParams(max_tokens=budget),
+        stage="perspectives",
+        retries=retries,
+    )
+    views, fallback = [], []
+    for q, res in zip(questions, run.results, strict=True):
+        ok = res.ok and res.value is not None
+        views.append(res.value if ok else unexpanded(q))
+        fallback.append(not ok)
+    return Expansion(views, fallback, [r.tokens for r in run.results])
+
+
+def unexpanded(question: str) -> list[tuple[str, list[str]]]:
+    """The question as its only perspective and sub-query (the fallback, and w/o P-exp)."""
+    return [(FALLBACK_PERSPECTIVE, [question])]

@@ -1,0 +1,337 @@
+"""ROGRAG (2025): multi-stage retrieval (logic form, then dual-level) with a verifier deciding
+whether a stage's context can answer, and a preset refusal when none can.
+
+For the whole batch at once:
+
+1. Keys (3.2): low-level (entity) and high-level (relation) keys of every question, from one
+   batched structured LLM call; `expand_low_keys` adds the question's named entities as more
+   low-level keys, `long_query` adds the question itself as a high-level key (the paper's two
+   levers, Figure 1 e).
+2. Dual-level retrieval: each low key matched to entities and each high key to relations
+   (`match: fuzzy`, top_k above `floor`; `exact`: by normalized name, Table 5's ablation),
+   merged into nodes, edges and chunk references without duplicates.
+3. Logic form (Algorithm 2): one batched structured call turns each question into steps over
+   the operator set (graphrag_engine/methods/rograg/logic_forms.py); retrieve steps of one level of every
+   question are answered in one call from their own dual-level match; compare, arithmetic,
+   count, union and filter run in plain Python. The history is the stage's context.
+4. Verification (Algorithm 4): `check: argument` asks, before answering, one batched verdict
+   per question: does this stage's context support an answer? An unsupported question moves
+   down the chain (`stages`: logic_form, then dual_level); `check: result` answers first and
+   asks whether the context supports that answer (Table 7's alternative); `none` keeps the
+   first stage. A question no stage supports gets `refusal` with no generation call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.methods.answer import answer_batch, fit_context
+from graphrag_engine.methods.base import register
+from graphrag_engine.methods.rograg.dual_level import Matched, match_keys
+from graphrag_engine.methods.rograg.logic_forms import (
+    LogicForm,
+    execute,
+    logic_form_schema,
+    lookups,
+)
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.structured import Schema, generate_structured, json_object
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import budgeted_sections, entity_graph
+from graphrag_engine.retrieve.keywords import llm_keywords, ner_keywords
+from graphrag_engine.retrieve.linking import query_mentions
+from graphrag_engine.retrieve.ranking import from_orders
+from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
+
+Stage = Literal["logic_form", "dual_level"]
+
+
+@dataclass
+class ROGRAGConfig:
+    """ROGRAG's stages, matching levers, verifier and refusal text."""
+
+    stages: list[Stage] = field(default_factory=lambda: ["logic_form", "dual_level"])
+    """The fallback chain, tried in order."""
+    check: Literal["argument", "result", "none"] = "argument"
+    """argument: a verdict on the context before answering; result: answer, then check it; none: first stage with a context."""
+    keys: Literal["llm", "ner"] = "llm"
+    """Where the dual-level keys come from: one batched LLM call (the paper), or the
+    question's named entities (low) and the question itself (high), LLM-free."""
+    refusal: str = "I cannot answer this from the knowledge base."
+    """The answer given when no stage's context is judged to support one."""
+    match: Literal["fuzzy", "exact"] = "fuzzy"
+    """fuzzy: keys matched to entity/relation vectors (top_k above floor); exact: by normalized name."""
+    top_k: int = 10
+    """Entities per low key and relations per high key."""
+    floor: float = 0.4
+    """Least cosine of a fuzzy match."""
+    expand_low_keys: bool = False
+    """Add the question's named entities as more low-level keys (the paper's lever)."""
+    long_query: bool = False
+    """Add the question itself as a high-level key (the paper's other lever)."""
+    max_steps: int = 5
+    """Most steps of one logic form."""
+    step_answer_tokens: int = 32
+    """Completion tokens of one retrieve step's answer."""
+    entity_tokens: int = 500
+    """Token budget of the dual-level Entities section."""
+    relation_tokens: int = 500
+    """Token budget of the dual-level Relations section."""
+    chunk_tokens: int = 1000
+    """Token budget of the dual-level Sources section."""
+
+    def validate(self, where: str) -> None:
+        """A non-empty chain of known stages, positive sizes, a floor in [-1, 1]."""
+        if not self.stages or any(s not in ("logic_form", "dual_level") for s in self.stages):
+            raise ConfigError(f"{where}: rograg.stages lists logic_form and/or dual_level")
+        if min(self.top_k, self.max_steps, self.entity_tokens, self.chunk_tokens) < 1:
+            raise ConfigError(f"{where}: rograg sizes must be >= 1")
+        if not -1 <= self.floor <= 1:
+            raise ConfigError(f"{where}: rograg.floor must lie in [-1, 1]")
+
+    def llm_use(self) -> str | None:
+        """LLM keys, logic forms and verdicts need the LLM even with --retrieval-only."""
+        if self.keys == "ner" and self.stages == ["dual_level"] and self.check == "none":
+            return None
+        return "method 'rograg'"
+
+
+VERDICT = Schema(json_object({"supported": {"type": "boolean"}}), lambda v: bool(v["supported"]))
+ARGUMENT_PROMPT = """Can the question be answered from the context below alone? Answer true only
+when the context states what the answer needs. Reply with one JSON object of this form and
+nothing else: {format}
+
+Context:
+{context}
+
+Question: {question}
+JSON:"""
+RESULT_PROMPT = """Does the context below support this answer to the question? Reply with one
+JSON object of this form and nothing else: {format}
+
+Context:
+{context}
+
+Question: {question}
+Answer: {answer}
+JSON:"""
+PLAN_PROMPT = """Turn the question into steps over these operators: retrieve (look up one fact;
+write "#k" for step k's result), filter (keep the items of one earlier list whose value, asked
+per item with "{{item}}" in the query, is greater / less / earlier / later than or equal to
+"bound"), count, union, sum, difference (of earlier steps), compare (which of two earlier
+steps' values is greater / less / earlier / later, or whether they are equal; give each step a
+short "label" naming what its value is about). The last step answers the question. Reply with
+one JSON object of this form and nothing else:
+{format}
+
+Example. Question: Which bridge opened first, the Arlen Bridge or the Coldwater Viaduct?
+JSON: {{"steps": [{{"operator": "retrieve", "query": "When did the Arlen Bridge open?",
+"inputs": [], "relation": "none", "bound": "", "label": "Arlen Bridge"}}, {{"operator":
+"retrieve", "query": "When did the Coldwater Viaduct open?", "inputs": [], "relation": "none",
+"bound": "", "label": "Coldwater Viaduct"}}, {{"operator": "compare", "query": "Which opened
+first?", "inputs": [1, 2], "relation": "earlier", "bound": "", "label": "opened first"}}]}}
+
+Question: {question}
+JSON:"""
+
+
+@register(
+    "rograg",
+    config=ROGRAGConfig,
+    paper="ROGRAG (2025): logic-form and dual-level retrieval, argument checking, refusal",
+    needs="entity graph with entity and relation vectors (descriptions when an LLM extracted)",
+)
+def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
+    """Every question through the stage chain, the verifier choosing where it stops."""
+    cfg: ROGRAGConfig = ctx.cfg.options
+    texts = [q.question for q in questions]
+    tokens: list[dict[str, int]] = [{} for _ in texts]
+    with clock.stage("keys"):
+        kw = llm_keywords(ctx, texts) if cfg.keys == "llm" else ner_keywords(ctx, texts)
+        low, high = kw.low, kw.high
+        if cfg.expand_low_keys:
+            low = [
+                list(dict.fromkeys([*k, *m]))
+                for k, m in zip(low, query_mentions(ctx, texts), strict=True)
+            ]
+        if cfg.long_query:
+            high = [[*k, t] for k, t in zip(high, texts, strict=True)]
+        _add(tokens, "keys", kw.tokens)
+    with clock.stage("dual_level"):
+        matched = match_keys(ctx, low, high, cfg.top_k, cfg.floor, cfg.match == "exact")
+    stage_contexts: dict[str, list[Context]] = {
+        "dual_level": [dual_context(ctx, cfg, m) for m in matched]
+    }
+    stage_chunks: dict[str, list[list[int]]] = {"dual_level": [m.chunks for m in matched]}
+    forms: list[LogicForm | None] = [None] * len(texts)
+    if "logic_form" in cfg.stages:
+        with clock.stage("logic_form"):
+            forms, stage_contexts["logic_form"], stage_chunks["logic_form"] = logic_form_stage(
+                ctx, cfg, texts, tokens
+            )
+    with clock.stage("verify"):
+        chosen, answers = verify(ctx, cfg, texts, stage_contexts, tokens)
+    contexts, orders, extras = [], [], []
+    for q, stage in enumerate(chosen):
+        if stage is None:
+            contexts.append(Context(preset_answer=cfg.refusal))
+        elif answers[q] is not None:  # result checking answered already
+            contexts.append(Context(stage_contexts[stage][q].sections, preset_answer=answers[q]))
+        else:
+            contexts.append(stage_contexts[stage][q])
+        orders.append(stage_chunks[stage][q] if stage else [])
+        extras.append(
+            {
+                "stage": stage or "refused",
+                "keys_fallback": kw.fallback[q],
+                "low_keys": low[q],
+                "high_keys": high[q],
+                "logic_form": None if forms[q] is None else [s.operator for s in forms[q].steps],
+                "entities": len(matched[q].entities),
+                "relations": len(matched[q].relations),
+            }
+        )
+    depth = 2 * ctx.cfg.retrieval.candidates
+    return Retrieved(from_orders(orders, depth), extras, tokens, clock.seconds, contexts)
+
+
+def dual_context(ctx: QueryContext, cfg: ROGRAGConfig, m: Matched) -> Context:
+    """Nodes, edges and chunk texts as three whole sections under their budgets."""
+    g = entity_graph(ctx)
+    parts = [
+        ("Entities", [g.entity_line(e) for e in m.entities], cfg.entity_tokens),
+        ("Relations", [g.relation_line(r) for r in m.relations], cfg.relation_tokens),
+        ("Sources", [ctx.chunks["titled"][c] for c in m.chunks], cfg.chunk_tokens),
+    ]
+    return Context(budgeted_sections(ctx, parts))
+
+
+def logic_form_stage(
+    ctx: QueryContext, cfg: ROGRAGConfig, texts: list[str], tokens: list[dict[str, int]]
+) -> tuple[list[LogicForm | None], list[Context], list[list[int]]]:
+    """Plans (one batched call) and their execution: per question its plan, the history as
+    context and the chunks its lookups matched, in step order. A question without a valid plan
+    gets an empty context and no chunks, so the verifier moves it on."""
+    prompts = [[{"role": "user", "content": logic_form_prompt(t, cfg.max_steps)}] for t in texts]
+    run = generate_structured(
+        ctx.llm, prompts, logic_form_schema(cfg.max_steps),
+        GenParams(max_tokens=logic_form_max_tokens(cfg.max_steps)),
+        stage="logic_form", retries=ctx.cfg.models.llm.parse_retries,
+    )  # fmt: skip
+    _add(tokens, "logic_form", [r.tokens for r in run.results])
+    forms = [r.value if r.ok else None for r in run.results]
+    planned = [f for f in forms if f is not None]
+
+    looked_up: dict[str, tuple[list[int], int]] = {}  # lookup text -> (chunks, LLM tokens)
+
+    def answer(subs: list[str]) -> list[str]:
+        found = match_keys(ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_k, cfg.floor)
+        done = answer_batch(
+            ctx.llm, ctx.tokenizer, subs, [dual_context(ctx, cfg, m) for m in found],
+            ctx.cfg.generation.max_context_tokens, cfg.step_answer_tokens, stage="logic_step",
+        )  # fmt: skip
+        for sub, m, t in zip(subs, found, done.tokens, strict=True):
+            looked_up[sub] = (m.chunks, sum(t.values()))
+        return done.answers
+
+    histories = iter(execute(planned, answer))
+    contexts, chunks = [], []
+    for q, f in enumerate(forms):
+        hist = next(histories) if f is not None else None
+        lines = hist.lines() if hist else []
+        contexts.append(
+            Context([Section(lines, "-----Reasoning steps-----", True)] if lines else [])
+        )
+        asked = lookups(f, hist) if hist else []
+        chunks.append(list(dict.fromkeys(c for a in asked for c in looked_up[a][0])))
+        tokens[q]["logic_step"] = sum(looked_up[a][1] for a in asked)
+    return forms, contexts, chunks
+
+
+def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], list[str | None]]:
+    """Per question, the first stage of the chain the verifier accepts (None: refuse) and, for
+    result checking, the answer it accepted; one batched verdict call per stage."""
+    n = len(texts)
+    chosen: list[str | None] = [None] * n
+    answers: list[str | None] = [None] * n
+    pending = list(range(n))
+    for stage in cfg.stages:
+        contexts = stage_contexts[stage]
+        ask = [q for q in pending if contexts[q].sections]
+        if cfg.check == "none":
+            for q in ask:
+                chosen[q] = stage
+        elif ask:
+            checked = _check(ctx, cfg, [texts[q] for q in ask], [contexts[q] for q in ask])
+            for q, (supported, answer, spent) in zip(ask, checked, strict=True):
+                for key, count in spent.items():
+                    tokens[q][key] = tokens[q].get(key, 0) + count
+                if supported:
+                    chosen[q], answers[q] = stage, answer
+        pending = [q for q in pending if chosen[q] is None]
+    return chosen, answers
+
+
+def _check(
+    ctx: QueryContext, cfg: ROGRAGConfig, questions: list[str], contexts: list[Context]
+) -> list[tuple[bool, str | None, dict[str, int]]]:
+    """Per question: whether the verdict says the context supports an answer, the answer
+    result checking gave first (None for argument checking), and the LLM tokens spent."""
+    gen = ctx.cfg.generation
+    given: list[str | None] = [None] * len(questions)
+    spent: list[dict[str, int]] = [{} for _ in questions]
+    if cfg.check == "result":
+        done = answer_batch(
+            ctx.llm, ctx.tokenizer, questions, contexts, gen.max_context_tokens, gen.max_tokens
+        )
+        given = list(done.answers)
+        spent = [{"result_answer": sum(t.values())} for t in done.tokens]
+    prompts = [
+        [{"role": "user", "content": _verdict_prompt(ctx, q, c, a)}]
+        for q, c, a in zip(questions, contexts, given, strict=True)
+    ]
+    run = generate_structured(
+        ctx.llm, prompts, VERDICT, GenParams(max_tokens=16), stage="verify",
+        retries=ctx.cfg.models.llm.parse_retries,
+    )  # fmt: skip
+    return [
+        (bool(r.ok and r.value), a, s | {"verify": r.tokens})
+        for r, a, s in zip(run.results, given, spent, strict=True)
+    ]
+
+
+def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: str | None) -> str:
+    """The verdict prompt over the context the answer prompt would carry: cut, like it, to
+    `generation.max_context_tokens` (a verdict on more than the answer sees would be moot, and
+    could overflow the model's window)."""
+    cfg: ROGRAGConfig = ctx.cfg.options
+    fitted = fit_context(context, ctx.tokenizer, ctx.cfg.generation.max_context_tokens)
+    return verdict_prompt(cfg.check, question, "\n".join(fitted.texts()), answer)
+
+
+def logic_form_prompt(question: str, max_steps: int) -> str:
+    """The logic-form prompt of one question, its format line drawn from the schema."""
+    return PLAN_PROMPT.format(format=logic_form_schema(max_steps).describe(), question=question)
+
+
+def logic_form_max_tokens(max_steps: int) -> int:
+    """Completion budget of a plan of at most `max_steps` steps (about 80 tokens a step)."""
+    return 48 + 80 * max_steps
+
+
+def verdict_prompt(check: str, question: str, context: str, answer: str | None = None) -> str:
+    """The verifier's prompt: argument checking asks whether the context can answer the
+    question; result checking whether it supports the given answer."""
+    if check == "result":
+        return RESULT_PROMPT.format(
+            format=VERDICT.describe(), context=context, question=question, answer=answer
+        )
+    return ARGUMENT_PROMPT.format(format=VERDICT.describe(), context=context, question=question)
+
+
+def _add(tokens: list[dict[str, int]], stage: str, counts: list[int]) -> None:
+    for t, n in zip(tokens, counts, strict=True):
+        t[stage] = t.get(stage, 0) + n

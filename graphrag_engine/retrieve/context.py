@@ -1,0 +1,270 @@
+"""What a query run reads from an index and which models it holds, loaded lazily and once.
+
+Every retrieval operator takes a `QueryContext`, so a method loads only the tables, vectors,
+graphs and models it actually uses. The models that must match the index (embedder, NER,
+tokenizer) come from the index manifest; derived structures (adjacency, BM25 indexes, graphs)
+are built once through `memo`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from graphrag_engine.config import EmbedderConfig, QueryConfig
+from graphrag_engine.errors import BadInputError, IndexFormatError
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.models import make_embedder, make_llm
+from graphrag_engine.models.base import UsageLedger
+from graphrag_engine.models.embed import query_encoder
+from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
+from graphrag_engine.models.ner import entity_recognizer
+from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
+from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
+from graphrag_engine.store.index_store import Index
+
+T = TypeVar("T")
+
+
+def built_config(index: Index, section: str) -> dict[str, Any]:
+    """A section of the config the index was built with (empty when it records none)."""
+    return (index.manifest.get("config") or {}).get(section) or {}
+
+
+def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
+    """The embedder a query uses: its config's, or, where that is left at the default, the
+    backend and model the index was built with (a query must embed as its index did)."""
+    own = cfg.models.embedder
+    built = built_config(index, "models").get("embedder")
+    if not built or own != EmbedderConfig():
+        return own
+    return dataclasses.replace(own, backend=built["backend"], model=built["model"])
+
+
+def _relation_texts(index: Index) -> list[str]:
+    """Each relation's embedded text, in relations table order."""
+    names = index.table("entities", ["entity_id", "name"]).to_pydict()
+    name_of = dict(zip(names["entity_id"], names["name"], strict=True))
+    rels = index.table("relations", ["src", "dst", "description"]).to_pydict()
+    return [
+        relation_text(name_of[s], name_of[d], desc)
+        for s, d, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True)
+    ]
+
+
+def _unit_texts(index: Index) -> list[str]:
+    """Each knowledge unit's text, in units table order."""
+    return index.table("units", ["text"]).column("text").to_pylist()
+
+
+LAZY_TEXTS: dict[str, Callable[[Index], list[str]]] = {
+    "relation_vectors": _relation_texts,
+    "unit_vectors": _unit_texts,
+}
+"""The vector tables an index may leave lazy (config key = table name), and their texts."""
+
+
+class QueryContext:
+    """Index tables, vectors, graphs and models shared by the operators of one query run."""
+
+    def __init__(
+        self,
+        index: Index,
+        cfg: QueryConfig,
+        run_dir: Path,
+        dry_run: bool = False,
+        llm_backend=None,
+    ) -> None:
+        """`llm_backend` replaces the backend the config names (an engine already loaded)."""
+        self.index = index
+        self._llm_backend = llm_backend
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.dry_run = dry_run
+        self.ledger = UsageLedger()  # every LLM of the run (query LLM, fine-tuned scorers)
+        self._memo: dict[Any, Any] = {}
+        self._preset_vectors: dict[str, np.ndarray] = {}
+
+    def memo(self, key: Any, build: Callable[[], T]) -> T:
+        """A structure derived from the index (adjacency, a BM25 index, a graph), built once
+        per run by `build` and kept under `key`."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
+
+    # -- passages ------------------------------------------------------------------------------
+    @cached_property
+    def chunks(self) -> dict[str, list]:
+        """Chunk ids, texts, "title\\ntext" strings and the corpus id of each chunk's document."""
+        docs = self.index.table("documents", ["doc_id", "external_id", "title"]).to_pydict()
+        ext = dict(zip(docs["doc_id"], docs["external_id"], strict=True))
+        title = dict(zip(docs["doc_id"], docs["title"], strict=True))
+        ch = self.index.table("chunks", ["chunk_id", "doc_id", "text"]).to_pydict()
+        titled = [titled_chunk(title[d], t) for d, t in zip(ch["doc_id"], ch["text"], strict=True)]
+        return {
+            "ids": ch["chunk_id"],
+            "texts": ch["text"],
+            "titled": titled,
+            "passage": [ext[d] or d for d in ch["doc_id"]],
+            "title": [title[d] for d in ch["doc_id"]],
+        }
+
+    @cached_property
+    def chunk_vectors(self) -> np.ndarray:
+        """L2-normalised chunk embeddings of "title\\ntext" (memory-mapped)."""
+        return self._vectors("chunk_vectors")
+
+    def vectors(self, name: str) -> np.ndarray:
+        """Vector table `name` of the index (unit vectors held in memory, the rest mapped), opened
+        once per run."""
+        if name in ("chunk_vectors", "unit_vectors", "entity_vectors"):
+            return getattr(self, name)
+        return self.memo(("vectors", name), lambda: self._vectors(name))
+
+    def _vectors(self, name: str) -> np.ndarray:
+        if not self.index.has(name):
+            if name in LAZY_TEXTS and built_config(self.index, "graph").get(name) == "lazy":
+                return self._lazy_vectors(name)
+            raise IndexFormatError(
+                f"{self.index.root}: the index has no {name}; rebuild it with graph.embed: true"
+            )
+        return self.index.vectors(name)
+
+    def _lazy_vectors(self, name: str) -> np.ndarray:
+        """A vector table the index left lazy (graph.unit_vectors / graph.relation_vectors:
+        lazy), embedded now in its table's row order through the embedding cache beside the
+        index, so only the first run pays; an index folder this process cannot write embeds
+        them for this run alone."""
+        texts = LAZY_TEXTS[name](self.index)
+        kinds = VECTOR_TABLE_KINDS[name]
+        root = Path(self.index.root)
+        if not os.access(root, os.W_OK):
+            print(
+                f"{root}: {name} are lazy and the folder is read-only; embedding "
+                f"{len(texts)} {kinds} for this run only",
+                file=sys.stderr,
+            )
+            return np.asarray(self.embedder.encode(texts), dtype=np.float32)
+        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kinds)
+
+    @cached_property
+    def units(self) -> dict[str, list]:
+        """Knowledge unit ids and texts, in graph node order."""
+        return self.index.table("units", ["unit_id", "text"]).to_pydict()
+
+    @cached_property
+    def unit_vectors(self) -> np.ndarray:
+        """Unit embeddings, loaded into memory (they are gathered at random every depth)."""
+        return np.ascontiguousarray(self._vectors("unit_vectors"))
+
+    # -- entities and graphs -------------------------------------------------------------------
+    @cached_property
+    def entities(self) -> dict[str, list]:
+        """Entity ids and names, in graph node order."""
+        if not self.index.has("entities"):
+            raise IndexFormatError(
+                f"{self.index.root}: the index has no entities; rebuild it with graph.enabled: true"
+            )
+        return self.index.table("entities", ["entity_id", "name"]).to_pydict()
+
+    @cached_property
+    def entity_vectors(self) -> np.ndarray:
+        """Entity embeddings ("name: description" or the name), in graph node order."""
+        return self._vectors("entity_vectors")
+
+    def graph_parts(self, name: str) -> dict[str, list[int]]:
+        """Node ranges of a multi-partite graph, e.g. {"chunk": [0, C], "entity": [C, C+E]}."""
+        return self.index.manifest["stats"]["graphs"][name]["parts"]
+
+    def graph(self, name: str) -> CSRGraph:
+        """An index graph as CSR (undirected graphs hold both edge directions)."""
+        return self.memo(("graph", name), lambda: self._load_graph(name))
+
+    def _load_graph(self, name: str) -> CSRGraph:
+        if not self.index.has(name):
+            raise IndexFormatError(
+                f"{self.index.root}: the index has no {name}; rebuild it with graph.enabled: true"
+            )
+        layout = self.index.manifest.get("stats", {}).get("graphs", {}).get(name, {})
+        e = self.index.table(name).to_pydict()
+        src, dst = np.asarray(e["src"]), np.asarray(e["dst"])
+        w = np.asarray(e["weight"], dtype=np.float32)
+        n = int(layout.get("nodes", max(src.max(initial=-1), dst.max(initial=-1)) + 1))
+        return CSRGraph.from_edges(
+            src, dst, w, n_nodes=n, directed=bool(layout.get("directed", False))
+        )
+
+    # -- models --------------------------------------------------------------------------------
+    @property
+    def built_with(self) -> dict[str, str]:
+        """The models the index was built with (manifest `models`: embedder, ner, llm)."""
+        return self.index.manifest.get("models", {}) or {}
+
+    @cached_property
+    def embedder(self):
+        """The embedder the index was built with (a different one would compare apples to pears)."""
+        emb = make_embedder(embedder_config(self.cfg, self.index))
+        self._check_embedder(emb.model_id)
+        return emb
+
+    def _check_embedder(self, model_id: str) -> None:
+        """Refuse query vectors of another model than the index's."""
+        built = self.built_with.get("embedder")
+        if built and built != model_id:
+            raise BadInputError(
+                f"{self.index.root}: the index was embedded with {built}, the query config uses "
+                f"{model_id}; set models.embedder to the index's model"
+            )
+
+    @cached_property
+    def llm(self):
+        """The LLM front with its response cache in the run folder (the resume ledger)."""
+        return make_llm(
+            self.cfg.models.llm,
+            default_cache=None if self.dry_run else self.run_dir / "llm_cache.sqlite",
+            dry_run=self.dry_run,
+            backend=self._llm_backend,
+            ledger=self.ledger,
+        )
+
+    @cached_property
+    def ner(self):
+        """The entity recognizer the index used (its manifest's NER backend; "auto" for an
+        index built without NER)."""
+        backend = self.built_with.get("ner", "auto").split(":")[0]
+        return entity_recognizer(backend if backend in ("spacy", "rules") else "auto")
+
+    @cached_property
+    def tokenizer(self):
+        """The tokenizer the index counted chunk tokens with, for counting context tokens."""
+        chunking = built_config(self.index, "chunking")
+        return load_tokenizer(chunking.get("tokenizer", DEFAULT_TOKENIZER))
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text by the index's tokenizer (one batched encode)."""
+        return [len(e.ids) for e in self.tokenizer.encode_batch(texts)] if texts else []
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """One batched embedding call for a list of query texts (those given to
+        `preset_query_vectors` are taken from there, not embedded again)."""
+        preset = self._preset_vectors
+        missing = list(dict.fromkeys(t for t in texts if t not in preset))
+        if not preset or len(missing) == len(texts):
+            return np.asarray(query_encoder(self.embedder)(texts), dtype=np.float32)
+        found = {}
+        if missing:  # the embedder is loaded only for texts it was not given
+            found = dict(zip(missing, query_encoder(self.embedder)(missing), strict=True))
+        return np.stack([preset[t] if t in preset else found[t] for t in texts]).astype(np.float32)
+
+    def preset_query_vectors(self, texts: list[str], vectors: np.ndarray, model_id: str) -> None:
+        """Vectors of query texts embedded elsewhere (the Ray query job's question pipeline) by
+        `model_id`, which must be the index's embedder; replaces any set before."""
+        self._check_embedder(model_id)
+        self._preset_vectors = dict(zip(texts, np.asarray(vectors, np.float32), strict=True))

@@ -1,0 +1,174 @@
+"""The index's entity graph as LightRAG and Microsoft GraphRAG read it: entities with their
+type, description, degree and source chunks; relations with their ends, description, keywords,
+weight, rank (the sum of their ends' degrees) and source chunks; and the operators their query
+modes share, each over a whole batch: vector search of entities or relations, the relations and
+chunks of a set of entities, and cutting a ranked list to a token budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from graphrag_engine.kernels.segments import csr_from_pairs
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import Section
+from graphrag_engine.retrieve.vector_search import nearest
+
+
+@dataclass
+class EntityGraph:
+    """Entities and relations of an index in row order, with their chunk rows."""
+
+    names: list[str]
+    types: list[str]
+    descriptions: list[str]
+    src: np.ndarray
+    dst: np.ndarray
+    rel_descriptions: list[str]
+    rel_keywords: list[str]
+    weight: np.ndarray
+    entity_chunks: list[np.ndarray]
+    relation_chunks: list[np.ndarray]
+    rel_indptr: np.ndarray
+    rel_ids: np.ndarray
+    """entity -> its relation rows (CSR)."""
+
+    @cached_property
+    def degree(self) -> np.ndarray:
+        """Relations per entity."""
+        return np.diff(self.rel_indptr)
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """LightRAG's edge degree: the sum of a relation's ends' degrees."""
+        return self.degree[self.src] + self.degree[self.dst]
+
+    def relations_of(self, entity: int) -> np.ndarray:
+        """Relation rows touching `entity`."""
+        return self.rel_ids[self.rel_indptr[entity] : self.rel_indptr[entity + 1]]
+
+    def entity_line(self, e: int) -> str:
+        """An entity as a context line: name, type and description."""
+        kind = f" ({self.types[e]})" if self.types[e] else ""
+        desc = f": {self.descriptions[e]}" if self.descriptions[e] else ""
+        return f"{self.names[e]}{kind}{desc}"
+
+    def relation_line(self, r: int) -> str:
+        """A relation as a context line: its ends, description and keywords."""
+        desc = f": {self.rel_descriptions[r]}" if self.rel_descriptions[r] else ""
+        kw = f" [{self.rel_keywords[r]}]" if self.rel_keywords[r] else ""
+        return f"{self.names[self.src[r]]} -- {self.names[self.dst[r]]}{desc}{kw}"
+
+
+def entity_graph(ctx: QueryContext) -> EntityGraph:
+    """The index's entity graph (built once per run)."""
+    return ctx.memo("entity_graph", lambda: _build(ctx))
+
+
+def _build(ctx: QueryContext) -> EntityGraph:
+    ents = ctx.index.table("entities", ["entity_id", "type", "description", "chunk_ids"])
+    ents = ents.to_pydict()
+    rels = ctx.index.table(
+        "relations", ["src", "dst", "description", "keywords", "weight", "chunk_ids"]
+    ).to_pydict()
+    row = {e: i for i, e in enumerate(ents["entity_id"])}
+    chunk_row = {c: i for i, c in enumerate(ctx.chunks["ids"])}
+
+    def rows(ids: list[str]) -> np.ndarray:
+        return np.asarray([chunk_row[c] for c in ids if c in chunk_row], dtype=np.int64)
+
+    src = np.asarray([row[s] for s in rels["src"]], dtype=np.int64)
+    dst = np.asarray([row[d] for d in rels["dst"]], dtype=np.int64)
+    n = len(ents["entity_id"])
+    ends = np.concatenate([src, dst])
+    rel_rows = np.concatenate([np.arange(src.size), np.arange(src.size)])
+    loops = np.concatenate([np.zeros(src.size, bool), src == dst])  # a self-loop counts once
+    indptr, rel_ids = csr_from_pairs(ends[~loops], rel_rows[~loops], n)
+    return EntityGraph(
+        names=list(ctx.entities["name"]),
+        types=[t or "" for t in ents["type"]],
+        descriptions=[d or "" for d in ents["description"]],
+        src=src,
+        dst=dst,
+        rel_descriptions=[d or "" for d in rels["description"]],
+        rel_keywords=[k or "" for k in rels["keywords"]],
+        weight=np.asarray(rels["weight"], dtype=np.float64),
+        entity_chunks=[rows(c) for c in ents["chunk_ids"]],
+        relation_chunks=[rows(c) for c in rels["chunk_ids"]],
+        rel_indptr=indptr,
+        rel_ids=rel_ids,
+    )
+
+
+TIE_MARGIN = 16
+"""Extra neighbours fetched so that near-ties at the k-th place are ranked like the rest."""
+
+
+def search(
+    ctx: QueryContext, texts: list[str], table: str, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(B, k) rows and cosines of the rows of vector table `table` nearest each text: one
+    embedding call and one vector-search call for the batch (an empty text finds nothing)."""
+    b = len(texts)
+    ids = np.full((b, k), -1, dtype=np.int64)
+    scores = np.zeros((b, k), dtype=np.float32)
+    asked = [i for i, t in enumerate(texts) if t.strip()]
+    rows = len(ctx.vectors(table)) if asked else 0
+    if rows == 0:
+        return ids, scores
+    wide = min(k + TIE_MARGIN, rows)
+    s, found = nearest(ctx, table, ctx.encode_queries([texts[i] for i in asked]), wide)
+    # equal texts (entities of the same name) have equal vectors, but a text encoded alone or
+    # in a padded batch gets cosines that differ in the 7th digit: rank by cosine rounded to
+    # 1e-5, then by id, so a question's neighbours never depend on its batch
+    for row, (rs, rf) in enumerate(zip(s, found, strict=True)):
+        rs, rf = rs[rf >= 0], rf[rf >= 0]  # an ANN search may find fewer than asked
+        order = np.lexsort((rf, -np.round(rs, 5)))[:k]
+        n = len(order)
+        ids[asked[row], :n], scores[asked[row], :n] = rf[order], rs[order]
+    return ids, scores
+
+
+def within_budget(ctx: QueryContext, texts: list[str], budget: int, block: int = 16) -> list[str]:
+    """The leading texts whose token counts sum to at most `budget` (LightRAG's truncation of
+    a ranked list by token size); texts are counted a block at a time, only as far as needed."""
+    out: list[str] = []
+    used = 0
+    for start in range(0, len(texts), block):
+        part = texts[start : start + block]
+        for text, n in zip(part, ctx.count_tokens(part), strict=True):
+            if used + n > budget:
+                return out
+            out.append(text)
+            used += n
+    return out
+
+
+def budgeted_sections(
+    ctx: QueryContext, parts: list[tuple[str, list[str], float]]
+) -> list[Section]:
+    """(title, ranked lines, token budget) -> whole sections cut to their budgets; an empty
+    one is left out."""
+    out = []
+    for title, lines, budget in parts:
+        kept = within_budget(ctx, lines, int(budget))
+        if kept:
+            out.append(Section(kept, title=f"-----{title}-----", whole=True))
+    return out
+
+
+def chunks_by_entities(g: EntityGraph, entities: list[int]) -> list[int]:
+    """The chunks of `entities`, in entity order; within an entity, the chunks more of its
+    relations come from first (GraphRAG's text-unit order; LightRAG's counts neighbours)."""
+    out: dict[int, None] = {}
+    for e in entities:
+        support: dict[int, int] = {}
+        for r in g.relations_of(e).tolist():
+            for c in g.relation_chunks[r].tolist():
+                support[c] = support.get(c, 0) + 1
+        own = sorted(g.entity_chunks[e].tolist(), key=lambda c: -support.get(c, 0))
+        out.update(dict.fromkeys(c for c in own if c not in out))
+    return list(out)

@@ -1,0 +1,139 @@
+"""GraphRAG-style local search as a shared operator: the entity pick, relationship order and
+four-section context of Microsoft GraphRAG's local search (Edge et al., 2024), which the
+`graphrag_local` method registers and PankRAG's specific steps reuse.
+
+For the whole batch at once:
+
+1. Entities: the question's embedding against the entity vectors ("name: description"), top
+   `top_k_entities` (one embedding and one similarity call for the batch); or, with
+   `entities: ner`, the graph entities its named entities link to.
+2. Community reports of those entities' communities at `community_level`, most selected
+   entities first, then by rating (`community_prop` of the budget).
+3. Entities and their relationships: in-network ones (both ends selected) first, then
+   out-of-network ones by how many selected entities their far end links to, each group by rank
+   (the ends' degree sum); at most `top_k_relationships` per selected entity (what is left of
+   the budget).
+4. Text units: the selected entities' chunks, by entity, then by how many of its relationships
+   share the chunk (`text_unit_prop` of the budget); they are also the chunk ranking.
+
+The context is the four sections, each cut to its share of `max_tokens` and kept whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from graphrag_engine.errors import ConfigError
+from graphrag_engine.retrieve.communities import communities
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import (
+    EntityGraph,
+    budgeted_sections,
+    entity_graph,
+    search,
+    within_budget,
+)
+from graphrag_engine.retrieve.linking import link_entities
+from graphrag_engine.retrieve.types import Context
+
+
+@dataclass
+class GraphRAGLocalConfig:
+    """GraphRAG's local search settings (its defaults, with a budget for a 2,048-token answer
+    context instead of its 12,000)."""
+
+    entities: Literal["embedding", "ner"] = "embedding"
+    """embedding: the question's vector against entity descriptions; ner: linked entities."""
+    top_k_entities: int = 10
+    """Entities selected per question."""
+    top_k_relationships: int = 10
+    """Relationships kept per selected entity."""
+    community_level: int = 2
+    """Reports of each entity's community at the deepest level <= this one."""
+    max_tokens: int = 2000
+    """Token budget of the whole local context (entities, relationships, reports, text units)."""
+    text_unit_prop: float = 0.5
+    """Share of max_tokens for text units."""
+    community_prop: float = 0.15
+    """Shares of max_tokens for text units and community reports; entities and relationships
+    get the rest. Without reports in the index their share goes to the text units."""
+
+    def validate(self, where: str) -> None:
+        """Positive sizes and shares that leave room for entities."""
+        if min(self.top_k_entities, self.top_k_relationships, self.max_tokens) < 1:
+            raise ConfigError(f"{where}: graphrag_local top_k_* and max_tokens must be >= 1")
+        if not (0 <= self.text_unit_prop and 0 <= self.community_prop) or (
+            self.text_unit_prop + self.community_prop >= 1
+        ):
+            raise ConfigError(
+                f"{where}: graphrag_local.text_unit_prop + community_prop must lie in [0, 1)"
+            )
+
+
+def relationships(g: EntityGraph, selected: list[int], cap: int) -> list[int]:
+    """GraphRAG's relationship order: in-network, then out-of-network by links of the far end
+    to the selected entities, each by rank; `cap` in all."""
+    chosen = set(selected)
+    rank = g.rank
+    touching = list(dict.fromkeys(r for e in selected for r in g.relations_of(e).tolist()))
+    inside = [r for r in touching if g.src[r] in chosen and g.dst[r] in chosen]
+    outside = [r for r in touching if not (g.src[r] in chosen and g.dst[r] in chosen)]
+    far = [int(g.dst[r] if g.src[r] in chosen else g.src[r]) for r in outside]
+    links: dict[int, int] = {}
+    for e in far:
+        links[e] = links.get(e, 0) + 1
+    inside.sort(key=lambda r: (-rank[r], -g.weight[r]))
+    order = sorted(range(len(outside)), key=lambda i: (-links[far[i]], -rank[outside[i]]))
+    return (inside + [outside[i] for i in order])[:cap]
+
+
+def pick_entities(ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]) -> list[list[int]]:
+    """The entities of every text: top-k by description embedding (one call), or linked NER."""
+    if cfg.entities == "ner":
+        links, _ = link_entities(ctx, texts, top_k=1)
+        return [sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities] for lk in links]
+    ids, _ = search(ctx, texts, "entity_vectors", cfg.top_k_entities)
+    return [[e for e in row.tolist() if e >= 0] for row in ids]
+
+
+def local_context(
+    ctx: QueryContext, cfg: GraphRAGLocalConfig, ents: list[int], chunks: list[int]
+) -> tuple[Context, dict]:
+    """The four sections of one question's local search, its text units in `chunks` order."""
+    g = entity_graph(ctx)
+    comms = communities(ctx)
+    community_of = (
+        ctx.memo(
+            ("community_of", cfg.community_level), lambda: comms.of_entity(cfg.community_level)
+        )
+        if comms is not None
+        else {}
+    )
+    has_reports = bool(comms is not None and comms.report)
+    report_share = cfg.community_prop if has_reports else 0.0
+    unit_share = cfg.text_unit_prop + (cfg.community_prop - report_share)
+    sections = []
+    if has_reports:
+        counts: dict[int, int] = {}
+        for e in ents:
+            if e in community_of and community_of[e] in comms.report:
+                counts[community_of[e]] = counts.get(community_of[e], 0) + 1
+        order = sorted(counts, key=lambda c: (-counts[c], -comms.report[c][2]))
+        reports = [comms.report_text(c) for c in order]
+        sections.append(("Reports", reports, report_share * cfg.max_tokens))
+    rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
+    local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * cfg.max_tokens
+    ent_lines = within_budget(ctx, [g.entity_line(e) for e in ents], int(local))
+    sections.append(("Entities", ent_lines, local))
+    used = sum(ctx.count_tokens(ent_lines))
+    sections.append(("Relationships", [g.relation_line(r) for r in rels], local - used))
+    sources = [ctx.chunks["titled"][c] for c in chunks]
+    sections.append(("Sources", sources, unit_share * cfg.max_tokens))
+    extra = {
+        "entities_by": cfg.entities,
+        "entities": [g.names[e] for e in ents],
+        "relationships": len(rels),
+        "reports_in_index": has_reports,
+    }
+    return Context(budgeted_sections(ctx, sections)), extra

@@ -1,0 +1,147 @@
+"""The one vector-search call of the retrieval operators: the k nearest rows of an index's vector
+table (chunks, units, entities, relations) for a batch of query vectors.
+
+Exact blocked cosine top-k by default; an approximate faiss index (HNSW, or IVF on a GPU) for
+tables of at least `retrieval.ann.min_vectors` rows, as `retrieval.ann` says. An ANN index is
+built once per table content and saved under the index folder's `ann/`, named by the vectors'
+sha256 and the build settings, with a meta file; one that does not match its table (rows, dim,
+embedder, content) or does not load is rebuilt, with a line saying why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from graphrag_engine.config import AnnConfig
+from graphrag_engine.kernels.ann import AnnIndex, AnnParams
+from graphrag_engine.kernels.similarity import cosine_topk
+from graphrag_engine.progress import progress
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.store.index_store import file_sha256
+
+ANN_FOLDER = "ann"
+
+
+def nearest(
+    ctx: QueryContext, table: str, queries: np.ndarray, k: int, normalized: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, ids) of the k rows of vector table `table` nearest each query, best first;
+    -inf / -1 where the table has fewer rows."""
+    vectors = ctx.vectors(table)
+    ann = ctx.memo(("ann", table), lambda: ann_index(ctx, table, vectors))
+    if ann is None:
+        return cosine_topk(queries, vectors, k, normalized=normalized)
+    return ann.search(queries, k, normalized=normalized)
+
+
+def ann_kind(cfg: AnnConfig, rows: int) -> str | None:
+    """'hnsw' or 'ivf' when a table of `rows` rows is searched approximately, else None."""
+    if cfg.backend == "exact" or rows < cfg.min_vectors:
+        return None
+    if cfg.backend != "auto":
+        return cfg.backend
+    return "ivf" if _faiss_gpus() else "hnsw"
+
+
+def ann_index(ctx: QueryContext, table: str, vectors: np.ndarray) -> AnnIndex | None:
+    """The table's ANN index (loaded from ann/, or built and saved there), or None for exact."""
+    cfg = ctx.cfg.retrieval.ann
+    kind = ann_kind(cfg, len(vectors))
+    if kind is None:
+        return None
+    params = AnnParams(
+        kind,
+        cfg.hnsw_m,
+        cfg.hnsw_ef_construction,
+        cfg.hnsw_ef_search,
+        cfg.ivf_lists,
+        cfg.ivf_probe,
+    )
+    if not cfg.cache:
+        return _build(vectors, params, table).to_gpu()
+    entry = ctx.index.manifest["files"].get(table)
+    if entry is None:  # vectors embedded by the query (lazy relation vectors): hash the values
+        entry = {"model": ctx.built_with.get("embedder", ""), "sha256": array_sha256(vectors)}
+    meta = {
+        "table": table,
+        "rows": int(vectors.shape[0]),
+        "dim": int(vectors.shape[1]),
+        "model": entry.get("model", ""),
+        "sha256": entry.get("sha256") or file_sha256(ctx.index.root / entry["path"]),
+        "build": params.build_key(),
+    }
+    settings = hashlib.sha256(json.dumps(meta["build"], sort_keys=True).encode()).hexdigest()
+    path = ctx.index.root / ANN_FOLDER / f"{table}-{meta['sha256'][:16]}-{settings[:8]}.faiss"
+    ann = _load(path, meta, params)
+    if ann is None:
+        ann = _build(vectors, params, table)
+        _save(ann, path, meta)
+    return ann.to_gpu()
+
+
+def array_sha256(vectors: np.ndarray) -> str:
+    """sha256 of an array's values (row-major float32 bytes)."""
+    return hashlib.sha256(np.ascontiguousarray(vectors, dtype=np.float32).tobytes()).hexdigest()
+
+
+def _load(path: Path, meta: dict, params: AnnParams) -> AnnIndex | None:
+    """The saved index at `path` if it matches `meta`, else None (saying why when one exists)."""
+    meta_path = path.with_suffix(".json")
+    if not path.exists() and not meta_path.exists():
+        return None
+    try:
+        saved = json.loads(meta_path.read_text())
+        differs = [key for key in meta if saved.get(key) != meta[key]]
+        if differs:
+            why = f"its {', '.join(differs)} differ from the table's"
+        else:
+            ann = AnnIndex.load(path, params)
+            if (ann.ntotal, ann.dim) == (meta["rows"], meta["dim"]):
+                return ann
+            why = f"it holds {ann.ntotal} x {ann.dim} vectors, the table {meta['rows']} x {meta['dim']}"
+    except (OSError, ValueError, RuntimeError) as exc:
+        why = f"it cannot be read ({str(exc)[:120]})"
+    print(f"ann: {path} does not match {meta['table']}: {why}; rebuilding it", file=sys.stderr)
+    return None
+
+
+def _build(vectors: np.ndarray, params: AnnParams, table: str) -> AnnIndex:
+    """Build with a progress bar over the vectors added."""
+    bar = progress(f"ann {params.kind} {table}", total=len(vectors), unit="vec")
+    ann = AnnIndex.build(vectors, params, on_added=bar.update)
+    bar.close()
+    return ann
+
+
+def _save(ann: AnnIndex, path: Path, meta: dict) -> None:
+    """Write index and meta atomically (temporary names, then rename; meta last), dropping
+    older builds of the same table; a read-only index folder keeps it in memory only."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        ann.save(tmp)
+        os.replace(tmp, path)
+        tmp_meta = tmp.with_suffix(".json.tmp")
+        tmp_meta.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp_meta, path.with_suffix(".json"))
+    except OSError as exc:
+        print(
+            f"ann: cannot save {path} ({exc}); the index is kept for this run only", file=sys.stderr
+        )
+        return
+    for old in path.parent.glob(f"{meta['table']}-*"):
+        if old.stem != path.stem:
+            old.unlink(missing_ok=True)
+
+
+def _faiss_gpus() -> int:
+    """GPUs faiss sees (0 without faiss-gpu)."""
+    import faiss
+
+    return faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0

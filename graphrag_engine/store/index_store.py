@@ -1,0 +1,573 @@
+"""Index directory: Parquet tables, float32 vectors and a manifest, committed atomically.
+
+Layout of an index directory::
+
+    manifest.json          the only entry point; names every file of the current commit
+    gen-000003/            files of commit 3 (tables *.parquet, vectors *.npy)
+    gen-000002/            previous commit, kept so that a reader that opened it can finish
+    .staging-*/            files of a commit being written (never referenced by a manifest)
+
+A commit writes its files into a staging folder, fsyncs them, renames the folder to its
+generation name, then writes `manifest.json.tmp`, fsyncs it and renames it over
+`manifest.json`. A reader that opens the manifest sees either the old commit or the new one,
+never a mix; a process killed at any point leaves the previous commit readable.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphrag_engine.errors import IndexFormatError
+from graphrag_engine.store.locks import try_lock
+from graphrag_engine.store.schemas import SCHEMA_VERSION, schema_for
+
+MANIFEST = "manifest.json"
+FORMAT = "graphrag-engine-index"
+KEEP_GENERATIONS = 2
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+@dataclass
+class HashingFile:
+    """A binary file being written that hashes every byte passing through, so the commit
+    records each file's sha256 without reading it again."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb")
+        self.sha256 = hashlib.sha256()
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        """Hash and write `data`."""
+        self.sha256.update(data)
+        return self._fh.write(data)
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        """Flush the underlying file."""
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file (once)."""
+        if not self.closed:
+            self._fh.close()
+            self.closed = True
+
+
+class VectorSink:
+    """An (rows, d) float32 .npy file written block by block in row order: the header when
+    the first block gives the width, every block checked (2-D, same width, finite)."""
+
+    def __init__(self, name: str, file: HashingFile, rows: int) -> None:
+        self.name, self.file, self.rows = name, file, rows
+        self.written = 0
+        self.width: int | None = None
+
+    def append(self, block: np.ndarray) -> None:
+        """Write the next rows."""
+        arr = np.ascontiguousarray(block, dtype=np.float32)
+        if arr.ndim != 2:
+            raise ValueError(f"vectors '{self.name}' must be 2-D, got shape {arr.shape}")
+        if arr.size and not np.isfinite(arr).all():
+            raise ValueError(f"vectors '{self.name}' hold NaN or infinite values; not stored")
+        if self.width is None:
+            self._header(arr.shape[1])
+        elif arr.shape[1] != self.width:
+            raise ValueError(
+                f"vectors '{self.name}': a block of width {arr.shape[1]} after width {self.width}"
+            )
+        if self.written + len(arr) > self.rows:
+            raise ValueError(f"vectors '{self.name}': more than the {self.rows} rows announced")
+        self.file.write(arr.tobytes())
+        self.written += len(arr)
+
+    def finish(self) -> tuple[int, int]:
+        """The shape written; an error when rows are missing."""
+        if self.width is None:
+            self._header(0)
+        if self.written != self.rows:
+            raise ValueError(
+                f"vectors '{self.name}': {self.written} rows written of {self.rows} announced"
+            )
+        return self.rows, self.width
+
+    def _header(self, width: int) -> None:
+        self.width = width
+        header = {"descr": "<f4", "fortran_order": False, "shape": (self.rows, width)}
+        np.lib.format.write_array_header_1_0(self.file, header)
+
+
+def file_sha256(path: Path, block: int = 1 << 22) -> str:
+    """sha256 of a file, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class TableWriter:
+    """Streams record batches of one table into a Parquet file of the staging folder."""
+
+    name: str
+    path: Path
+    schema: pa.Schema
+    rows: int = 0
+    _writer: pq.ParquetWriter | None = None
+    _sink: HashingFile | None = None
+
+    def write(self, rows: list[dict[str, Any]] | pa.RecordBatch | pa.Table) -> None:
+        """Append rows (dicts in schema order, a RecordBatch or a Table)."""
+        if isinstance(rows, list):
+            if not rows:
+                return
+            rows = pa.Table.from_pylist(rows, schema=self.schema)
+        elif isinstance(rows, pa.RecordBatch):
+            rows = pa.Table.from_batches([rows])
+        if not rows.schema.equals(self.schema):
+            rows = rows.select(self.schema.names).cast(self.schema)
+        if self._writer is None:
+            self._open()
+        if self._sink.closed:
+            raise ValueError(f"table '{self.name}' was finished; it takes no more rows")
+        self._writer.write_table(rows, row_group_size=64 * 1024)
+        self.rows += rows.num_rows
+
+    def _open(self) -> None:
+        self._sink = HashingFile(self.path)
+        # min/max statistics for ids and numbers only: of a free-text column they are useless
+        # to readers, and for one huge document's text they cost seven times its size
+        with_stats = [
+            f.name for f in self.schema if not pa.types.is_string(f.type) or f.name.endswith("_id")
+        ]
+        self._writer = pq.ParquetWriter(
+            self._sink, self.schema, compression="zstd", write_statistics=with_stats
+        )
+
+    def close(self) -> str:
+        """Finish the file (an empty table still gets a valid Parquet file); its sha256. A
+        second call only returns the sha256; a write after it is refused."""
+        if self._writer is None:
+            self._open()
+        if not self._sink.closed:
+            self._writer.close()
+            self._sink.close()
+        return self._sink.sha256.hexdigest()
+
+
+@dataclass
+class IndexWriter:
+    """Collects the files of one new commit; nothing is visible until `commit()`."""
+
+    root: Path
+    base: Index | None = None
+    force: bool = False
+    """Rebuild over a damaged or unreadable manifest instead of refusing."""
+    _staging: Path = field(init=False)
+    _tables: dict[str, TableWriter] = field(default_factory=dict, init=False)
+    _entries: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _lock_fd: int | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = try_lock(self.root / ".lock")
+        if self._lock_fd is None:
+            raise IndexFormatError(
+                f"{self.root}: another process is writing this index; wait for it to finish"
+            )
+        if not self.force:  # refuse a target we could not commit to before any work is done
+            try:
+                _read_manifest_or_none(self.root)
+            except IndexFormatError:
+                self._release()
+                raise
+        for stale in self.root.glob(".staging-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        self._staging = self.root / f".staging-{uuid.uuid4().hex[:12]}"
+        self._staging.mkdir()
+
+    # -- tables ---------------------------------------------------------------------------
+    def table(self, name: str) -> TableWriter:
+        """The streaming writer of table `name` (created on first use)."""
+        if name not in self._tables:
+            self._tables[name] = TableWriter(
+                name, self._staging / f"{name}.parquet", schema_for(name)
+            )
+        return self._tables[name]
+
+    def write_table(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
+        """Write a whole table at once."""
+        self.table(name).write(rows)
+
+    def carry_over(self, name: str) -> None:
+        """Reuse table or vectors `name` of the base commit unchanged (hard link, no copy)."""
+        if self.base is None or name not in self.base.manifest["files"]:
+            raise KeyError(f"base index has no '{name}' to carry over")
+        entry = dict(self.base.manifest["files"][name])
+        src = self.base.root / entry["path"]
+        dst = self._staging / Path(entry["path"]).name
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        self._entries[name] = entry
+
+    def staged_batches(
+        self, name: str, columns: list[str] | None = None, batch_size: int = 8192
+    ) -> Iterator[pa.RecordBatch]:
+        """Table `name` as this build wrote it, read back from staging `batch_size` rows at a
+        time (the table is finished first: it takes no more rows)."""
+        if name not in self._tables:
+            raise KeyError(f"table '{name}' was not written by this build")
+        self._tables[name].close()
+        yield from pq.ParquetFile(self._tables[name].path).iter_batches(batch_size, columns=columns)
+
+    # -- vectors --------------------------------------------------------------------------
+    def write_vectors(self, name: str, vectors: np.ndarray, model: str) -> None:
+        """Store an (n, d) float32 matrix, e.g. L2-normalised embeddings of one kind."""
+        arr = np.asarray(vectors)
+        with self.vector_sink(name, arr.shape[0] if arr.ndim else 0, model) as sink:
+            sink.append(arr)
+
+    @contextmanager
+    def vector_sink(self, name: str, rows: int, model: str) -> Iterator[VectorSink]:
+        """Stream the `rows` vectors of `name` block by block into the staging folder, so no
+        build holds a whole matrix; recorded (shape, model, sha256) when every row came."""
+        sink = VectorSink(name, HashingFile(self._staging / f"{name}.npy"), rows)
+        try:
+            yield sink
+            shape = sink.finish()
+        finally:
+            sink.file.close()
+        self._entries[name] = {
+            "kind": "vectors",
+            "shape": list(shape),
+            "dtype": "float32",
+            "model": model,
+            "sha256": sink.file.sha256.hexdigest(),
+        }
+
+    def staged_vectors(self, name: str) -> np.ndarray:
+        """Vectors `name` as this build wrote them, memory-mapped read-only from staging."""
+        if self._entries.get(name, {}).get("kind") != "vectors":
+            raise KeyError(f"vectors '{name}' were not written by this build")
+        return np.load(self._staging / f"{name}.npy", mmap_mode="r")
+
+    # -- commit ---------------------------------------------------------------------------
+    def commit(
+        self,
+        config: dict[str, Any],
+        config_hash: str,
+        models: dict[str, str],
+        stats: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Make the staged files the current index atomically; return the new manifest."""
+        try:
+            for writer in self._tables.values():
+                sha = writer.close()
+                self._entries[writer.name] = {"kind": "table", "rows": writer.rows, "sha256": sha}
+            if self.force:  # past a manifest that cannot be read: a generation not used yet
+                used = [int(p.name[4:]) for p in self.root.glob("gen-*") if p.name[4:].isdigit()]
+                generation = 1 + max(used, default=0)
+            else:
+                previous = _read_manifest_or_none(self.root)
+                generation = (previous["generation"] + 1) if previous else 1
+            gen_name = f"gen-{generation:06d}"
+            files: dict[str, dict[str, Any]] = {}
+            for name, entry in self._entries.items():
+                suffix = ".npy" if entry["kind"] == "vectors" else ".parquet"
+                staged = self._staging / f"{name}{suffix}"
+                _fsync_file(staged)
+                files[name] = {
+                    **entry,
+                    "path": f"{gen_name}/{name}{suffix}",
+                    "bytes": staged.stat().st_size,
+                }
+            _fsync_dir(self._staging)
+            target = self.root / gen_name
+            if target.exists():  # left by a run killed between rename and manifest
+                shutil.rmtree(target)
+            os.rename(self._staging, target)
+            _fsync_dir(self.root)
+            manifest = {
+                "format": FORMAT,
+                "schema_version": SCHEMA_VERSION,
+                "generation": generation,
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "config_hash": config_hash,
+                "config": config,
+                "models": models,
+                "files": files,
+                "stats": stats or {},
+            }
+            tmp = self.root / (MANIFEST + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(manifest, fh, indent=2, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.root / MANIFEST)
+            _fsync_dir(self.root)
+            self._collect_garbage(generation)
+            return manifest
+        except BaseException:
+            shutil.rmtree(self._staging, ignore_errors=True)  # nothing half-written stays
+            raise
+        finally:
+            self._release()
+
+    def abort(self) -> None:
+        """Drop everything staged; the current index stays as it was."""
+        for writer in self._tables.values():
+            if writer._writer is not None:
+                writer._writer.close()
+                writer._sink.close()
+        shutil.rmtree(self._staging, ignore_errors=True)
+        self._release()
+
+    def _collect_garbage(self, generation: int) -> None:
+        keep = {f"gen-{g:06d}" for g in range(generation - KEEP_GENERATIONS + 1, generation + 1)}
+        for path in self.root.glob("gen-*"):
+            if path.name not in keep:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _release(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> IndexWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if self._lock_fd is not None:  # not committed: discard
+            self.abort()
+
+
+def _read_manifest_or_none(root: Path) -> dict[str, Any] | None:
+    path = root / MANIFEST
+    if not path.exists():
+        return None
+    return _parse_manifest(path)
+
+
+def _parse_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IndexFormatError(
+            f"{path}: manifest is not valid JSON ({exc}); move the folder aside and index "
+            "again, or rebuild it in place with `graphrag-engine index ... --force`"
+        ) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise IndexFormatError(
+            f"{path}: not a graphrag-engine index manifest; move the folder aside, or rebuild "
+            "it in place with `graphrag-engine index ... --force`"
+        )
+    version = manifest.get("schema_version")
+    if not isinstance(version, int):
+        raise IndexFormatError(
+            f"{path}: manifest has no integer schema_version; move the folder aside, or "
+            "rebuild it in place with `graphrag-engine index ... --force`"
+        )
+    if version > SCHEMA_VERSION:
+        raise IndexFormatError(
+            f"{path}: index has schema version {version}, but this graphrag-engine reads up to "
+            f"version {SCHEMA_VERSION}; upgrade graphrag-engine to open it"
+        )
+    if version < SCHEMA_VERSION:
+        raise IndexFormatError(
+            f"{path}: index has schema version {version}, this graphrag-engine writes version "
+            f"{SCHEMA_VERSION} and has no migration from it; rebuild the index with `index`"
+        )
+    for key in ("generation", "files", "config", "models", "config_hash"):
+        if key not in manifest:
+            raise IndexFormatError(f"{path}: manifest lacks '{key}'; rebuild the index")
+    for name, entry in manifest["files"].items():
+        where = Path(str(entry.get("path", "")))
+        if where.is_absolute() or ".." in where.parts or not where.parts:
+            raise IndexFormatError(
+                f"{path}: file '{name}' is listed at {str(where)!r}, outside the index folder; "
+                "the manifest is not one graphrag-engine wrote: rebuild the index"
+            )
+    return manifest
+
+
+class Index:
+    """A committed index opened for reading; validated against its manifest and schemas."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        path = self.root / MANIFEST
+        if not path.exists():
+            raise IndexFormatError(
+                f"{self.root}: no index here (no {MANIFEST}); build one with `graphrag-engine index`"
+            )
+        self.manifest = _parse_manifest(path)
+        self._finite: set[str] = set()
+        self._validate()
+
+    def _validate(self) -> None:
+        for name, entry in self.manifest["files"].items():
+            path = self.root / entry["path"]
+            if not path.exists():
+                raise IndexFormatError(
+                    f"{path}: listed in the manifest but missing; rebuild the index"
+                )
+            if path.stat().st_size != entry["bytes"]:
+                raise IndexFormatError(
+                    f"{path}: size {path.stat().st_size} differs from the manifest's {entry['bytes']}; "
+                    "the index is damaged, rebuild it"
+                )
+            if entry["kind"] == "table":
+                found = pq.read_schema(path)
+                expected = schema_for(name)
+                if not found.remove_metadata().equals(expected):
+                    raise IndexFormatError(
+                        f"{path}: table '{name}' does not have the expected schema; rebuild the index"
+                    )
+            elif entry["kind"] == "vectors":
+                arr = np.load(path, mmap_mode="r")
+                if list(arr.shape) != entry["shape"] or arr.dtype != np.float32:
+                    raise IndexFormatError(
+                        f"{path}: vectors have shape {arr.shape} {arr.dtype}, manifest says "
+                        f"{entry['shape']} float32; rebuild the index"
+                    )
+
+    @property
+    def generation(self) -> int:
+        """Commit number of the opened index."""
+        return int(self.manifest["generation"])
+
+    def has(self, name: str) -> bool:
+        """Whether the index holds table or vectors `name`."""
+        return name in self.manifest["files"]
+
+    def rows(self, name: str) -> int:
+        """Row count of a table as recorded in the manifest."""
+        return int(
+            self.manifest["files"][name].get(
+                "rows", self.manifest["files"][name].get("shape", [0])[0]
+            )
+        )
+
+    def _path(self, name: str) -> Path:
+        if name not in self.manifest["files"]:
+            raise KeyError(
+                f"index {self.root} has no '{name}' (has: {', '.join(self.manifest['files'])})"
+            )
+        return self.root / self.manifest["files"][name]["path"]
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """Read a whole table (or some columns)."""
+        path = self._path(name)
+        try:
+            return pq.read_table(path, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise self._damaged(path, exc) from None
+
+    def iter_batches(
+        self, name: str, batch_size: int = 65536, columns: list[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream a table in record batches with bounded memory."""
+        path = self._path(name)
+        try:
+            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise self._damaged(path, exc) from None
+
+    def vectors(self, name: str) -> np.ndarray:
+        """Memory-mapped (n, d) float32 matrix; NaN or infinite values are refused."""
+        path = self._path(name)
+        arr = np.load(path, mmap_mode="r")
+        if name not in self._finite:
+            for lo in range(0, arr.shape[0], 65536):  # bounded memory
+                if not np.isfinite(arr[lo : lo + 65536]).all():
+                    raise IndexFormatError(
+                        f"{path}: vectors hold NaN or infinite values; the index is damaged, "
+                        "rebuild it with `graphrag-engine index`"
+                    )
+            self._finite.add(name)
+        return arr
+
+    def _damaged(self, path: Path, exc: Exception) -> IndexFormatError:
+        return IndexFormatError(
+            f"{path}: cannot be read ({str(exc)[:160]}); the index is damaged: "
+            f"`graphrag-engine info {self.root} --verify` checks every file; rebuild the index"
+        )
+
+    def verify(self) -> list[str]:
+        """Every file's sha256 against the manifest: one line per file that differs (or has
+        no checksum recorded, from an index built before checksums)."""
+        problems = []
+        for _, entry in sorted(self.manifest["files"].items()):
+            path = self.root / entry["path"]
+            if "sha256" not in entry:
+                problems.append(f"{path}: no checksum recorded (built before checksums)")
+            elif file_sha256(path) != entry["sha256"]:
+                problems.append(f"{path}: content differs from the manifest's sha256")
+        return problems
+
+    def file_sizes(self) -> Iterable[tuple[str, int]]:
+        """(name, bytes) of every file in the commit."""
+        return ((n, int(e["bytes"])) for n, e in self.manifest["files"].items())
+
+
+def open_index(root: str | Path) -> Index:
+    """Open and validate the current commit of the index at `root`."""
+    return Index(root)
+
+
+class NoIndex:
+    """Stands in for an index when the questions carry their own graphs (KBQA, `query none`)."""
+
+    root = Path("none")
+    manifest: dict[str, Any] = {"files": {}, "stats": {}}
+    generation = 0
+
+    def has(self, name: str) -> bool:
+        """Nothing is held."""
+        return False
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """Always an error: this run has no index."""
+        raise IndexFormatError(
+            f"this run has no index (INDEX 'none') but the method reads its {name}; give an "
+            "index folder, or a method that needs none (lego with lego.graph: question)"
+        )
+
+    def vectors(self, name: str) -> np.ndarray:
+        """Always an error: this run has no index."""
+        return self.table(name)  # raises
