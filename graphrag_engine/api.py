@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from graphrag_engine.config import QueryConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
-from graphrag_engine.methods import load_query_config, method_names, query_config
+from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
+from graphrag_engine.methods.needs import check_needs
 from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
 from graphrag_engine.results import read_rows
@@ -170,6 +171,7 @@ class Engine:
         source, qs = self.questions(questions, limit)
         folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-run-"))
         cfg = self.config(method, **overrides)
+        self.check_needs([(_label(method), cfg)], qs)
         return self._run(_label(method), cfg, source, qs, folder, dry_run, fail_fast, ray)
 
     def run_many(
@@ -194,12 +196,24 @@ class Engine:
             )
         configs = [self.config(m, **overrides) for m in methods]
         source, qs = self.questions(questions, limit)
+        self.check_needs(list(zip(labels, configs, strict=True)), qs)
         root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-runs-"))
         with _one_cluster(ray, dry_run):
             return {
                 label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast, ray)
                 for label, cfg in zip(labels, configs, strict=True)
             }
+
+    def check_needs(
+        self, runs: Sequence[tuple[str, QueryConfig]], questions: list[Question]
+    ) -> None:
+        """Every method's index parts and question fields, checked before the first one runs
+        (exit 2 naming the method, the part and what provides it)."""
+        check_needs(
+            [(label, method_spec(cfg.method), cfg.options) for label, cfg in runs],
+            self.index,
+            questions,
+        )
 
     def _run(
         self, label: str, cfg: QueryConfig, source: str, questions: list[Question], folder: Path,

@@ -341,10 +341,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_methods(args: argparse.Namespace) -> int:
     """One line per registered method: its name, its paper and what its index must hold."""
     from graphrag_engine.methods import METHODS
+    from graphrag_engine.methods.needs import describe
 
     width = max(len(n) for n in METHODS)
     for name, spec in METHODS.items():
-        print(f"{name:<{width}}  {spec.paper}; needs: {spec.needs}")
+        print(f"{name:<{width}}  {spec.paper}; {describe(spec)}")
     return 0
 
 

@@ -3,18 +3,20 @@
 A method is a batch retrieval step over all questions, `(ctx, questions, clock) -> Retrieved`,
 registered with `@register(name, config=..., answer_prompt=..., paper=..., needs=...)`: its
 config dataclass (the YAML section under the method's name, validated by itself), its answer
-prompt (else the shared one) and a line for `graphrag-engine methods`. The runner (run.py)
+prompt (else the shared one), the index parts it needs (typed, checked before a run starts:
+needs.py) and a line for `graphrag-engine methods`. The runner (run.py)
 batches, checkpoints and writes files; the answer stage (answer.py) fits, prompts and
 generates. Adding a method touches its own file, its config YAML and nothing central.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from graphrag_engine.eval.datasets import Question
+from graphrag_engine.methods.needs import Part, parts
 from graphrag_engine.models.base import Completion
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import Retrieved, StageClock
@@ -33,8 +35,12 @@ class MethodSpec:
     config: type | None = None
     answer_prompt: PromptFn | None = None
     paper: str = ""
-    needs: str = ""
-    """What the index must hold (e.g. "chunk vectors", "entity graph")."""
+    needs: frozenset[Part] = frozenset()
+    """The index parts (and question fields) it cannot run without."""
+    uses: frozenset[Part] = frozenset()
+    """Parts it reads when the index has them and does without otherwise."""
+    needs_note: str = ""
+    """What the settings change about the parts (the config's `needs()` computes it)."""
 
 
 METHODS: dict[str, MethodSpec] = {}
@@ -46,14 +52,18 @@ def register(
     config: type | None = None,
     answer_prompt: PromptFn | None = None,
     paper: str = "",
-    needs: str = "",
+    needs: Iterable[Part] = (),
+    uses: Iterable[Part] = (),
+    needs_note: str = "",
 ) -> Callable[[MethodFn], MethodFn]:
-    """`@register("bm25", paper=..., needs=...)` on a function (ctx, questions, clock) ->
-    Retrieved; `config` is the method's own settings dataclass (YAML section `name:`),
-    `answer_prompt(question, texts, options)` replaces the shared answer prompt."""
+    """`@register("bm25", paper=..., needs={Part.CHUNKS})` on a function (ctx, questions,
+    clock) -> Retrieved; `config` is the method's own settings dataclass (YAML section
+    `name:`), `answer_prompt(question, texts, options)` replaces the shared answer prompt."""
 
     def wrap(fn: MethodFn) -> MethodFn:
-        METHODS[name] = MethodSpec(name, fn, config, answer_prompt, paper, needs)
+        METHODS[name] = MethodSpec(
+            name, fn, config, answer_prompt, paper, parts(needs), parts(uses), needs_note
+        )
         return fn
 
     return wrap

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.base import llm_tokens, register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
@@ -24,13 +25,15 @@ def _depth(ctx: QueryContext) -> int:
     return 2 * ctx.cfg.retrieval.candidates
 
 
-@register("none", paper="no retrieval (the LLM alone)", needs="nothing (INDEX may be 'none')")
+@register("none", paper="no retrieval (the LLM alone)", needs_note="INDEX may be 'none'")
 def no_retrieval(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """The LLM answers from its own knowledge: no context at all."""
     return Retrieved.empty(len(questions), clock.seconds)
 
 
-@register("naive", paper="NaiveRAG (dense chunk retrieval)", needs="chunk vectors")
+@register(
+    "naive", paper="NaiveRAG (dense chunk retrieval)", needs={Part.CHUNKS, Part.CHUNK_VECTORS}
+)
 def naive_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """NaiveRAG: embed the questions, take the nearest chunks."""
     with clock.stage("embed_queries"):
@@ -40,7 +43,7 @@ def naive_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) -
     return Retrieved.ranked(ranking, clock.seconds)
 
 
-@register("bm25", paper="BM25 (Robertson & Zaragoza 2009; bm25s)", needs="chunks")
+@register("bm25", paper="BM25 (Robertson & Zaragoza 2009; bm25s)", needs={Part.CHUNKS})
 def bm25(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """BM25 (bm25s, English stopwords) over "title\\ntext" of every chunk."""
     with clock.stage("bm25_index"):
@@ -68,7 +71,8 @@ class HyDEConfig:
     "hyde",
     config=HyDEConfig,
     paper="HyDE (Gao et al., ACL 2023)",
-    needs="chunk vectors; an LLM even with --retrieval-only",
+    needs={Part.CHUNKS, Part.CHUNK_VECTORS},
+    needs_note="an LLM even with --retrieval-only",
 )
 def hyde(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """HyDE: the LLM writes a passage that would answer each question (one batched call); the

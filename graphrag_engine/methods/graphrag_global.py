@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.structured import Schema, generate_structured
 from graphrag_engine.retrieve.communities import Communities, communities
@@ -195,7 +196,7 @@ def reduce_points(ctx: QueryContext, points: list[tuple[str, int]], budget: int)
     "graphrag_global",
     config=GraphRAGGlobalConfig,
     paper="Microsoft GraphRAG (Edge et al., 2024): global search, map-reduce over community reports",
-    needs="community reports (index with communities.enabled and communities.reports)",
+    needs={Part.ENTITY_GRAPH, Part.COMMUNITY_REPORTS},
 )
 def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Map-reduce over community reports for every question of the batch."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph
 from graphrag_engine.retrieve.local_search import GraphRAGLocalConfig, local_context, pick_entities
@@ -16,7 +17,8 @@ from graphrag_engine.retrieve.types import Retrieved, StageClock
     "graphrag_local",
     config=GraphRAGLocalConfig,
     paper="Microsoft GraphRAG (Edge et al., 2024): local search",
-    needs="entity graph with entity vectors; community reports when the index has them",
+    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS},
+    uses={Part.COMMUNITY_REPORTS},
 )
 def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Local search for every question of the batch."""

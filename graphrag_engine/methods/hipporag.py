@@ -19,6 +19,7 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.ppr import personalized_pagerank
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.linking import link_entities
@@ -53,7 +54,7 @@ class HippoRAGConfig:
     "hipporag",
     config=HippoRAGConfig,
     paper="HippoRAG (Gutierrez et al., NeurIPS 2024) / HippoRAG 2, PPR over passages",
-    needs="passage-entity graph, entity and chunk vectors",
+    needs={Part.CHUNKS, Part.CHUNK_VECTORS, Part.PASSAGE_ENTITY_GRAPH, Part.ENTITY_VECTORS},
 )
 def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Rank chunks for every question by PPR from its linked entities (and dense passages)."""

@@ -28,6 +28,7 @@ from typing import Literal
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.entity_graph import (
@@ -91,7 +92,8 @@ def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[i
     "lightrag",
     config=LightRAGConfig,
     paper="LightRAG (Guo et al., 2024): dual-level keyword retrieval, local/global/hybrid/mix",
-    needs="entity graph with entity and relation vectors (descriptions when an LLM extracted)",
+    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
+    needs_note="descriptions when an LLM extracted",
 )
 def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Dual-level retrieval for every question of the batch."""

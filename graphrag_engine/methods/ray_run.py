@@ -29,6 +29,7 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
 from graphrag_engine.methods import method_spec
+from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
 from graphrag_engine.methods.run import (
     batch_done,
     finish_run,
@@ -192,7 +193,9 @@ def _question_vectors(
     the embedder's id, from one Ray Data pipeline over `workers` embedders, when the method
     searches vectors (its `needs` says so); None otherwise. The actors then take the questions'
     vectors from there and load an embedder only for the texts a method derives."""
-    if isinstance(index, NoIndex) or "vectors" not in method_spec(cfg.method).needs:
+    if isinstance(index, NoIndex) or not (
+        method_parts(method_spec(cfg.method), cfg.options) & VECTOR_PARTS
+    ):
         return None
     bs = cfg.batch_size
     rows = [i for b in todo for i in range(b * bs, min((b + 1) * bs, len(questions)))]

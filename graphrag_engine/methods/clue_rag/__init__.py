@@ -33,6 +33,7 @@ from graphrag_engine.kernels.segments import segment_topk
 from graphrag_engine.kernels.similarity import l2_normalize, rowwise_dot
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.clue_rag.cue import cue_adjacency
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.rerank import Scorer
 from graphrag_engine.retrieve.beam import beam_step
 from graphrag_engine.retrieve.context import QueryContext
@@ -149,7 +150,7 @@ def _chunk_scores(
     config=ClueRAGConfig,
     answer_prompt=answer_prompt,
     paper="Clue-RAG (Su et al., 2025): Q-Iter over a chunk-unit-entity graph",
-    needs="chunk-unit-entity graph, unit, entity and chunk vectors",
+    needs={Part.CHUNKS, Part.CHUNK_VECTORS, Part.CUE_GRAPH, Part.UNIT_VECTORS, Part.ENTITY_VECTORS},
 )
 def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Q-Iter for every question of the batch."""

@@ -36,6 +36,7 @@ from graphrag_engine.methods.lego.modules import (
     filter_paths,
     refine_paths,
 )
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.linking import link_entities
 from graphrag_engine.retrieve.scoring import LLM_SCORERS, make_scorer
@@ -87,6 +88,12 @@ class LegoConfig:
         self.pf.validate(where)
         self.pr.validate(where)
 
+    def needs(self) -> set[Part]:
+        """KBQA questions' own triples, or the index's entity graph and its entity vectors."""
+        if self.graph == "question":
+            return {Part.QUESTION_GRAPHS}
+        return {Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS}
+
     def llm_use(self) -> str | None:
         """An LLM scorer in any module needs the query LLM, even with --retrieval-only."""
         scorers = (self.se.scorer, self.pf.scorer, self.pr.scorer)
@@ -110,7 +117,8 @@ def answer_prompt(
     config=LegoConfig,
     answer_prompt=answer_prompt,
     paper="LEGO-GraphRAG (Cao et al., VLDB 2025): SE -> PF -> PR modules, 21 instances",
-    needs="nothing for KBQA sets with their own triples (INDEX 'none'), else the entity graph",
+    needs={Part.QUESTION_GRAPHS},
+    needs_note="lego.graph: index needs entity_graph and entity_vectors instead",
 )
 def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """SE -> PF -> PR for every question of the batch."""

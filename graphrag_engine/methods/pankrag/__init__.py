@@ -39,6 +39,7 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.answer import answer_batch
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.pankrag.plans import (
     Plan,
     Scope,
@@ -96,6 +97,16 @@ class PankRAGConfig:
             raise ConfigError(f"{where}: pankrag.max_steps, top_k_reports, report_tokens >= 1")
         self.local.validate(f"{where}: pankrag.local")
 
+    def needs(self) -> set[Part]:
+        """The entity graph and vectors always; reports when every step is abstract, gold
+        decompositions for gold plans."""
+        parts = {Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS}
+        if self.scope == "abstract":
+            parts.add(Part.COMMUNITY_REPORTS)
+        if self.plan == "gold":
+            parts.add(Part.GOLD_DECOMPOSITIONS)
+        return parts
+
     def llm_use(self) -> str | None:
         """The planner and LLM sub-answers need the LLM even with --retrieval-only."""
         if self.plan == "llm":
@@ -123,8 +134,9 @@ def combined_order(
     "pankrag",
     config=PankRAGConfig,
     paper="PankRAG (2025): sub-question DAG planning, level-synchronous execution, Eq. 5 reranking",
-    needs="entity graph with entity vectors; community reports for abstract steps; MuSiQue-style "
-    "gold decompositions for plan: gold",
+    needs={Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS},
+    uses={Part.COMMUNITY_REPORTS},
+    needs_note="scope: abstract needs community_reports, plan: gold gold_decompositions",
 )
 def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Plan, then run every question's plan level by level, one batch per level."""

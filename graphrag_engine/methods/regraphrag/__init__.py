@@ -35,6 +35,7 @@ from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.reorganize import Reorganization, reorganize
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import EntityGraph, entity_graph, search, within_budget
@@ -249,7 +250,8 @@ def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list
     config=ReGraphRAGConfig,
     answer_prompt=answer_prompt,
     paper="ReGraphRAG (2025): perspective expansion, graph reorganization, triplet reranking",
-    needs="entity graph with entity vectors (descriptions when an LLM extracted triples)",
+    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
+    needs_note="descriptions when an LLM extracted triples",
 )
 def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Perspective-wise reorganized knowledge graphs for every question of the batch."""

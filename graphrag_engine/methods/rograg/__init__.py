@@ -30,6 +30,7 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.answer import answer_batch, fit_context
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.rograg.dual_level import Matched, match_keys
 from graphrag_engine.methods.rograg.logic_forms import (
     LogicForm,
@@ -142,7 +143,8 @@ JSON:"""
     "rograg",
     config=ROGRAGConfig,
     paper="ROGRAG (2025): logic-form and dual-level retrieval, argument checking, refusal",
-    needs="entity graph with entity and relation vectors (descriptions when an LLM extracted)",
+    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
+    needs_note="descriptions when an LLM extracted",
 )
 def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Every question through the stage chain, the verifier choosing where it stops."""
