@@ -36,44 +36,26 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import DATA, work_dir, write_result
-from graphrag_engine.eval.judge import (
-    SHORT_VERDICT_TOKENS,
-    STATEMENTS,
-    STATEMENTS_PROMPT,
-    SUPPORT_PROMPT,
-    USEFUL,
-    USEFUL_PROMPT,
-    VERDICT,
-    pairwise_prompt,
-    support_schema,
-)
-from graphrag_engine.index.communities import REPORT, REPORT_PROMPT
-from graphrag_engine.index.extract import (
-    ASK_PROMPT,
-    CONTINUE_PROMPT,
-    LOOP_CHECK,
-    extraction_prompt,
-    triple_schema,
-)
-from graphrag_engine.index.units import UNITS, unit_prompt
-from graphrag_engine.methods.pankrag import PankRAGConfig
-from graphrag_engine.methods.pankrag.plans import plan_prompt, plan_schema
-from graphrag_engine.methods.regraphrag.perspectives import perspectives, perspectives_prompt
-from graphrag_engine.methods.rograg import VERDICT as SUPPORTED
-from graphrag_engine.methods.rograg import (
-    ROGRAGConfig,
-    logic_form_max_tokens,
-    logic_form_prompt,
-    verdict_prompt,
-)
-from graphrag_engine.methods.rograg.logic_forms import logic_form_schema
 from graphrag_engine.models import LLM, GenParams
 from graphrag_engine.models.openai_llm import DECODING_LADDER
 from graphrag_engine.models.structured import Schema, generate_structured
-from graphrag_engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORDS
+from graphrag_engine.stages import stage as registered
 
-TYPES = ["person", "organization", "location", "event", "work", "concept"]
-PERSPECTIVES = perspectives(3, 2)
+TYPES = ("person", "organization", "location", "event", "work", "concept")
+VIEWS = {"m": 3, "n": 2}  # perspectives x sub-queries the bench asks for
+BUDGETS = {"units": 400, "extract": 768, "extract_gleaning": 768, "community_report": 450}
+BUDGETS |= {"judge_pairwise": 300, "ragas_support": 16}
+"""The bench's completion budgets where they are below the stage's default (kept so its rows
+compare with earlier runs); every other stage runs at its declared default."""
+
+
+def budget(name: str, **settings: Any) -> int:
+    """A registered stage's completion budget as the bench runs it."""
+    if name in BUDGETS:
+        return BUDGETS[name]
+    return registered(name).max_tokens(**settings)
+
+
 CONTINUED = ("triples_gleaning", "loop_check")  # stages that continue round one's conversations
 
 
@@ -134,18 +116,18 @@ def build_tasks(
     broad = [q["question"] for q in ud] + [q["question"] for q in hotpot][: n - len(ud)]
     corpus = {p["id"]: p["text"] for p in _jsonl(data, "musique_corpus.jsonl", 10**9)}
     hops = [len(q["meta"]["question_decomposition"]) for q in musique]
-    triples = triple_schema(TYPES)
+    units, extract = registered("units"), registered("extract")
     tasks = {
         "units": Task(
-            [unit_prompt(t) for t in passages],
-            UNITS,
-            400,
+            [units.prompt(t) for t in passages],
+            units.schema(),
+            budget("units"),
             lambda v, i: all(_grounded(u, passages[i]) for u in v),
         ),
         "triples": Task(
-            [[{"role": "user", "content": extraction_prompt(t, TYPES)}] for t in passages],
-            triples,
-            768,
+            [extract.prompt(t, TYPES) for t in passages],
+            extract.schema(entity_types=TYPES),
+            budget("extract"),
             lambda v, i: (
                 bool(v["entities"])
                 and all(e["name"].lower() in passages[i].lower() for e in v["entities"])
@@ -154,54 +136,57 @@ def build_tasks(
     }
     tasks.update(continued_tasks(passages, llm_first_round.get("triples")))
     mentions = passage_mentions(passages, work)
-    reports, report_format = [], REPORT.describe()
+    report, reports = registered("community_report"), []
     for ents in mentions:
         names = list(dict.fromkeys(name for name, _ in ents))[:12]
         lines = "\n".join(f"- {name} ({label})" for name, label in dict(ents).items())
         pairs = "\n".join(
             f"- {a} -- {b}: appear in one passage" for a, b in zip(names, names[1:], strict=False)
         )
-        reports.append(
-            REPORT_PROMPT.format(
-                format=report_format, entities=lines, relations=pairs or "- (none)"
-            )
-        )
+        reports.append(report.prompt(lines, pairs or "- (none)"))
     tasks["reports"] = Task(
-        reports, REPORT, 450, lambda v, i: any(n for n, _ in mentions[i] if n in v["summary"])
+        reports,
+        report.schema(),
+        budget("community_report"),
+        lambda v, i: any(n for n, _ in mentions[i] if n in v["summary"]),
     )
-    judge = []
+    judge_stage, judge = registered("judge_pairwise"), []
     for i, q in enumerate(musique):  # gold answer vs another question's gold answer
         other = musique[(i + 1) % len(musique)]["answer"]
         a1, a2 = (q["answer"], other) if i % 2 == 0 else (other, q["answer"])
-        judge.append(pairwise_prompt(q["question"], a1, a2))
+        judge.append(judge_stage.prompt(q["question"], a1, a2))
     tasks["judge"] = Task(
-        judge, VERDICT, 300, lambda v, i: v["overall"] == ("1" if i % 2 == 0 else "2")
+        judge,
+        judge_stage.schema(),
+        budget("judge_pairwise"),
+        lambda v, i: v["overall"] == ("1" if i % 2 == 0 else "2"),
     )
-    keyword_format = KEYWORDS.describe()
+    keywords = registered("keywords")
     tasks["keywords"] = Task(
-        [KEYWORD_PROMPT.format(question=q["question"], format=keyword_format) for q in hotpot],
-        KEYWORDS,
-        160,
+        [keywords.prompt(q["question"]) for q in hotpot],
+        keywords.schema(),
+        budget("keywords"),
         lambda v, i: all(k.lower() in hotpot[i]["question"].lower() for k in v[0]),
     )
+    views = registered("perspectives")
     tasks["perspectives"] = Task(
-        [perspectives_prompt(q, 3, 2) for q in broad],
-        PERSPECTIVES,
-        300,
+        [views.prompt(q, **VIEWS) for q in broad],
+        views.schema(**VIEWS),
+        budget("perspectives", **VIEWS),
         lambda v, i: len({s for _, queries in v for s in queries}) == 6,
     )
-    plan_steps = PankRAGConfig().max_steps  # the methods' own defaults
+    plan = registered("pankrag_plan")  # at the methods' own default settings
     tasks["dag"] = Task(
-        [plan_prompt(q["question"], plan_steps) for q in musique],
-        plan_schema(plan_steps),
-        344,
+        [plan.prompt(q["question"], plan.settings["max_steps"]) for q in musique],
+        plan.schema(),
+        budget("pankrag_plan"),
         lambda v, i: len(v.steps) == hops[i],
     )
-    form_steps = ROGRAGConfig().max_steps
+    form = registered("logic_form")
     tasks["logic_form"] = Task(
-        [logic_form_prompt(q["question"], form_steps) for q in musique],
-        logic_form_schema(form_steps),
-        logic_form_max_tokens(form_steps),
+        [form.prompt(q["question"], form.settings["max_steps"]) for q in musique],
+        form.schema(),
+        budget("logic_form"),
         lambda v, i: sum(s.operator == "retrieve" for s in v.steps) >= hops[i],
     )
     support_gold = []
@@ -214,11 +199,12 @@ def build_tasks(
         )
         support.append((q["question"], q["answer"], corpus[ids[0]]))
         support_gold.append(i % 2 == 0)
+    verify = registered("verify")
     for check in ("argument", "result"):  # ROGRAG's two verifiers; gold: a supporting passage
         tasks[f"{check}_check"] = Task(
-            [verdict_prompt(check, q, text, answer) for q, answer, text in support],
-            SUPPORTED,
-            16,
+            [verify.prompt(check, q, text, answer) for q, answer, text in support],
+            verify.schema(),
+            budget("verify"),
             lambda v, i: v == support_gold[i],
         )
     tasks.update(ragas_tasks(musique, support, support_gold))
@@ -228,49 +214,34 @@ def build_tasks(
 def ragas_tasks(
     musique: list[dict], support: list[tuple[str, str, str]], gold: list[bool]
 ) -> dict[str, Task]:
-    """The three RAGAS judge steps (graphrag_engine/eval/judge.py) on MuSiQue questions with their gold
-    answers: statements of the answer, one statement's support by a supporting passage (even
-    items) or a distractor (odd), and that passage's usefulness; gold as for the verdicts."""
-    one = support_schema(1)
-    statements_format, support_format, useful_format = (
-        STATEMENTS.describe(),
-        one.describe(),
-        USEFUL.describe(),
+    """The three RAGAS judge steps (graphrag_engine/eval/judge.py) on MuSiQue questions with
+    their gold answers: statements of the answer, one statement's support by a supporting
+    passage (even items) or a distractor (odd), and that passage's usefulness; gold as for the
+    verdicts."""
+    statements, supported, useful = (
+        registered("ragas_statements"),
+        registered("ragas_support"),
+        registered("ragas_useful"),
     )
     return {
         "ragas_statements": Task(
-            [
-                STATEMENTS_PROMPT.format(
-                    question=q["question"], answer=q["answer"], format=statements_format
-                )
-                for q in musique
-            ],
-            STATEMENTS,
-            256,
+            [statements.prompt(q["question"], q["answer"]) for q in musique],
+            statements.schema(),
+            budget("ragas_statements"),
             lambda v, i: all(
                 _grounded(s, musique[i]["question"] + " " + musique[i]["answer"]) for s in v
             ),
         ),
         "ragas_support": Task(
-            [
-                SUPPORT_PROMPT.format(
-                    context=text, statements=f"1. {q} {answer}", format=support_format
-                )
-                for q, answer, text in support
-            ],
-            one,
-            SHORT_VERDICT_TOKENS,
+            [supported.prompt(text, [f"{q} {answer}"]) for q, answer, text in support],
+            supported.schema(statements=1),
+            budget("ragas_support"),
             lambda v, i: v == [int(gold[i])],
         ),
         "ragas_useful": Task(
-            [
-                USEFUL_PROMPT.format(
-                    question=q, reference=answer, passage=text, format=useful_format
-                )
-                for q, answer, text in support
-            ],
-            USEFUL,
-            SHORT_VERDICT_TOKENS,
+            [useful.prompt(q, answer, text) for q, answer, text in support],
+            useful.schema(),
+            budget("ragas_useful"),
             lambda v, i: v == int(gold[i]),
         ),
     }
@@ -282,24 +253,21 @@ def continued_tasks(passages: list[str], first: list[str] | None) -> dict[str, T
     if first is None:
         return {}
     convs = [
-        [
-            {"role": "user", "content": extraction_prompt(t, TYPES)},
-            {"role": "assistant", "content": a},
-        ]
+        [*registered("extract").prompt(t, TYPES), {"role": "assistant", "content": a}]
         for t, a in zip(passages, first, strict=True)
     ]
-    ask = ASK_PROMPT.format(format=LOOP_CHECK.describe())
+    gleaning, loop_check = registered("extract_gleaning"), registered("extract_loop_check")
     return {
         "triples_gleaning": Task(
-            [c + [{"role": "user", "content": CONTINUE_PROMPT}] for c in convs],
-            triple_schema(TYPES),
-            768,
+            [gleaning.prompt(c) for c in convs],
+            gleaning.schema(entity_types=TYPES),
+            budget("extract_gleaning"),
             lambda v, i: all(e["name"].lower() in passages[i].lower() for e in v["entities"]),
         ),
         "loop_check": Task(
-            [c + [{"role": "user", "content": ask}] for c in convs],
-            LOOP_CHECK,
-            8,
+            [loop_check.prompt(c) for c in convs],
+            loop_check.schema(),
+            budget("extract_loop_check"),
             lambda v, i: True,
         ),
     }

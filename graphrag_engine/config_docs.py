@@ -1,6 +1,7 @@
 """Every config key with its default and meaning, written from the config dataclasses: the
 index config (`configs/index.yaml`) and one reference per registered method
-(`configs/reference/<method>.yaml`). A key's meaning is its field docstring (or the comment on
+(`configs/reference/<method>.yaml`), and the structured LLM stages from their registry
+(`docs/structured-stages.md`). A key's meaning is its field docstring (or the comment on
 its line); a section's is its class docstring. A field without either is an error, so a new
 key cannot go undocumented; tests/test_config_docs.py checks the files are current.
 
@@ -24,6 +25,7 @@ import yaml
 
 from graphrag_engine.config import IndexConfig, QueryConfig
 from graphrag_engine.methods import METHODS, method_names, query_config
+from graphrag_engine.stages import stages_page
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH = 96
@@ -127,6 +129,7 @@ def references() -> dict[Path, str]:
     out = {REPO / "configs" / "index.yaml": index_reference()}
     for name in method_names():
         out[REPO / "configs" / "reference" / f"{name}.yaml"] = method_reference(name)
+    out[REPO / "docs" / "structured-stages.md"] = stages_page()
     return out
 
 

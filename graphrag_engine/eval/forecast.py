@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_engine.config import LLMConfig
-from graphrag_engine.eval.judge import SHORT_VERDICT_TOKENS, pairwise_judge, ragas_scores
+from graphrag_engine.eval.judge import USEFUL_STAGE, pairwise_judge, ragas_scores
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.cache import ResponseCache
 from graphrag_engine.models.forecast import StageForecast, price
@@ -48,7 +48,7 @@ def forecast_judge(
             ragas_scores(llm, rows[:limit], max_tokens, retries)
     out = []
     for (stage, _), u in llm.ledger.by_key.items():
-        budget = SHORT_VERDICT_TOKENS if stage == "ragas_context_precision" else max_tokens
+        budget = USEFUL_STAGE.max_tokens() if stage == "ragas_context_precision" else max_tokens
         if u.cached_calls:
             per = u.cached_completion_tokens / u.cached_calls
             how = f"completions: mean {per:.0f} tokens of the {u.cached_calls} cached answers"

@@ -21,6 +21,7 @@ from itertools import combinations
 from typing import Any
 
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import (
     ParseError,
     Schema,
@@ -120,6 +121,15 @@ def _verdicts(obj: dict) -> dict[str, str | None]:
 VERDICT = Schema(VERDICT_SCHEMA, _verdicts)
 """The pairwise judge's answer: a winner and a short reason per criterion."""
 
+JUDGE_STAGE = structured_stage(
+    "judge_pairwise",
+    about="the pairwise judge's verdict on two answers to one question, per criterion",
+    prompt=pairwise_prompt,
+    schema=VERDICT,
+    max_tokens=lambda budget: budget,
+    budget=400,
+)
+
 
 def pairwise_judge(
     llm,
@@ -138,11 +148,16 @@ def pairwise_judge(
             a, b = r["answer"], by_b[r["qid"]]["answer"]
             for order, (x, y) in (("ab", (a, b)), ("ba", (b, a))):
                 jobs.append((r["qid"], la, lb, order))
-                prompts.append(pairwise_prompt(r["question"], x, y))
+                prompts.append(JUDGE_STAGE.prompt(r["question"], x, y))
     if not prompts:
         return []
     res = generate_structured(
-        llm, prompts, VERDICT, GenParams(max_tokens=max_tokens), "judge_pairwise", retries
+        llm,
+        prompts,
+        JUDGE_STAGE.schema(),
+        GenParams(max_tokens=JUDGE_STAGE.max_tokens(budget=max_tokens)),
+        "judge_pairwise",
+        retries,
     )
     rows = []
     for (qid, la, lb, order), s in zip(jobs, res.results, strict=True):
@@ -303,6 +318,40 @@ def support_schema(n: int) -> Schema[list[int]]:
     return Schema(json_object({"verdicts": verdicts}), lambda v: [int(x) for x in v["verdicts"]])
 
 
+STATEMENTS_STAGE = structured_stage(
+    "ragas_statements",
+    about="RAGAS faithfulness, step 1: an answer rewritten as short statements",
+    prompt=lambda question, answer: STATEMENTS_PROMPT.format(
+        question=question, answer=answer, format=STATEMENTS.describe()
+    ),
+    schema=STATEMENTS,
+    max_tokens=lambda budget: budget,
+    budget=256,
+)
+SUPPORT_STAGE = structured_stage(
+    "ragas_support",
+    about="RAGAS faithfulness and context recall: a 0/1 verdict per statement against a context",
+    prompt=lambda context, statements: SUPPORT_PROMPT.format(
+        context=context,
+        statements="\n".join(f"{k + 1}. {s}" for k, s in enumerate(statements)),
+        format=support_schema(len(statements)).describe(),
+    ),
+    schema=lambda statements, **_: support_schema(statements),
+    max_tokens=lambda budget, **_: budget,
+    statements=1,
+    budget=256,
+)
+USEFUL_STAGE = structured_stage(
+    "ragas_useful",
+    about="RAGAS context precision: whether one passage helps reach the reference answer",
+    prompt=lambda question, reference, passage: USEFUL_PROMPT.format(
+        question=question, reference=reference, passage=passage, format=USEFUL.describe()
+    ),
+    schema=USEFUL,
+    max_tokens=SHORT_VERDICT_TOKENS,
+)
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
 
@@ -321,16 +370,9 @@ def _support(
     out = [float("nan")] * len(contexts)
     for n in sorted({len(s) for s in statements} - {0}):  # one schema, one batched call, per n
         idx = [i for i, s in enumerate(statements) if len(s) == n]
-        fmt = support_schema(n).describe()
-        prompts = [
-            SUPPORT_PROMPT.format(
-                context=contexts[i],
-                statements="\n".join(f"{k + 1}. {s}" for k, s in enumerate(statements[i])),
-                format=fmt,
-            )
-            for i in idx
-        ]
-        res = generate_structured(llm, prompts, support_schema(n), params, stage, retries)
+        prompts = [SUPPORT_STAGE.prompt(contexts[i], statements[i]) for i in idx]
+        schema = SUPPORT_STAGE.schema(statements=n)
+        res = generate_structured(llm, prompts, schema, params, stage, retries)
         for i, r in zip(idx, res.results, strict=True):
             if r.ok:
                 out[i] = sum(r.value) / n
@@ -347,19 +389,13 @@ def ragas_scores(
     n = len(rows)
     ctx_text = ["\n\n".join(r["context_text"] or []) for r in rows]
     faith, recall, precision = [nan] * n, [nan] * n, [nan] * n
-    statements_format, useful_format = STATEMENTS.describe(), USEFUL.describe()
 
     # faithfulness: statements of the answer, then their support by the context
     idx = [i for i, r in enumerate(rows) if r["answer"] and ctx_text[i]]
     st = generate_structured(
         llm,
-        [
-            STATEMENTS_PROMPT.format(
-                question=rows[i]["question"], answer=rows[i]["answer"], format=statements_format
-            )
-            for i in idx
-        ],
-        STATEMENTS,
+        [STATEMENTS_STAGE.prompt(rows[i]["question"], rows[i]["answer"]) for i in idx],
+        STATEMENTS_STAGE.schema(),
         params,
         "ragas_statements",
         retries,
@@ -394,16 +430,13 @@ def ragas_scores(
         res = generate_structured(
             llm,
             [
-                USEFUL_PROMPT.format(
-                    question=rows[i]["question"],
-                    reference=rows[i]["gold_answers"][0],
-                    passage=rows[i]["context_text"][k],
-                    format=useful_format,
+                USEFUL_STAGE.prompt(
+                    rows[i]["question"], rows[i]["gold_answers"][0], rows[i]["context_text"][k]
                 )
                 for i, k in pairs
             ],
-            USEFUL,
-            GenParams(max_tokens=SHORT_VERDICT_TOKENS),
+            USEFUL_STAGE.schema(),
+            GenParams(max_tokens=USEFUL_STAGE.max_tokens()),
             "ragas_context_precision",
             retries,
         )

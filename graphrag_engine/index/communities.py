@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.models import LLM, GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured
 
 REPORT_PROMPT = """You write a short report about a community of related entities from a knowledge graph.
@@ -91,6 +92,18 @@ REPORT = Schema(
 """A community report: title, summary, 0-10 rating, up to five findings (about 450 tokens)."""
 
 
+REPORT_STAGE = structured_stage(
+    "community_report",
+    about="a community's report (title, summary, findings, rating) from its entities and relations",
+    prompt=lambda entities, relations: REPORT_PROMPT.format(
+        format=REPORT.describe(), entities=entities, relations=relations
+    ),
+    schema=REPORT,
+    max_tokens=lambda budget: budget,
+    budget=512,
+)
+
+
 def community_reports(
     llm: LLM,
     communities: list[dict],
@@ -123,11 +136,7 @@ def community_reports(
             for r in rels
         ]
         prompts.append(
-            REPORT_PROMPT.format(
-                format=REPORT.describe(),
-                entities="\n".join(ent_lines),
-                relations="\n".join(rel_lines) or "- (none)",
-            )
+            REPORT_STAGE.prompt("\n".join(ent_lines), "\n".join(rel_lines) or "- (none)")
         )
     run = generate_structured(
         llm,

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from graphrag_engine.config import ExtractionConfig
 from graphrag_engine.models import LLM, GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured, json_object
 
 EXTRACT_PROMPT = """Task: read the text and list its entities and the relationships between them.
@@ -118,10 +119,10 @@ def extract_triples(
     """Entities and relations of every text: a first round, then gleaning or loop-NER rounds."""
     if loop not in ("none", "trial", "base"):
         raise ValueError(f"loop must be 'none', 'trial' or 'base', got {loop!r}")
-    schema = triple_schema(entity_types)
-    params = GenParams(max_tokens=max_tokens)
+    schema = EXTRACT_STAGE.schema(entity_types=tuple(entity_types))
+    params = GenParams(max_tokens=EXTRACT_STAGE.max_tokens(budget=max_tokens))
     results = [ChunkExtraction() for _ in texts]
-    convs = [[{"role": "user", "content": extraction_prompt(t, entity_types)}] for t in texts]
+    convs = [EXTRACT_STAGE.prompt(t, entity_types) for t in texts]
     pending = list(range(len(texts)))
 
     def extract_round(idx: list[int]) -> None:
@@ -138,12 +139,11 @@ def extract_triples(
 
     def ask(idx: list[int]) -> list[int]:
         """Chunks whose model says entities were missed (an unusable verdict stops the chunk)."""
-        prompt = {"role": "user", "content": ASK_PROMPT.format(format=LOOP_CHECK.describe())}
         run = generate_structured(
             llm,
-            [convs[i] + [prompt] for i in idx],
-            LOOP_CHECK,
-            GenParams(max_tokens=8),
+            [LOOP_CHECK_STAGE.prompt(convs[i]) for i in idx],
+            LOOP_CHECK_STAGE.schema(),
+            GenParams(max_tokens=LOOP_CHECK_STAGE.max_tokens()),
             stage="extract_loop_check",
             retries=retries,
         )
@@ -151,7 +151,7 @@ def extract_triples(
 
     def cont(idx: list[int]) -> None:
         for i in idx:
-            convs[i] = convs[i] + [{"role": "user", "content": CONTINUE_PROMPT}]
+            convs[i] = GLEANING_STAGE.prompt(convs[i])
         extract_round(idx)
 
     extract_round(pending)
@@ -184,6 +184,39 @@ def extraction_prompt(text: str, entity_types: list[str]) -> str:
     """The first-round extraction prompt of one text."""
     fmt = triple_schema(entity_types).describe()
     return EXTRACT_PROMPT.format(types=", ".join(entity_types), format=fmt, text=text)
+
+
+DEFAULT_TYPES = tuple(ExtractionConfig().entity_types)
+EXTRACT_STAGE = structured_stage(
+    "extract",
+    about="entities and relations of a chunk: the first round of LLM extraction",
+    prompt=lambda text, entity_types: [
+        {"role": "user", "content": extraction_prompt(text, list(entity_types))}
+    ],
+    schema=lambda entity_types, **_: triple_schema(entity_types),
+    max_tokens=lambda budget, **_: budget,
+    entity_types=DEFAULT_TYPES,
+    budget=1024,
+)
+GLEANING_STAGE = structured_stage(
+    "extract_gleaning",
+    about="a further extraction round continuing a chunk's conversation (gleaning, loop NER)",
+    prompt=lambda conversation: [*conversation, {"role": "user", "content": CONTINUE_PROMPT}],
+    schema=lambda entity_types, **_: triple_schema(entity_types),
+    max_tokens=lambda budget, **_: budget,
+    entity_types=DEFAULT_TYPES,
+    budget=1024,
+)
+LOOP_CHECK_STAGE = structured_stage(
+    "extract_loop_check",
+    about="loop NER's verdict on a chunk's conversation: were entities still missed",
+    prompt=lambda conversation: [
+        *conversation,
+        {"role": "user", "content": ASK_PROMPT.format(format=LOOP_CHECK.describe())},
+    ],
+    schema=LOOP_CHECK,
+    max_tokens=8,
+)
 
 
 SUMMARY_PROMPT = """Several descriptions of the same entity were collected from different passages.

@@ -18,12 +18,10 @@ from typing import Any
 import numpy as np
 
 from graphrag_engine.config import IndexConfig
-from graphrag_engine.index.extract import ASK_PROMPT, CONTINUE_PROMPT, LOOP_CHECK, extraction_prompt
-from graphrag_engine.index.units import unit_prompt
+from graphrag_engine.index.extract import EXTRACT_STAGE, GLEANING_STAGE, LOOP_CHECK_STAGE
+from graphrag_engine.index.units import UNITS_STAGE
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.forecast import StageForecast, price
-
-LOOP_CHECK_TOKENS = 8  # the loop verdict's completion budget (graphrag_engine/index/extract.py)
 
 
 def previous_stages(out: Path) -> dict[str, dict[str, Any]]:
@@ -49,6 +47,11 @@ def _mean_completion(before: dict[str, Any], budget: int) -> tuple[float, str]:
     return float(budget), f"completions: max_tokens {budget} (an upper bound)"
 
 
+def _last(prompt: list[dict[str, str]]) -> str:
+    """The text of a chat prompt's last message (what a round adds to the conversation)."""
+    return prompt[-1]["content"]
+
+
 def forecast_index(
     texts: list[str], n_tokens: list[int], config: IndexConfig, out: Path
 ) -> list[StageForecast]:
@@ -67,8 +70,8 @@ def forecast_index(
         # capacity of chunk text
         fits = np.cumsum(np.sort(np.asarray(n_tokens))) <= capacity
         n = int(fits.sum())
-        counts = backend.count_tokens([unit_prompt(t) for t in texts])
-        overhead = backend.count_tokens([unit_prompt("")])[0]
+        counts = backend.count_tokens([UNITS_STAGE.prompt(t) for t in texts])
+        overhead = backend.count_tokens([UNITS_STAGE.prompt("")])[0]
         per_chunk_token = max(sum(counts) - overhead * len(counts), 0) / max(sum(n_tokens), 1)
         tokens = n * overhead + capacity * per_chunk_token
         per, how = _mean_completion(before.get("units", {}), g.unit_max_tokens)
@@ -80,10 +83,12 @@ def forecast_index(
             )
         )  # fmt: skip
     if x.enabled and texts:
-        first = backend.count_tokens([extraction_prompt(t, x.entity_types) for t in texts])
+        first = backend.count_tokens(
+            [_last(EXTRACT_STAGE.prompt(t, x.entity_types)) for t in texts]
+        )
         per, how = _mean_completion(before.get("extract", {}), x.max_tokens)
-        extra = backend.count_tokens([CONTINUE_PROMPT])[0]
-        ask = backend.count_tokens([ASK_PROMPT.format(format=LOOP_CHECK.describe())])[0]
+        extra = backend.count_tokens([_last(GLEANING_STAGE.prompt([]))])[0]
+        ask = backend.count_tokens([_last(LOOP_CHECK_STAGE.prompt([]))])[0]
         rounds = x.gleaning if x.loop == "none" else x.max_rounds
         prompts, tokens, completion = len(texts), sum(first), per * len(texts)
         for k in range(1, rounds + 1):  # round k carries the k answers and requests before it
@@ -94,7 +99,7 @@ def forecast_index(
             if x.loop != "none":  # and a yes/no question before or after it
                 prompts += len(texts)
                 tokens += history + len(texts) * ask
-                completion += LOOP_CHECK_TOKENS * len(texts)
+                completion += LOOP_CHECK_STAGE.max_tokens() * len(texts)
         bound = "every chunk runs every round" if x.loop != "none" else "gleaning rounds"
         rows.append(
             StageForecast(

@@ -17,6 +17,7 @@ import pyarrow as pa
 from graphrag_engine.index.chunking import sentence_starts
 from graphrag_engine.kernels.knapsack import knapsack
 from graphrag_engine.models import LLM, GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import ParseError, Schema, generate_structured
 from graphrag_engine.store.schemas import schema_for
 
@@ -121,6 +122,16 @@ def unit_prompt(text: str) -> str:
     return UNIT_PROMPT.format(format=UNITS.describe(), text=text)
 
 
+UNITS_STAGE = structured_stage(
+    "units",
+    about="knowledge units of a core chunk (Clue-RAG's semantic units; graph.alpha > 0)",
+    prompt=unit_prompt,
+    schema=UNITS,
+    max_tokens=lambda budget: budget,
+    budget=512,
+)
+
+
 def llm_units(
     llm: LLM, chunks: list[tuple[str, str]], retries: int, max_tokens: int = 512
 ) -> tuple[dict[str, list[Unit]], int]:
@@ -133,7 +144,12 @@ def llm_units(
         return {}, 0
     prompts = [unit_prompt(text) for _, text in chunks]
     run = generate_structured(
-        llm, prompts, UNITS, GenParams(max_tokens=max_tokens), stage="units", retries=retries
+        llm,
+        prompts,
+        UNITS_STAGE.schema(),
+        GenParams(max_tokens=UNITS_STAGE.max_tokens(budget=max_tokens)),
+        stage="units",
+        retries=retries,
     )
     out: dict[str, list[Unit]] = {}
     for (cid, _), res in zip(chunks, run.results, strict=True):

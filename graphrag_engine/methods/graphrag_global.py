@@ -27,6 +27,7 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured
 from graphrag_engine.retrieve.communities import Communities, communities
 from graphrag_engine.retrieve.context import QueryContext
@@ -120,6 +121,36 @@ POINTS = Schema(
 RATING = Schema(RATE_SCHEMA, lambda v: v["rating"])
 """The dynamic selection's answer: a report's 0-10 relevance."""
 
+RATE_STAGE = structured_stage(
+    "global_rate",
+    about="GraphRAG global search's dynamic selection: one report's relevance to a question, 0-10",
+    prompt=lambda report, question: [
+        {
+            "role": "user",
+            "content": RATE_PROMPT.format(
+                report=report, question=question, format=RATING.describe()
+            ),
+        }
+    ],
+    schema=RATING,
+    max_tokens=16,
+)
+MAP_STAGE = structured_stage(
+    "global_map",
+    about="GraphRAG global search's map step: rated points of a batch of reports for a question",
+    prompt=lambda reports, question: [
+        {
+            "role": "user",
+            "content": MAP_PROMPT.format(
+                reports=reports, question=question, format=POINTS.describe()
+            ),
+        }
+    ],
+    schema=POINTS,
+    max_tokens=lambda budget: budget,
+    budget=300,
+)
+
 
 def _report(comms: Communities, c: int) -> str:
     title, text, _ = comms.report[c]
@@ -137,19 +168,9 @@ def _dynamic(
     tokens = [0] * len(texts)
     while any(frontier):
         pairs = [(q, c) for q, cs in enumerate(frontier) for c in cs]
-        prompts = [
-            [
-                {
-                    "role": "user",
-                    "content": RATE_PROMPT.format(
-                        report=_report(comms, c), question=texts[q], format=RATING.describe()
-                    ),
-                }
-            ]
-            for q, c in pairs
-        ]
+        prompts = [RATE_STAGE.prompt(_report(comms, c), texts[q]) for q, c in pairs]
         run = generate_structured(
-            ctx.llm, prompts, RATING, GenParams(max_tokens=16),
+            ctx.llm, prompts, RATE_STAGE.schema(), GenParams(max_tokens=RATE_STAGE.max_tokens()),
             stage="global_rate", retries=ctx.cfg.models.llm.parse_retries,
         )  # fmt: skip
         frontier = [[] for _ in texts]
@@ -212,19 +233,10 @@ def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageCl
     with clock.stage("map"):
         batches = [_batches(ctx, comms, r, cfg) for r in rows]
         pairs = [(q, b) for q, bs in enumerate(batches) for b in bs]
-        prompts = [
-            [
-                {
-                    "role": "user",
-                    "content": MAP_PROMPT.format(
-                        reports=b, question=texts[q], format=POINTS.describe()
-                    ),
-                }
-            ]
-            for q, b in pairs
-        ]
+        prompts = [MAP_STAGE.prompt(b, texts[q]) for q, b in pairs]
         run = generate_structured(
-            ctx.llm, prompts, POINTS, GenParams(max_tokens=cfg.map_max_tokens),
+            ctx.llm, prompts, MAP_STAGE.schema(),
+            GenParams(max_tokens=MAP_STAGE.max_tokens(budget=cfg.map_max_tokens)),
             stage="global_map", retries=ctx.cfg.models.llm.parse_retries,
         )  # fmt: skip
     points: list[list[tuple[str, int]]] = [[] for _ in texts]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import ParseError, Schema, generate_structured
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.linking import query_mentions
@@ -69,17 +70,28 @@ KEYWORDS = Schema(KEYWORD_SCHEMA, _lists)
 """The keyword stage's answer: low- and high-level keys, each 1-4 short strings."""
 
 
+KEYWORDS_STAGE = structured_stage(
+    "keywords",
+    about="low- and high-level keywords of a question (LightRAG, ROGRAG's dual-level keys)",
+    prompt=lambda question: [
+        {
+            "role": "user",
+            "content": KEYWORD_PROMPT.format(question=question, format=KEYWORDS.describe()),
+        }
+    ],
+    schema=KEYWORDS,
+    max_tokens=160,
+)
+
+
 def llm_keywords(ctx: QueryContext, questions: list[str], retries: int = 2) -> Keywords:
     """Keywords of every question from one batched, schema-constrained LLM call."""
-    prompts = [
-        [{"role": "user", "content": KEYWORD_PROMPT.format(question=q, format=KEYWORDS.describe())}]
-        for q in questions
-    ]
+    prompts = [KEYWORDS_STAGE.prompt(q) for q in questions]
     run = generate_structured(
         ctx.llm,
         prompts,
-        KEYWORDS,
-        GenParams(max_tokens=160),
+        KEYWORDS_STAGE.schema(),
+        GenParams(max_tokens=KEYWORDS_STAGE.max_tokens()),
         stage="keywords",
         retries=retries,
     )

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import ParseError, Schema, generate_structured, json_object
 
 REFERENCE = re.compile(r"#(\d+)")
@@ -157,6 +158,18 @@ def plan_prompt(question: str, max_steps: int) -> str:
     return PLAN_PROMPT.format(max_steps=max_steps, format=fmt, question=question)
 
 
+PLAN_STAGE = structured_stage(
+    "pankrag_plan",
+    about="PankRAG's plan: a question's sub-questions as a DAG, each specific or abstract",
+    prompt=lambda question, max_steps: [
+        {"role": "user", "content": plan_prompt(question, max_steps)}
+    ],
+    schema=lambda max_steps: plan_schema(max_steps),
+    max_tokens=lambda max_steps: 24 + 64 * max_steps,  # ~50 tokens a step, with room for the JSON
+    max_steps=5,
+)
+
+
 @dataclass
 class Planned:
     """Per question: its plan (the question as one step where the answer never validated),
@@ -180,12 +193,12 @@ def make_plans(
     """Every question's plan from one batched, schema-constrained LLM call; an answer that
     never validates (cycle, dangling reference, wrong shape) leaves the question as its only
     step, with `scope`, and is counted."""
-    prompts = [[{"role": "user", "content": plan_prompt(q, max_steps)}] for q in questions]
+    prompts = [PLAN_STAGE.prompt(q, max_steps) for q in questions]
     run = generate_structured(
         llm,
         prompts,
-        plan_schema(max_steps),
-        GenParams(max_tokens=24 + 64 * max_steps),  # ~50 tokens a step, with room for the JSON
+        PLAN_STAGE.schema(max_steps=max_steps),
+        GenParams(max_tokens=PLAN_STAGE.max_tokens(max_steps=max_steps)),
         stage="pankrag_plan",
         retries=retries,
     )

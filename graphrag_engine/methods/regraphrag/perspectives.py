@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import ParseError, Schema, generate_structured, json_object
 from graphrag_engine.retrieve.context import QueryContext
 
@@ -80,16 +81,28 @@ class Expansion:
     """LLM prompt + completion tokens per question, re-asks included."""
 
 
+PERSPECTIVES_STAGE = structured_stage(
+    "perspectives",
+    about="ReGraphRAG's perspective expansion: m perspectives of a question, n sub-queries each",
+    prompt=lambda question, m, n: [
+        {"role": "user", "content": perspectives_prompt(question, m, n)}
+    ],
+    schema=lambda m, n: perspectives(m, n),
+    # about 40 tokens per sub-query and 15 per name, with room for the JSON around them
+    max_tokens=lambda m, n: 32 + m * (24 + 48 * n),
+    m=4,
+    n=3,
+)
+
+
 def expand(ctx: QueryContext, questions: list[str], m: int, n: int, retries: int = 2) -> Expansion:
     """m x n sub-queries of every question from one batched, schema-constrained LLM call."""
-    prompts = [[{"role": "user", "content": perspectives_prompt(q, m, n)}] for q in questions]
-    # about 40 tokens per sub-query and 15 per name, with room for the JSON around them
-    budget = 32 + m * (24 + 48 * n)
+    prompts = [PERSPECTIVES_STAGE.prompt(q, m, n) for q in questions]
     run = generate_structured(
         ctx.llm,
         prompts,
-        perspectives(m, n),
-        GenParams(max_tokens=budget),
+        PERSPECTIVES_STAGE.schema(m=m, n=n),
+        GenParams(max_tokens=PERSPECTIVES_STAGE.max_tokens(m=m, n=n)),
         stage="perspectives",
         retries=retries,
     )

@@ -39,6 +39,7 @@ from graphrag_engine.methods.rograg.logic_forms import (
     lookups,
 )
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured, json_object
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import budgeted_sections, entity_graph
@@ -217,10 +218,10 @@ def logic_form_stage(
     """Plans (one batched call) and their execution: per question its plan, the history as
     context and the chunks its lookups matched, in step order. A question without a valid plan
     gets an empty context and no chunks, so the verifier moves it on."""
-    prompts = [[{"role": "user", "content": logic_form_prompt(t, cfg.max_steps)}] for t in texts]
+    prompts = [LOGIC_FORM_STAGE.prompt(t, cfg.max_steps) for t in texts]
     run = generate_structured(
-        ctx.llm, prompts, logic_form_schema(cfg.max_steps),
-        GenParams(max_tokens=logic_form_max_tokens(cfg.max_steps)),
+        ctx.llm, prompts, LOGIC_FORM_STAGE.schema(max_steps=cfg.max_steps),
+        GenParams(max_tokens=LOGIC_FORM_STAGE.max_tokens(max_steps=cfg.max_steps)),
         stage="logic_form", retries=ctx.cfg.models.llm.parse_retries,
     )  # fmt: skip
     _add(tokens, "logic_form", [r.tokens for r in run.results])
@@ -292,11 +293,11 @@ def _check(
         given = list(done.answers)
         spent = [{"result_answer": sum(t.values())} for t in done.tokens]
     prompts = [
-        [{"role": "user", "content": _verdict_prompt(ctx, q, c, a)}]
-        for q, c, a in zip(questions, contexts, given, strict=True)
+        _verdict_prompt(ctx, q, c, a) for q, c, a in zip(questions, contexts, given, strict=True)
     ]
     run = generate_structured(
-        ctx.llm, prompts, VERDICT, GenParams(max_tokens=16), stage="verify",
+        ctx.llm, prompts, VERIFY_STAGE.schema(),
+        GenParams(max_tokens=VERIFY_STAGE.max_tokens()), stage="verify",
         retries=ctx.cfg.models.llm.parse_retries,
     )  # fmt: skip
     return [
@@ -305,13 +306,15 @@ def _check(
     ]
 
 
-def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: str | None) -> str:
+def _verdict_prompt(
+    ctx: QueryContext, question: str, context: Context, answer: str | None
+) -> list[dict[str, str]]:
     """The verdict prompt over the context the answer prompt would carry: cut, like it, to
     `generation.max_context_tokens` (a verdict on more than the answer sees would be moot, and
     could overflow the model's window)."""
     cfg: ROGRAGConfig = ctx.cfg.options
     fitted = fit_context(context, ctx.tokenizer, ctx.cfg.generation.max_context_tokens)
-    return verdict_prompt(cfg.check, question, "\n".join(fitted.texts()), answer)
+    return VERIFY_STAGE.prompt(cfg.check, question, "\n".join(fitted.texts()), answer)
 
 
 def logic_form_prompt(question: str, max_steps: int) -> str:
@@ -332,6 +335,27 @@ def verdict_prompt(check: str, question: str, context: str, answer: str | None =
             format=VERDICT.describe(), context=context, question=question, answer=answer
         )
     return ARGUMENT_PROMPT.format(format=VERDICT.describe(), context=context, question=question)
+
+
+LOGIC_FORM_STAGE = structured_stage(
+    "logic_form",
+    about="ROGRAG's logic form: a question as a plan of retrieval and operator steps",
+    prompt=lambda question, max_steps: [
+        {"role": "user", "content": logic_form_prompt(question, max_steps)}
+    ],
+    schema=lambda max_steps: logic_form_schema(max_steps),
+    max_tokens=logic_form_max_tokens,
+    max_steps=ROGRAGConfig.max_steps,
+)
+VERIFY_STAGE = structured_stage(
+    "verify",
+    about="ROGRAG's verifier: whether a context supports answering (argument) or an answer (result)",
+    prompt=lambda check, question, context, answer=None: [
+        {"role": "user", "content": verdict_prompt(check, question, context, answer)}
+    ],
+    schema=VERDICT,
+    max_tokens=16,
+)
 
 
 def _add(tokens: list[dict[str, int]], stage: str, counts: list[int]) -> None:
