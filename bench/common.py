@@ -149,5 +149,5 @@ def write_result(bench: str, figures: dict[str, Any], tag: str = "") -> Path:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
     tmp.replace(path)
-    print(f"result: {path.relative_to(REPO)}", file=sys.stderr)
+    print(f"result: {path}", file=sys.stderr)
     return path

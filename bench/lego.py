@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--webqsp", type=int, default=200, help="WebQSP dev questions")
     ap.add_argument("--multihop", type=int, default=10, help="MuSiQue dev questions")
     ap.add_argument("--llm", type=int, default=10, help="questions for LLM-scored instances")
-    ap.add_argument("--index", default="/tmp/graphrag-retrieval-bench/idx/musique")
+    ap.add_argument("--index", default=str(Path(work_dir("retrieval")) / "idx" / "musique"))
     ap.add_argument("--work", default=work_dir("lego"))
     ap.add_argument("--cross-encoder", default=None, help="local folder for bge-reranker-v2-m3")
     args = ap.parse_args()

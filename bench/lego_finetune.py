@@ -31,12 +31,12 @@ import time
 import numpy as np
 import torch
 
-from bench.common import REPO, write_result
+from bench.common import DATA, REPO, write_result
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods.lego.modules import pretty_relation
 from graphrag_engine.models.embed import packaged_minilm_path
 
-DATA = REPO.parent / "shared" / "data" / "webqsp_dev.jsonl"
+WEBQSP = DATA / "webqsp_dev.jsonl"
 OUT = {
     "bi-encoder": "models/lego/bi-encoder-ft",
     "cross-encoder": "models/lego/cross-encoder-ft",
@@ -264,7 +264,7 @@ def main() -> None:
     args.batch = args.batch or (8 if llm else 32)
     args.lr = args.lr or (5e-5 if llm else 2e-5)
     torch.manual_seed(0)
-    questions = load_questions(DATA)
+    questions = load_questions(WEBQSP)
     started = time.perf_counter()
     if llm:
         train = groups(questions[args.skip :], random.Random(0))

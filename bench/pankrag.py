@@ -44,7 +44,7 @@ from pathlib import Path
 
 import retrieval
 
-from bench.common import write_result
+from bench.common import work_dir, write_result
 from graphrag_engine.config import LLMConfig
 
 YAML = "configs/methods/pankrag.yaml"
@@ -133,7 +133,7 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     cfg = query_config("pankrag")
     cfg.generation.enabled = False
     cfg.options.plan, cfg.options.sub_answers = "gold", "gold"
-    ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-pankrag-speed"))
+    ctx = QueryContext(open_index(index), cfg, Path(work_dir("pankrag-speed")))
     return retrieval.batched_vs_single(pankrag, ctx, qs)[0]
 
 

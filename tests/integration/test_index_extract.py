@@ -1,0 +1,96 @@
+"""LLM triple extraction: record parsing and merging, gleaning and loop-NER rounds with the (the part that needs models, servers or real data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphrag_engine.cli import main
+from graphrag_engine.demo import corpus_path
+from graphrag_engine.index.extract import extract_triples
+from graphrag_engine.models import LLM
+from graphrag_engine.store import open_index
+
+TEXTS = [json.loads(line)["text"] for line in corpus_path().read_text().splitlines()[:3]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("loop", "gleaning"), [("none", 1), ("trial", 0), ("base", 0)])
+def test_rounds_are_batched(smollm, loop: str, gleaning: int) -> None:
+    llm = LLM(smollm)
+    found = extract_triples(
+        llm,
+        TEXTS,
+        ["person", "location"],
+        gleaning=gleaning,
+        loop=loop,
+        max_rounds=2,
+        max_tokens=24,
+        retries=1,
+    )
+    usage = llm.ledger.get("extract", smollm.model_id)
+    checks = llm.ledger.get("extract_loop_check", smollm.model_id)
+    rounds = sum(f.rounds for f in found)
+    assert usage.calls + usage.cached_calls == rounds + usage.retries
+    assert usage.schema_decoded == usage.calls  # every round decoded under the triple schema
+    assert all(1 <= f.rounds <= 3 for f in found)
+    if loop == "none":
+        assert all(f.rounds == 2 for f in found) and checks.calls == 0
+    elif loop == "trial":
+        assert checks.calls >= 3  # asked before any continuation
+    else:
+        assert all(f.rounds >= 2 for f in found) and checks.calls >= 3  # continued before asking
+    assert all(f.failures <= f.rounds for f in found)
+
+
+@pytest.mark.slow
+def test_extract_stage_in_index(tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(corpus_path().read_text().splitlines()[:4]) + "\n")
+    cfg = tmp_path / "x.yaml"
+    cfg.write_text(
+        "extraction:\n  enabled: true\n  gleaning: 0\n  max_tokens: 48\n"
+        "models:\n  llm:\n    backend: transformers\n    batch_size: 4\n"
+    )
+    out = tmp_path / "idx"
+    dry = main(["index", str(corpus), "--out", str(out), "--config", str(cfg), "--dry-run"])
+    assert dry == 0 and not out.exists()  # nothing written: no lock, cache or staging
+    line = next(x for x in capsys.readouterr().out.splitlines() if "extract: " in x)
+    assert "4 prompts" in line and "~192 completion tokens" in line  # 4 x max_tokens 48
+    forecast = int(line.split("prompts, ")[1].split()[0])
+    assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    stage = open_index(out).manifest["stats"]["stages"]["extract"]
+    # the forecast counted the first round's prompts exactly; re-asks repeat a prompt
+    assert forecast <= stage["prompt_tokens"] <= forecast * (1 + stage["retries"])
+    assert stage["items"] == 4 and stage["rounds"] == 4
+    assert stage["model_calls"] == 4 + stage["retries"] == stage["schema_decoded"]
+    assert stage["prompt_tokens"] > 0 and stage["completion_tokens"] > 0
+    # a dry run over that build: its re-ask rate and mean completion stand in
+    capsys.readouterr()
+    assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg), "--dry-run"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "extract: " in x)
+    assert f"extract: {stage['model_calls']} prompts" in line, line
+    assert "last build's mean" in line
+    assert main(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    again = open_index(out).manifest["stats"]["stages"]["extract"]
+    assert again["model_calls"] == 0 and again["cached_calls"] == stage["model_calls"]
+
+
+@pytest.mark.slow
+def test_long_descriptions_are_summarised_in_one_call(smollm) -> None:
+    from graphrag_engine.index.extract import summarize_descriptions
+
+    llm = LLM(smollm)
+    long = "Hana Lirrow was an architect.\\n" * 10
+    entities = [
+        {"name": "Hana Lirrow", "description": long},
+        {"name": "Vesk", "description": "A city on Quillon."},
+        {"name": "Dunmere", "description": None},
+    ]
+    done = summarize_descriptions(llm, entities, above=100, max_tokens=24)
+    usage = llm.ledger.get("summarize_descriptions", smollm.model_id)
+    assert usage.calls == 1 and done == 1
+    assert entities[0]["description"] != long and entities[0]["description"]
+    assert entities[1]["description"] == "A city on Quillon." and entities[2]["description"] is None

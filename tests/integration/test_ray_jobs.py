@@ -1,0 +1,102 @@
+"""`ray job submit` of the index job to a running local Ray cluster, as a user submits it: the
+job joins that cluster (it used to fail there: ray.init refuses a CPU count when it joins one)
+and builds the index the local executor builds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphrag_engine.cli import main
+from graphrag_engine.models.llama_server import free_port
+from graphrag_engine.store import open_index
+from tests.index_compare import RAY_TABLES as TABLES
+from tests.paths import REPO
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+# what a job needs beside the code; the rest of the checkout stays behind
+EXCLUDES = '{"excludes": [".venv", ".git", "demo", "demo-index", "bench/out", "*.egg-info"]}'
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A real Ray head on 127.0.0.1 (2 CPUs, dashboard on for job submission): env for the
+    `ray` CLI and the dashboard address. The project's Python comes first on the cluster's
+    PATH, as on a node whose image holds the project; token auth is off on this loopback
+    cluster."""
+    pytest.importorskip("ray")
+    dashboard = free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "RAY_AUTH_MODE": "disabled",
+        "HF_HUB_OFFLINE": "1",
+        "GRAPHRAG_PROGRESS": "0",
+    }
+    env.pop("RAY_ADDRESS", None)
+    start = [
+        str(BIN / "ray"), "start", "--head", "--num-cpus", "2", "--port", str(free_port()),
+        "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard),
+        "--include-dashboard", "true", "--disable-usage-stats",
+        "--temp-dir", str(tmp_path_factory.mktemp("ray")),
+    ]  # fmt: skip
+    out = subprocess.run(start, env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    try:
+        yield env, f"http://127.0.0.1:{dashboard}"
+    finally:
+        subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True)
+
+
+def test_submitted_index_job_joins_the_cluster_and_equals_local(ray_cluster, tmp_path) -> None:
+    env, address = ray_cluster
+    submitted, local = tmp_path / "submitted", tmp_path / "local"
+    job = subprocess.run(
+        [
+            str(BIN / "ray"), "job", "submit", "--address", address, "--working-dir", str(REPO),
+            "--runtime-env-json", EXCLUDES, "--",
+            "python", "jobs/index_job.py", "--demo", "--out", str(submitted), "--executor", "ray",
+        ],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
+    assert "succeeded" in job.stdout
+    assert main(["index", "--demo", "--out", str(local)]) == 0
+    a, b = open_index(local), open_index(submitted)
+    assert b.manifest["stats"]["executor"] == "ray"
+    for t in TABLES:
+        assert a.table(t).equals(b.table(t)), t
+
+
+def test_an_unreachable_cluster_is_one_clear_error(run_cli, tmp_path) -> None:
+    pytest.importorskip("ray")
+    out = run_cli(
+        "index", "--demo", "--out", str(tmp_path / "x"), "--executor", "ray",
+        "--address", f"127.0.0.1:{free_port()}",
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "cannot reach the Ray cluster" in out.stderr
+    assert not (tmp_path / "x" / "manifest.json").exists()  # no index was committed
+
+
+def test_actors_asking_for_absent_gpus_are_announced(capsys) -> None:
+    """A config that puts a model on CUDA, on a cluster without GPUs: one warning line says
+    why the actors wait, instead of Ray's silent pending."""
+    ray = pytest.importorskip("ray")
+    from graphrag_engine.exec.ray_executor import warn_missing_gpus
+
+    ray.init(num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    try:
+        warn_missing_gpus(ray, 0.0)
+        assert capsys.readouterr().err == ""
+        warn_missing_gpus(ray, 1.0)
+        err = capsys.readouterr().err
+    finally:
+        ray.shutdown()
+    assert "asks for 1 GPU, the cluster has 0 now" in err and "ray_gpus_per_worker: 0" in err

@@ -1,0 +1,75 @@
+"""bench/ is a package: each bench runs as `python -m bench.<name>`, keeps its figures in
+bench/results/ through write_result, and docs/benchmarks/ is generated from those files."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from bench import common, tables
+from tests.paths import REPO
+
+BENCHES = sorted(
+    p for p in (REPO / "bench").glob("*.py") if p.stem not in ("__init__", "common", "tables")
+)
+
+
+@pytest.mark.parametrize("path", BENCHES, ids=lambda p: p.stem)
+def test_each_bench_has_a_main_and_writes_its_result(path) -> None:
+    tree = ast.parse(path.read_text())
+    mains = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "write_result"
+    ]
+    assert mains, f"{path.name}: no main()"
+    assert calls, f"{path.name}: never calls write_result, so its figures reach no results file"
+    assert all(
+        isinstance(c.args[0], ast.Constant) and c.args[0].value == path.stem for c in calls
+    ), f"{path.name}: write_result's bench name must be the module's name"
+
+
+def test_benches_share_one_definition_of_data_questions_and_work() -> None:
+    for path in BENCHES:
+        text = path.read_text()
+        for own in ('"shared" / "data"', "\nQUESTIONS = {", "\nSETS = {", '"/tmp/graphrag-'):
+            assert own not in text, f"{path.name} defines {own.strip()!r} itself; use bench.common"
+
+
+def test_write_result_keeps_command_commit_date_machine(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    path = common.write_result("demo_bench", {"rows": [{"a": 1, "b": 0.5}], "n": 3}, tag="t")
+    rec = json.loads(path.read_text())
+    assert path.name == "demo_bench-t.json"
+    assert rec["bench"] == "demo_bench" and rec["tag"] == "t"
+    assert rec["command"].startswith("python -m bench.demo_bench")
+    assert rec["commit"] and rec["date"] and rec["machine"]["cores"] >= 1
+    assert rec["figures"] == {"rows": [{"a": 1, "b": 0.5}], "n": 3}
+    page = tables.render_all(tmp_path)["demo_bench.md"]
+    assert "python -m bench.demo_bench" in page and "| a | b |" in page and "| 1 | 0.5 |" in page
+
+
+def test_generated_benchmark_pages_are_current() -> None:
+    """`python -m bench.tables --check`: every page matches the results it is written from."""
+    assert tables.stale() == [], "run `python -m bench.tables`"
+
+
+def test_a_stale_page_is_reported(tmp_path) -> None:
+    results, docs = tmp_path / "results", tmp_path / "docs"
+    results.mkdir()
+    (results / "x.json").write_text(
+        json.dumps(
+            {"bench": "x", "tag": "", "command": "c", "commit": "k", "date": "d",
+             "machine": {"cpu": "cpu", "cores": 2}, "figures": {"n": 1}}
+        )
+    )  # fmt: skip
+    assert set(tables.stale(docs, results)) == {"x.md", "README.md"}
+    docs.mkdir()
+    for name, text in tables.render_all(results).items():
+        (docs / name).write_text(text)
+    assert tables.stale(docs, results) == []
+    (docs / "x.md").write_text("edited by hand\n")
+    assert tables.stale(docs, results) == ["x.md"]
