@@ -2,7 +2,7 @@
 exact blocked cosine top-k, on real MiniLM vectors pooled from built indexes and on a table
 filled up to ROWS with perturbed copies of them; real questions as queries.
 
-    .venv/bin/python bench/ann.py --index IDX [IDX ...] --questions Q.jsonl [Q2.jsonl ...]
+    .venv/bin/python -m bench.ann --index IDX [IDX ...] --questions Q.jsonl [Q2.jsonl ...]
         [--rows 1000000]
         [--queries 1000] [--k 10] [--threads 1]
 

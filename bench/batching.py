@@ -1,7 +1,7 @@
 """Retrieval-only methods batched versus one question at a time: questions/s and the ratio,
 measured in the same run, models loaded and warmed before timing, results checked equal.
 
-    .venv/bin/python bench/batching.py [--work /work/runs/retrieval] [--n 1000]
+    .venv/bin/python -m bench.batching [--work /work/runs/retrieval] [--n 1000]
                                        [--methods bm25,naive,hipporag,clue,lego0]
 
 bm25, naive (dense), hipporag (PPR) and clue (Q-Iter) run on the alpha = 0 MuSiQue index that

@@ -4,7 +4,7 @@ Generates a JSONL corpus of --size-gb (default 2 GB) and a reference corpus 10x 
 indexes each in a fresh process, and prints peak RSS, throughput and their ratio, measured
 in the same run. Bounded memory means the big corpus peaks near the small one.
 
-    .venv/bin/python bench/chunking.py --size-gb 2 --workdir /tmp/chunk-bench
+    .venv/bin/python -m bench.chunking --size-gb 2 --workdir /tmp/chunk-bench
 """
 
 from __future__ import annotations

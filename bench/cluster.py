@@ -3,7 +3,7 @@ executor on a private 2-worker cluster vs local; a scheduled re-index after 10% 
 and 5 deleted documents vs a full rebuild of the new corpus; a query job of 1,000 questions on 2
 Ray workers vs 1. Prints a table and a JSON line.
 
-    .venv/bin/python bench/cluster.py [--work /tmp/graphrag-cluster] [--questions 1000]
+    .venv/bin/python -m bench.cluster [--work DIR] [--questions 1000]
                                       [--method hipporag] [--batch-size 50]
                                       [--skip index,reindex,query]
 

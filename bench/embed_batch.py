@@ -3,7 +3,7 @@ token-budget batches (`models.embedder.batch_size` unset: 2,048 padded tokens a 
 kind of an LLM-free index (chunks, units, entities), with the engine's fp32 MiniLM and its int8
 ONNX Runtime MiniLM, and the ratio to 64 texts a pass (the default before), all in one run.
 
-    .venv/bin/python bench/embed_batch.py --index DIR [--sample 600] [--sizes 8,16,32,64]
+    .venv/bin/python -m bench.embed_batch --index DIR [--sample 600] [--sizes 8,16,32,64]
 
 DIR is an LLM-free MuSiQue index (see bench/embed_floor.py). Each kind's texts are rebuilt as
 the index stage embeds them; a seeded sample is embedded at each size, smallest first, after one

@@ -4,7 +4,7 @@ MiniLM (embedder.backend: onnx) and its int8 ONNX Runtime MiniLM (embedder.backe
 both built here from the packaged weights; and what the machine's matrix product peak allows at
 best.
 
-    .venv/bin/python bench/embed_floor.py --index DIR [--sample 800]
+    .venv/bin/python -m bench.embed_floor --index DIR [--sample 800]
 
 DIR is an LLM-free index of MuSiQue (`graphrag-engine index ../shared/data/musique_corpus.jsonl
 --out DIR --config C`, C holding `graph: {alpha: 0.0}`). Each kind's texts are rebuilt exactly

@@ -2,7 +2,7 @@
 global, hybrid, mix with NER keywords; GraphRAG-style local search), retrieval only, on an
 index that bench/retrieval.py builds: questions/s of each and whether the contexts agree.
 
-    .venv/bin/python bench/entity_baselines.py [--set musique] [--n 200] [--work DIR]
+    .venv/bin/python -m bench.entity_baselines [--set musique] [--n 200] [--work DIR]
 """
 
 from __future__ import annotations

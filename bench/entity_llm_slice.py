@@ -7,7 +7,7 @@ run, and ReGraphRAG (SmolLM2 perspective expansion; w/o Reorg, w/o Rerank, w/o P
 the structure Algorithm 1 made and the shares of questions whose gold passages its graph
 reaches and connects, on the MuSiQue dev questions whose gold passages all lie in the slice.
 
-    .venv/bin/python bench/entity_llm_slice.py [--passages 200] [--work DIR] [--alpha 1.0]
+    .venv/bin/python -m bench.entity_llm_slice [--passages 200] [--work DIR] [--alpha 1.0]
                                                [--gleaning 1]
                                                [--llm-backend llama|transformers|openai]
                                                [--llm-threads 2]

@@ -9,7 +9,7 @@ then Recall@2/@5 of dense and PPR retrieval on the set's dev questions against e
 (neither uses relation or unit vectors, so the fp32 rows must agree, as must the int8 ones),
 and the largest change of those four recalls from the first variant, in points.
 
-    .venv/bin/python bench/fast_index.py [--sets musique] [--variants batch64,default,lazy,int8,fast32,fast,onnx32]
+    .venv/bin/python -m bench.fast_index [--sets musique] [--variants batch64,default,lazy,int8,fast32,fast,onnx32]
                                          [--work DIR]
 
 Each index is a fresh `graphrag-engine index` process with fresh caches (the int8 model itself

@@ -9,7 +9,7 @@ dense block of query columns. This times that product on the bench graph of benc
 * torch-geometric: gather-and-scatter message passing, `x[col] * w` summed into rows with
   `torch_geometric.utils.scatter` (how its layers propagate), and `torch_geometric.utils.spmm`.
 
-    python bench/gpu_stack.py            # needs a CUDA GPU; CuPy and torch-geometric if present
+    python -m bench.gpu_stack            # needs a CUDA GPU; CuPy and torch-geometric if present
 
 Prints a table (ms per product, ratio to torch, max difference to torch's result) and a JSON
 line. A library that is not installed is reported as such.

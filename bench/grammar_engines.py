@@ -2,7 +2,7 @@
 engine's), xgrammar, outlines-core and lm-format-enforcer, on SmolLM2's tokenizer and the
 schemas of `bench/structured.py`'s 15 stages.
 
-    PYTHONPATH=<folder with the other engines> .venv/bin/python bench/grammar_engines.py \
+    PYTHONPATH=<folder with the other engines> .venv/bin/python -m bench.grammar_engines \
         [--answers 50] [--timeout 300] [--work DIR] [--data DIR]
 
 Per engine: footprint (its installed files, and the requirements it would add to the

@@ -4,7 +4,7 @@ each time, segment by segment (the engine) and, as the reference measured in the
 one tokenizer pass over the whole text (the engine before segmenting; skipped above
 --whole-limit MB, where it would not fit in memory).
 
-    .venv/bin/python bench/huge_document.py [--sizes 50,500] [--work DIR] [--whole-limit 50]
+    .venv/bin/python -m bench.huge_document [--sizes 50,500] [--work DIR] [--whole-limit 50]
 
 Prints, per size and path: peak RSS (ru_maxrss), chunks, the largest chunk in tokens, seconds.
 

@@ -4,7 +4,7 @@ alpha = 0 (no LLM) on the local and the Ray executor, and the Clue-RAG index mod
 the indexing tokens of each) on a sample of MuSiQue passages. Every run is a fresh
 `graphrag-engine index` process with fresh caches; measured in one run on this machine.
 
-    .venv/bin/python bench/index.py [--corpora musique,2wiki] [--executors local,ray]
+    .venv/bin/python -m bench.index [--corpora musique,2wiki] [--executors local,ray]
                                     [--llm-sample 50] [--alphas 0,0.5,1]
 
 `--corpora ''` runs only the sample.

@@ -4,7 +4,7 @@ questions over its train corpus with fp32 MiniLM, and with the int8 ONNX Runtime
 passages and either int8 or fp32 (what `encode_queries` does) for the questions; with each
 path's passage cosine to fp32 and chunk rate (best of three interleaved rounds).
 
-    .venv/bin/python bench/int8_recall.py [--sets musique,hotpotqa]
+    .venv/bin/python -m bench.int8_recall [--sets musique,hotpotqa]
 
 Prints a table and one JSON line.
 """

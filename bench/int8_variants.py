@@ -4,7 +4,7 @@ smoothing and GPTQ (what `embedder.backend: onnx-int8` builds); cosine of each t
 sentence-transformers fp32 on train passages, and chunks per second (best of three rounds,
 variants interleaved, one process).
 
-    .venv/bin/python bench/int8_variants.py [--set musique] [--n 300]
+    .venv/bin/python -m bench.int8_variants [--set musique] [--n 300]
 
 Prints a table and one JSON line.
 """

@@ -2,7 +2,7 @@
 LightRAG and ReGraphRAG papers: each method answers with the same LLM and answer budget, and
 each pair is judged on comprehensiveness, diversity, empowerment and overall, in both orders.
 
-    .venv/bin/python bench/judge_ultradomain.py [--preset hybrid|regraphrag|pankrag] [--work DIR]
+    .venv/bin/python -m bench.judge_ultradomain [--preset hybrid|regraphrag|pankrag] [--work DIR]
         [--limit N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
         [--batch-size 16]
         [--base-url URL --llm-model NAME]

@@ -1,9 +1,9 @@
 """Kernel benchmark: batched PPR (exact and local), shortest paths and cosine top-k against
 igraph, networkx and numpy, all measured in the same run on one seeded graph.
 
-    .venv/bin/python bench/kernels.py                 # 200,000 nodes, 1,000,000 edges, 1,000 queries
-    .venv/bin/python bench/kernels.py --nodes 20000 --edges 100000 --queries 200   # quick
-    python bench/kernels.py --device cuda --exact-queries 1000 --exact-batch 1000   # GPU
+    .venv/bin/python -m bench.kernels                 # 200,000 nodes, 1,000,000 edges, 1,000 queries
+    .venv/bin/python -m bench.kernels --nodes 20000 --edges 100000 --queries 200   # quick
+    python -m bench.kernels --device cuda --exact-queries 1000 --exact-batch 1000   # GPU
 
 With --device cuda the exact PPR and cosine top-k run on the GPU (igraph, networkx, numpy and
 the forward push stay on the CPU, as they only run there).

@@ -2,7 +2,7 @@
 entity graph of a multi-hop index: per-module answer-entity F1 / recall and seconds per
 question, retrieval only.
 
-    .venv/bin/python bench/lego.py [--instances 0-20] [--webqsp N] [--multihop N] [--llm N]
+    .venv/bin/python -m bench.lego [--instances 0-20] [--webqsp N] [--multihop N] [--llm N]
                                    [--index DIR] [--work DIR] [--cross-encoder DIR]
 
 `--index` is an index of the multi-hop corpus (default: the MuSiQue index bench/retrieval.py

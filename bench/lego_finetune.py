@@ -12,7 +12,7 @@ gold triples, each from a packaged model, nothing downloaded:
   gold triples' numbers as the answer, loss on the answer tokens only; the paper fine-tunes
   its LLM the same way (SFT on retrieval prompts).
 
-    .venv/bin/python bench/lego_finetune.py [--kind bi-encoder|cross-encoder|llm] [--out DIR]
+    .venv/bin/python -m bench.lego_finetune [--kind bi-encoder|cross-encoder|llm] [--out DIR]
                                             [--skip 600] [--epochs 1] [--held 200]
 
 It trains on WebQSP dev questions after the first `--skip` (bench/lego.py evaluates on the

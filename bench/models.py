@@ -4,7 +4,7 @@
 * llama.cpp OpenAI-compatible server (started here on loopback): concurrency 1 vs 8;
 * embedder (packaged all-MiniLM-L6-v2): one text per call vs batches of 64.
 
-    .venv/bin/python bench/models.py [--prompts 16] [--max-tokens 32]
+    .venv/bin/python -m bench.models [--prompts 16] [--max-tokens 32]
 
 Prints a table and one JSON line. Greedy decoding; the response cache is off.
 """

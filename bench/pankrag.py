@@ -2,11 +2,11 @@
 of gold passages over all levels' contexts next to the baselines, an Eq. 5 alpha sweep with gold
 plans, and level-synchronous batching vs one question at a time.
 
-    .venv/bin/python bench/pankrag.py [--work DIR] [--questions 200]
-    .venv/bin/python bench/pankrag.py --llm [--llm-questions N] [--llm-threads 2]
+    .venv/bin/python -m bench.pankrag [--work DIR] [--questions 200]
+    .venv/bin/python -m bench.pankrag --llm [--llm-questions N] [--llm-threads 2]
                                       [--llm-backend llama|transformers] [--batch-size 16]
-    .venv/bin/python bench/pankrag.py --ragas 50 [--llm-backend llama|transformers]
-    .venv/bin/python bench/pankrag.py --plans-only [--llm-backend llama|transformers]
+    .venv/bin/python -m bench.pankrag --ragas 50 [--llm-backend llama|transformers]
+    .venv/bin/python -m bench.pankrag --plans-only [--llm-backend llama|transformers]
                                       [--batch-size 16] [--llm-questions N]
 
 Without --llm everything is LLM-free: gold (oracle) plans with the gold intermediate answers,

@@ -1,7 +1,7 @@
 """Clue-RAG Q-Iter throughput: the whole question set in one batch versus one question at a
 time, same index, same results (checked), measured in the same run.
 
-    .venv/bin/python bench/qiter.py [--set musique] [--work /tmp/graphrag-retrieval-bench] [--n 200]
+    .venv/bin/python -m bench.qiter [--set musique] [--work DIR] [--n 200]
 
 Needs the alpha = 0 index that bench/retrieval.py builds in WORK/idx/SET. Models are loaded and
 warmed before timing, so both sides measure retrieval only.

@@ -1,8 +1,8 @@
 """ReGraphRAG on MuSiQue dev (200 questions) over the LLM-free (alpha = 0) index: the structure
 Algorithm 1 makes, the retrieval proxy next to the baselines, and batched vs one-at-a-time speed.
 
-    .venv/bin/python bench/regraphrag.py [--work DIR] [--questions 200]
-    .venv/bin/python bench/regraphrag.py --llm [--llm-questions N] [--sweep]
+    .venv/bin/python -m bench.regraphrag [--work DIR] [--questions 200]
+    .venv/bin/python -m bench.regraphrag --llm [--llm-questions N] [--sweep]
                                          [--llm-backend llama|transformers] [--batch-size 16]
 
 Runs, from one `graphrag-engine query --retrieval-only` each (bench/retrieval.py's machinery,

@@ -7,7 +7,7 @@ the baselines next to the cross-check figures
 measured outside the project on the same files and to the same recipe re-measured here on
 whole passages (the engine ranks chunks of at most 200 tokens, a passage by its best chunk).
 
-    .venv/bin/python bench/retrieval.py [--sets musique,2wiki,hotpotqa] [--methods ...] [--work DIR]
+    .venv/bin/python -m bench.retrieval [--sets musique,2wiki,hotpotqa] [--methods ...] [--work DIR]
                                         [--answers N]
 
 `--answers N` also answers the first N questions of each set with the packaged SmolLM2

@@ -2,8 +2,8 @@
 next to the baselines, context length per stage (the paper's Table 6), LLM cost per stage, and
 batched vs one-at-a-time speed.
 
-    .venv/bin/python bench/rograg.py [--work DIR] [--questions 200]
-    .venv/bin/python bench/rograg.py --llm [--llm-questions 30] [--llm-threads 1]
+    .venv/bin/python -m bench.rograg [--work DIR] [--questions 200]
+    .venv/bin/python -m bench.rograg --llm [--llm-questions 30] [--llm-threads 1]
 
 Without `--llm` (bench/retrieval.py's machinery, the index shared with it under
 WORK/idx/musique): dual-level with NER keys (LLM-free), fuzzy and exact matching, beside BM25,

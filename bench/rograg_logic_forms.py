@@ -6,7 +6,7 @@ transformers`, llguidance's grammar, `--batch-size` prompts a pass); all in one 
 per set with a response cache (WORK/logic_forms_cache.sqlite, keyed by backend), so a re-run
 resumes.
 
-    .venv/bin/python bench/rograg_logic_forms.py [--work DIR] [--llm-backend llama|transformers]
+    .venv/bin/python -m bench.rograg_logic_forms [--work DIR] [--llm-backend llama|transformers]
                                                  [--llm-threads 2] [--batch-size 16] [--limit N]
 """
 

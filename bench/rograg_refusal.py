@@ -2,7 +2,7 @@
 questions, their reading-comprehension contexts (gold + distractor passages) indexed once whole
 and once without the gold passages of every second question (the unanswerable half).
 
-    .venv/bin/python bench/rograg_refusal.py [--work DIR] [--questions 100]
+    .venv/bin/python -m bench.rograg_refusal [--work DIR] [--questions 100]
                                              [--llm-backend llama|transformers] [--llm-threads 1]
                                              [--batch-size 16]
 

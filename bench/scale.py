@@ -2,7 +2,7 @@
 MuSiQue's corpus, and retrieval questions/s against index size; prints a table and a JSON line
 and writes a plot.
 
-    .venv/bin/python bench/scale.py [--scales 1,4,16] [--work /tmp/graphrag-scale]
+    .venv/bin/python -m bench.scale [--scales 1,4,16] [--work /tmp/graphrag-scale]
                                     [--methods bm25,naive,hipporag] [--questions 200]
                                     [--previous LOG]  # rows of an earlier run join the table
 

@@ -3,7 +3,7 @@ units of the core chunks and triple extraction with gleaning, through the engine
 functions and the in-process transformers backend (llguidance-constrained), writing the
 response cache the slice's index build reads (`--llm-backend transformers`).
 
-    python bench/slice_llm_gpu.py --staged DIR --model DIR --gguf FILE --cache FILE
+    python -m bench.slice_llm_gpu --staged DIR --model DIR --gguf FILE --cache FILE
                                   [--device cuda] [--batch-size 256] [--alpha 1] [--gleaning 1]
 
 DIR holds the slice build's staged `chunks.parquet` and `chunk_vectors.npy` (chunking and

@@ -2,7 +2,7 @@
 schemas the coming methods need) on real inputs, decoded under its schema (llguidance) and
 freely, with the same validation and re-asks.
 
-    .venv/bin/python bench/structured.py [--models smollm2,gemma3] [--items 50] [--stages ...]
+    .venv/bin/python -m bench.structured [--models smollm2,gemma3] [--items 50] [--stages ...]
                                          [--retries 2] [--work DIR] [--backend llama|transformers]
                                          [--device cpu|cuda] [--batch-size 8] [--data DIR]
 

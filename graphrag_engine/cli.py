@@ -618,8 +618,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _bench_hint(args: argparse.Namespace) -> int:
     raise NotYetAvailableError(
-        "`bench` has no subcommand: run the scripts in bench/ (e.g. `python bench/kernels.py`); "
-        "each prints its table and the ratio against a reference measured in the same run"
+        "`bench` has no subcommand: the benchmarks are the package bench/ of the repository, run "
+        "as `python -m bench.<name>` (e.g. `python -m bench.kernels`); each prints its table, "
+        "keeps its figures in bench/results/ and `python -m bench.tables` writes docs/benchmarks/"
     )
 
 

@@ -31,9 +31,9 @@ from graphrag_engine.models.rerank import BiEncoderReranker, Scorer, ScorerBase
 from graphrag_engine.models.structured import ParseError, generate_structured
 
 FINETUNE_HINT = {
-    "bi-encoder-ft": "train one with `.venv/bin/python bench/lego_finetune.py --kind bi-encoder "
+    "bi-encoder-ft": "train one with `.venv/bin/python -m bench.lego_finetune --kind bi-encoder "
     "--out PATH` (the margin loss of LEGO-GraphRAG on WebQSP's gold triples)",
-    "llm-ft": "train one with `.venv/bin/python bench/lego_finetune.py --kind llm --out PATH` "
+    "llm-ft": "train one with `.venv/bin/python -m bench.lego_finetune --kind llm --out PATH` "
     "(SmolLM2 supervised on picking WebQSP's gold triples, about 20 minutes on 2 cores)",
 }
 
