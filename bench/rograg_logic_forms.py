@@ -19,9 +19,9 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.common import DATA, work_dir, write_result
+from bench.common import DATA, QUESTIONS, work_dir, write_result
 
-SETS = {"2wiki": "2wikimultihopqa_dev.jsonl", "hotpotqa": "hotpotqa_dev.jsonl"}
+SETS = {name: QUESTIONS[name] for name in ("2wiki", "hotpotqa")}
 
 
 def comparison_questions(name: str, limit: int | None) -> list[dict]:
