@@ -306,9 +306,7 @@ def _check(
     ]
 
 
-def _verdict_prompt(
-    ctx: QueryContext, question: str, context: Context, answer: str | None
-) -> list[dict[str, str]]:
+def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: str | None) -> str:
     """The verdict prompt over the context the answer prompt would carry: cut, like it, to
     `generation.max_context_tokens` (a verdict on more than the answer sees would be moot, and
     could overflow the model's window)."""
@@ -350,9 +348,7 @@ LOGIC_FORM_STAGE = structured_stage(
 VERIFY_STAGE = structured_stage(
     "verify",
     about="ROGRAG's verifier: whether a context supports answering (argument) or an answer (result)",
-    prompt=lambda check, question, context, answer=None: [
-        {"role": "user", "content": verdict_prompt(check, question, context, answer)}
-    ],
+    prompt=verdict_prompt,
     schema=VERDICT,
     max_tokens=16,
 )
