@@ -350,11 +350,35 @@ def compose_yaml(path: str | Path) -> yaml.Node | None:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8") from None
     try:
-        return yaml.compose(text)
+        node = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    _refuse_duplicate_keys(path, node)
+    return node
+
+
+def _refuse_duplicate_keys(path: Path, node: yaml.Node | None) -> None:
+    """A key given twice in one mapping is a ConfigError at its second line (YAML would keep
+    the last one silently)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for k, v in n.value:
+                if isinstance(k, yaml.ScalarNode):
+                    line = k.start_mark.line + 1
+                    if k.value in seen:
+                        raise ConfigError(
+                            f"{path}:{line}: key {k.value!r} is given twice in one section "
+                            f"(first on line {seen[k.value]}); keep one"
+                        )
+                    seen[k.value] = line
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
 
 
 def top_level_scalar(node: yaml.Node | None, key: str) -> tuple[Any, str | None]:

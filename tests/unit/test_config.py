@@ -86,3 +86,13 @@ def test_llm_yaml_writes_a_section_that_loads_back(tmp_path: Path) -> None:
     assert cfg.graph.alpha == 0.5
     with pytest.raises(ConfigError, match="no key 'batchsize'"):
         llm_yaml(backend="transformers", batchsize=16)
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path) -> None:
+    """YAML keeps the last of two equal keys without a word; the config loader refuses."""
+    cfg = tmp_path / "index.yaml"
+    cfg.write_text("graph:\n  alpha: 0\n  embed: true\n  alpha: 0.5\n")
+    with pytest.raises(ConfigError, match=r"index.yaml:4: key 'alpha' is given twice .*line 2"):
+        load_config(cfg, IndexConfig)
+    cfg.write_text("graph:\n  alpha: 0\nmodels:\n  llm:\n    backend: none\n")
+    assert load_config(cfg, IndexConfig).graph.alpha == 0
