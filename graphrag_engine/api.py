@@ -148,6 +148,10 @@ class Engine:
 
     def questions(self, questions: str | Path | Sequence[Question], limit: int | None = None):
         """(source name, questions): a question JSONL path, "demo", or Question objects."""
+        if limit is not None and limit < 1:
+            raise BadInputError(
+                f"--limit {limit}: give 1 or more questions (leave --limit out for all of them)"
+            )
         if isinstance(questions, str | Path):
             source = str(demo_questions_path()) if str(questions) == "demo" else str(questions)
             return source, load_questions(source, limit=limit)

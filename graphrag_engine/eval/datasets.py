@@ -69,6 +69,8 @@ def demo_questions_path() -> Path:
 def load_questions(path: str | Path, limit: int | None = None) -> list[Question]:
     """Read a question file (JSONL, optionally the demo's), checking every record."""
     path = Path(path)
+    if limit is not None and limit < 1:
+        raise QuestionFileError(f"{path}: a limit of {limit} questions reads none; give 1 or more")
     if not path.is_file():
         raise QuestionFileError(f"{path}: no such question file; give a JSONL file of questions")
     out: list[Question] = []

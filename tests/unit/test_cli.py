@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from graphrag_engine.cli import main
 from graphrag_engine.demo import corpus_path, questions_path
 
@@ -62,3 +64,14 @@ def test_a_corpus_without_documents_says_what_was_skipped(tmp_path: Path, capsys
         err = capsys.readouterr().err
         assert f"{corpus}: no documents to index (2 bad records skipped, 0 duplicates)" in err
         assert not (tmp_path / "x" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_a_limit_below_one_is_refused_before_anything_runs(tmp_path, capsys, limit) -> None:
+    """`--limit 0` and `--limit -1` used to run one question; now exit 2 and write nothing."""
+    out = tmp_path / "run"
+    args = ["query", "none", "demo", "--method", "none", "--limit", limit, "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"--limit {limit}: give 1 or more questions" in err
+    assert not out.exists() or not any(out.iterdir())
