@@ -118,8 +118,8 @@ def list_corpus_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    """Every file under `root`, following symbolic links to folders; a folder reached twice
-    (a link loop, or two links to one folder) is walked once."""
+    """Every file under `root`, following symbolic links to folders, and every link to nothing;
+    a folder reached twice (a link loop, or two links to one folder) is walked once."""
     seen: set[tuple[int, int]] = set()
     for folder, dirs, files in os.walk(root, followlinks=True):
         st = os.stat(folder)
@@ -129,8 +129,8 @@ def _walk(root: Path) -> Iterator[Path]:
         seen.add((st.st_dev, st.st_ino))
         for name in files:
             path = Path(folder) / name
-            if path.is_file():
-                yield path
+            if path.is_file() or (path.is_symlink() and not path.exists()):
+                yield path  # a link to nothing is read, and reported, as a bad file
 
 
 def _format_of(path: Path) -> str | None:
@@ -192,7 +192,7 @@ class DocumentReader:
         self.files = list_corpus_files(paths)
         self.before = before  # documents already indexed (incremental add), read first
         self.stats = IngestStats(files=len(self.files))
-        self.total_bytes = sum(p.stat().st_size for p in self.files)
+        self.total_bytes = sum(p.stat().st_size for p in self.files if p.exists())
         self._seen = SeenHashes()
         self._ids = SeenHashes()  # corpus ids seen, and (id, content) pairs seen
         self._id_texts = SeenHashes()
@@ -227,6 +227,13 @@ class DocumentReader:
     # -- per format -----------------------------------------------------------------------
     def _read_file(self, path: Path) -> Iterator[Document]:
         fmt = _format_of(path)
+        if path.is_symlink() and not path.exists():
+            self._bad(
+                str(path),
+                f"a symbolic link to {os.readlink(path)}, which does not exist",
+                fix="remove the link or restore what it points to",
+            )
+            return
         try:
             if fmt == ".jsonl":
                 yield from self._read_jsonl(path)

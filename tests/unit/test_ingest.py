@@ -222,3 +222,17 @@ def test_an_index_inside_its_corpus_folder_is_refused(tmp_path: Path, capsys) ->
     assert main(["index", str(tmp_path), "--out", str(tmp_path / "idx")]) == 2
     assert "lies inside the corpus folder" in capsys.readouterr().err
     assert not (tmp_path / "idx").exists()
+
+
+def test_a_dangling_symlink_in_a_corpus_folder_is_a_bad_file(tmp_path: Path) -> None:
+    """A link to nothing used to be passed over without a word; it is now a bad file: an
+    error naming it, or skipped and counted with --skip-bad."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text(json.dumps({"title": "ok", "text": "fine"}) + "\n")
+    (folder / "gone.jsonl").symlink_to(tmp_path / "moved-away.jsonl")
+    with pytest.raises(IngestError, match=r"gone.jsonl: a symbolic link to .*moved-away"):
+        read_all([folder])
+    docs, reader = read_all([folder], skip_bad=True)
+    assert [d.text for d in docs] == ["fine"]
+    assert reader.stats.skipped_bad == 1 and "gone.jsonl" in reader.stats.bad_examples[0]
