@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -358,6 +359,13 @@ class DocumentReader:
         if not isinstance(title, str):
             title = str(title)
         ext = record.get(cfg.id_field)
+        if isinstance(ext, float) and not math.isfinite(ext):
+            self._bad(
+                where,
+                f"id field '{cfg.id_field}' is {ext!r}, which names no document; give each "
+                "record a string or whole-number id, or leave the field out",
+            )
+            return None
         meta = {
             k: v
             for k, v in record.items()

@@ -236,3 +236,18 @@ def test_a_dangling_symlink_in_a_corpus_folder_is_a_bad_file(tmp_path: Path) -> 
     docs, reader = read_all([folder], skip_bad=True)
     assert [d.text for d in docs] == ["fine"]
     assert reader.stats.skipped_bad == 1 and "gone.jsonl" in reader.stats.bad_examples[0]
+
+
+@pytest.mark.parametrize("bad_id", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_or_infinite_id_is_a_bad_record(tmp_path: Path, bad_id: float) -> None:
+    """Parquet float ids NaN / inf were stored as the strings "nan" and "inf"; now refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "c.parquet"
+    table = pa.table({"id": [1.0, bad_id], "title": ["a", "b"], "text": ["one", "two"]})
+    pq.write_table(table, path)
+    with pytest.raises(IngestError, match=rf"c.parquet:2: id field 'id' is {bad_id!r}"):
+        read_all([path])
+    docs, reader = read_all([path], skip_bad=True)
+    assert [d.external_id for d in docs] == ["1.0"] and reader.stats.skipped_bad == 1
