@@ -29,11 +29,17 @@ def parse_line(line: str, first: bool) -> Any:
         line = line.removeprefix(BOM)
     try:
         value = json.loads(line)
+        lone = "\\ud" in line.lower() and _has_lone_surrogate(value)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
         ) from None
-    if "\\ud" in line.lower() and _has_lone_surrogate(value):
+    except RecursionError:
+        raise ValueError(
+            "nested too deeply to read (lists or objects inside each other past Python's "
+            "recursion limit); flatten the record"
+        ) from None
+    if lone:
         raise ValueError(
             "holds a lone surrogate escape such as \\ud800, which is not text; "
             "fix the encoding where the file was written"

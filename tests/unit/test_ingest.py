@@ -251,3 +251,19 @@ def test_a_nan_or_infinite_id_is_a_bad_record(tmp_path: Path, bad_id: float) -> 
         read_all([path])
     docs, reader = read_all([path], skip_bad=True)
     assert [d.external_id for d in docs] == ["1.0"] and reader.stats.skipped_bad == 1
+
+
+def test_a_record_nested_200000_levels_deep_is_a_bad_record(tmp_path: Path, capsys) -> None:
+    """It ended in RecursionError (exit 1) even with --skip-bad; now file:line, exit 2, and
+    skippable."""
+    path = tmp_path / "deep.jsonl"
+    deep = "[" * 200_000 + "]" * 200_000
+    path.write_text(
+        json.dumps({"title": "ok", "text": "fine"}) + "\n" + '{"text": "x", "meta": ' + deep + "}\n"
+    )
+    with pytest.raises(IngestError, match=r"deep.jsonl:2: nested too deeply"):
+        read_all([path])
+    docs, reader = read_all([path], skip_bad=True)
+    assert [d.text for d in docs] == ["fine"] and reader.stats.skipped_bad == 1
+    assert main(["index", str(path), "--out", str(tmp_path / "idx")]) == 2
+    assert "deep.jsonl:2: nested too deeply" in capsys.readouterr().err
