@@ -11,26 +11,28 @@ is not forecast: its row says why, with the last build's figures when there are 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graphrag_engine.config import IndexConfig
+from graphrag_engine.errors import GraphRAGError
 from graphrag_engine.index.extract import EXTRACT_STAGE, GLEANING_STAGE, LOOP_CHECK_STAGE
 from graphrag_engine.index.units import UNITS_STAGE
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.forecast import StageForecast, price
+from graphrag_engine.store.index_store import read_manifest
 
 
 def previous_stages(out: Path) -> dict[str, dict[str, Any]]:
     """Stage stats of the index already in `out` (read only), or {}."""
     try:
-        manifest = json.loads((out / "manifest.json").read_text())
-        return dict(manifest.get("stats", {}).get("stages", {}))
-    except (OSError, ValueError, AttributeError):
+        manifest = read_manifest(out)
+    except (OSError, GraphRAGError):
         return {}
+    stages = manifest.get("stats", {}).get("stages", {}) if manifest else {}
+    return dict(stages) if isinstance(stages, dict) else {}
 
 
 def _calls(before: dict[str, Any]) -> int:

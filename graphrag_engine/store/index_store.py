@@ -376,11 +376,53 @@ class IndexWriter:
             self.abort()
 
 
+def read_manifest(root: str | Path) -> dict[str, Any] | None:
+    """The validated manifest of the index at `root` (None when there is none); an
+    IndexFormatError when it is damaged. Opens no table."""
+    return _read_manifest_or_none(Path(root))
+
+
 def _read_manifest_or_none(root: Path) -> dict[str, Any] | None:
     path = root / MANIFEST
     if not path.exists():
         return None
     return _parse_manifest(path)
+
+
+def _damaged(path: Path, what: str) -> IndexFormatError:
+    return IndexFormatError(
+        f"{path}: damaged manifest ({what}); move the folder aside and index again, or "
+        "rebuild it in place with `graphrag-engine index ... --force`"
+    )
+
+
+def _check_shape(path: Path, manifest: dict[str, Any]) -> None:
+    """The manifest's shape, checked once here for every reader: an integer generation, a
+    mapping of files whose entries name a path, a kind and their bytes (and a vector table's
+    shape), mappings for config, models and stats."""
+    gen = manifest["generation"]
+    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
+        raise _damaged(path, f"generation is {gen!r}, not a whole number")
+    for key in ("files", "config", "models"):
+        if not isinstance(manifest[key], dict):
+            raise _damaged(path, f"'{key}' is a {type(manifest[key]).__name__}, not a mapping")
+    if not isinstance(manifest.get("stats", {}), dict):
+        raise _damaged(path, "'stats' is not a mapping")
+    if not isinstance(manifest["config_hash"], str):
+        raise _damaged(path, "'config_hash' is not a string")
+    for name, entry in manifest["files"].items():
+        if not isinstance(entry, dict):
+            raise _damaged(path, f"file entry '{name}' is a {type(entry).__name__}")
+        for key, kind in (("path", str), ("kind", str), ("bytes", int), ("sha256", str)):
+            if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
+                raise _damaged(path, f"file entry '{name}' has no {kind.__name__} '{key}'")
+        if entry["kind"] not in ("table", "vectors"):
+            raise _damaged(path, f"file entry '{name}' is of unknown kind {entry['kind']!r}")
+        shape = entry.get("shape")
+        if entry["kind"] == "vectors" and not (
+            isinstance(shape, list) and all(isinstance(d, int) for d in shape)
+        ):
+            raise _damaged(path, f"vector entry '{name}' has no shape")
 
 
 def _parse_manifest(path: Path) -> dict[str, Any]:
@@ -391,6 +433,8 @@ def _parse_manifest(path: Path) -> dict[str, Any]:
             f"{path}: manifest is not valid JSON ({exc}); move the folder aside and index "
             "again, or rebuild it in place with `graphrag-engine index ... --force`"
         ) from None
+    except RecursionError:
+        raise _damaged(path, "nested too deeply to read") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise IndexFormatError(
             f"{path}: not a graphrag-engine index manifest; move the folder aside, or rebuild "
@@ -415,6 +459,7 @@ def _parse_manifest(path: Path) -> dict[str, Any]:
     for key in ("generation", "files", "config", "models", "config_hash"):
         if key not in manifest:
             raise IndexFormatError(f"{path}: manifest lacks '{key}'; rebuild the index")
+    _check_shape(path, manifest)
     for name, entry in manifest["files"].items():
         where = Path(str(entry.get("path", "")))
         if where.is_absolute() or ".." in where.parts or not where.parts:

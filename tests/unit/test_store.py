@@ -284,3 +284,41 @@ def test_vectors_streamed_in_blocks_equal_one_save_and_blocks_are_checked(tmp_pa
         with pytest.raises(KeyError):
             bad.staged_vectors("v")  # nothing recorded for a failed table
     bad.abort()
+
+
+DAMAGE = {
+    "files is a list": lambda m: m.update(files=list(m["files"])),
+    "an entry is a string": lambda m: m["files"].update(documents="documents.parquet"),
+    "an entry lacks bytes": lambda m: m["files"]["documents"].pop("bytes"),
+    "generation is text": lambda m: m.update(generation="abc"),
+    "a value nested deeply": lambda m: m.update(stats=None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_a_damaged_manifest_shape_is_one_line_exit_2_for_every_reader(
+    tmp_path: Path, capsys, case: str
+) -> None:
+    """info, query and index --out crashed (AttributeError, TypeError, RecursionError) on a
+    manifest of the wrong shape; each now says 'damaged manifest' and what to do, exit 2."""
+    from graphrag_engine.cli import main
+
+    root = tmp_path / "idx"
+    commit_simple(root, "a")
+    path = root / "manifest.json"
+    manifest = json.loads(path.read_text())
+    DAMAGE[case](manifest)
+    text = json.dumps(manifest)
+    if case == "a value nested deeply":
+        text = text.replace('"stats": null', '"stats": ' + "[" * 100_000 + "]" * 100_000)
+    path.write_text(text)
+    with pytest.raises(IndexFormatError, match="damaged manifest|not valid JSON"):
+        open_index(root)
+    for args in (
+        ["info", str(root)],
+        ["query", str(root), "demo", "--method", "none", "--out", str(tmp_path / "run")],
+        ["index", "--demo", "--out", str(root)],
+    ):
+        assert main(args) == 2, (case, args)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "manifest" in err[0] and "--force" in err[0], (case, args, err)
