@@ -485,8 +485,14 @@ class Index:
         self._validate()
 
     def _validate(self) -> None:
+        root = self.root.resolve()
         for name, entry in self.manifest["files"].items():
             path = self.root / entry["path"]
+            if root not in path.resolve().parents:
+                raise IndexFormatError(
+                    f"{path}: leads outside the index folder (to {path.resolve()}) through a "
+                    "symbolic link; an index reads only its own files: rebuild the index"
+                )
             if not path.exists():
                 raise IndexFormatError(
                     f"{path}: listed in the manifest but missing; rebuild the index"

@@ -322,3 +322,21 @@ def test_a_damaged_manifest_shape_is_one_line_exit_2_for_every_reader(
         assert main(args) == 2, (case, args)
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "manifest" in err[0] and "--force" in err[0], (case, args, err)
+
+
+def test_a_generation_folder_linked_outside_the_index_is_not_read(tmp_path: Path) -> None:
+    """A generation folder replaced by a symlink to a folder elsewhere was read; an index now
+    reads only files whose resolved path lies inside its folder."""
+    root = tmp_path / "idx"
+    commit_simple(root, "a")
+    gen = next(root.glob("gen-*"))
+    elsewhere = tmp_path / "elsewhere"
+    gen.rename(elsewhere)
+    gen.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(IndexFormatError, match="leads outside the index folder"):
+        open_index(root)
+    inside = root / "moved-inside"
+    elsewhere.rename(inside)
+    gen.unlink()
+    gen.symlink_to(inside, target_is_directory=True)
+    assert open_index(root).generation == 1  # a link that stays inside is fine
