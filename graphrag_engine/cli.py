@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from graphrag_engine.errors import (
     GraphRAGError,
     IndexFormatError,
     NotYetAvailableError,
+    Terminated,
 )
 
 
@@ -624,15 +627,28 @@ def _bench_hint(args: argparse.Namespace) -> int:
     )
 
 
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
     try:
         return args.func(args)
     except GraphRAGError as exc:
         print(f"graphrag-engine: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print(
+            "graphrag-engine: terminated (SIGTERM); what was being written was dropped and "
+            "everything committed was left as it was",
+            file=sys.stderr,
+        )
+        return 143
     except KeyboardInterrupt:
         print("graphrag-engine: interrupted; the index was left as it was", file=sys.stderr)
         return 130
@@ -645,6 +661,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

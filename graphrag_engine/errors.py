@@ -38,3 +38,8 @@ class BusyError(GraphRAGError):
     running); the CLI exits with 75 (EX_TEMPFAIL): try again at the next slot."""
 
     exit_code = 75
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it unwinds as on Ctrl-C: staged files
+    are dropped, caches closed, nothing committed is touched."""
