@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,11 +18,10 @@ from graphrag_engine import __version__
 from graphrag_engine.config import load_config
 from graphrag_engine.errors import (
     BadInputError,
-    GraphRAGError,
     IndexFormatError,
     NotYetAvailableError,
-    Terminated,
 )
+from graphrag_engine.exits import run_command
 
 
 def _human_bytes(n: float) -> str:
@@ -354,7 +351,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Score query runs (or compare two) and write a report folder."""
-    from graphrag_engine.eval.report import compare_runs, evaluate_runs
+    from graphrag_engine.eval.report import compare_runs, evaluate_runs, write_staged
 
     ks = cutoffs(args.k)
     if args.dry_run:
@@ -363,7 +360,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare:
         if len(args.runs) != 2:
             raise BadInputError("eval --compare: give exactly two run folders (RUN_A RUN_B)")
-        path = compare_runs(args.runs[0], args.runs[1], args.out, ks)
+        path = write_staged(Path(args.out), lambda staging: compare_runs(*args.runs, staging, ks))
         print(path.read_text())
         return 0
     judge = None
@@ -371,15 +368,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from graphrag_engine.models import make_llm
 
         judge = make_llm(_judge_config(args), default_cache=Path(args.out) / "judge_cache.sqlite")
-    path = evaluate_runs(
-        args.runs,
-        args.out,
-        ks,
-        judge_llm=judge,
-        pairwise=args.judge,
-        ragas=args.ragas,
-        judge_limit=args.judge_limit,
-        judge_max_tokens=args.judge_max_tokens,
+    path = write_staged(
+        Path(args.out),
+        lambda staging: evaluate_runs(
+            args.runs,
+            staging,
+            ks,
+            judge_llm=judge,
+            pairwise=args.judge,
+            ragas=args.ragas,
+            judge_limit=args.judge_limit,
+            judge_max_tokens=args.judge_max_tokens,
+        ),
     )
     print(path.read_text())
     return 0
@@ -627,43 +627,10 @@ def _bench_hint(args: argparse.Namespace) -> int:
     )
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
-    try:
-        return args.func(args)
-    except GraphRAGError as exc:
-        print(f"graphrag-engine: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except Terminated:
-        print(
-            "graphrag-engine: terminated (SIGTERM); what was being written was dropped and "
-            "everything committed was left as it was",
-            file=sys.stderr,
-        )
-        return 143
-    except KeyboardInterrupt:
-        print("graphrag-engine: interrupted; the index was left as it was", file=sys.stderr)
-        return 130
-    except Exception as exc:  # one line for the user, the traceback on request
-        if os.environ.get("GRAPHRAG_DEBUG"):
-            raise
-        print(
-            f"graphrag-engine: internal error: {type(exc).__name__}: {exc} "
-            "(set GRAPHRAG_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous)
+    args = build_parser().parse_args(argv)
+    return run_command(args.func, args)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -377,3 +380,19 @@ def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path
     _write_csv(out / "compare.csv", rows)
     (out / "compare.md").write_text("\n".join(lines) + "\n")
     return out / "compare.md"
+
+
+def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
+    """Write a report into a staging folder beside `out`, then move its files into `out`
+    (renames, which need no space): a killed or failed eval leaves the report folder as it
+    was, never a half-written or empty file. Returns the written file's path in `out`."""
+    staging = out.parent / f".{out.name}.staging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        written = write(staging)
+        for path in sorted(staging.iterdir()):
+            os.replace(path, out / path.name)
+        return out / written.name
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

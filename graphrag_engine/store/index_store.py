@@ -15,6 +15,7 @@ never a mix; a process killed at any point leaves the previous commit readable.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -348,13 +349,18 @@ class IndexWriter:
             self._release()
 
     def abort(self) -> None:
-        """Drop everything staged; the current index stays as it was."""
-        for writer in self._tables.values():
-            if writer._writer is not None:
-                writer._writer.close()
-                writer._sink.close()
-        shutil.rmtree(self._staging, ignore_errors=True)
-        self._release()
+        """Drop everything staged; the current index stays as it was (also when closing a
+        staged file fails, as on a full disk)."""
+        try:
+            for writer in self._tables.values():
+                if writer._writer is not None:
+                    with contextlib.suppress(OSError):
+                        writer._writer.close()
+                    with contextlib.suppress(OSError):
+                        writer._sink.close()
+        finally:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._release()
 
     def _collect_garbage(self, generation: int) -> None:
         keep = {f"gen-{g:06d}" for g in range(generation - KEEP_GENERATIONS + 1, generation + 1)}
