@@ -35,7 +35,6 @@ from graphrag_engine.methods.run import (
     finish_run,
     run_batch,
     run_folder,
-    sum_usage,
     warn_gold,
     write_part,
 )
@@ -84,10 +83,7 @@ def _worker_class():
         def answer(self, b: int, batch: list[Question], fail_fast: bool, vectors=None):
             if vectors is not None:  # (question vectors, model id) from the pipeline
                 self.ctx.preset_query_vectors([q.question for q in batch], *vectors)
-            return b, run_batch(self.ctx, self.retrieve, b, batch, fail_fast)
-
-        def usage(self) -> dict[str, dict[str, Any]]:
-            return self.ctx.ledger.summary()
+            return (b, *run_batch(self.ctx, self.retrieve, b, batch, fail_fast))
 
     return QueryWorker
 
@@ -126,21 +122,21 @@ def run_query_on_ray(
         with ray_session(address, workers) as ray:
             if question_pipeline is None:
                 question_pipeline = len(questions) >= PIPELINE_MIN_QUESTIONS
-            usage = _answer_on_actors(
+            _answer_on_actors(
                 ray, index, questions, cfg, out, todo, resumed, workers, gpus_per_worker,
                 fail_fast, on_start, question_pipeline,
             )  # fmt: skip
         seconds = time.perf_counter() - started
-        return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
+        return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share)
 
 
 def _answer_on_actors(
     ray, index: Index, questions: list[Question], cfg: QueryConfig, out: Path, todo: deque,
     resumed: int, workers: int, gpus_per_worker: float | None, fail_fast: bool, on_start,
     question_pipeline: bool,
-) -> dict[str, dict[str, Any]]:  # fmt: skip
-    """Hand the batches in `todo` to `workers` actors as they free up, write each part as it
-    returns; the actors' LLM usage, summed."""
+) -> None:  # fmt: skip
+    """Hand the batches in `todo` to `workers` actors as they free up, write each part (with
+    the LLM usage that produced it) as it returns."""
     gpus = cfg.models.gpus_needed() if gpus_per_worker is None else gpus_per_worker
     warn_missing_gpus(ray, gpus)
     vectors = (
@@ -171,15 +167,11 @@ def _answer_on_actors(
         while in_flight:
             (ref,), _ = ray.wait(list(in_flight), num_returns=1)
             actor = in_flight.pop(ref)
-            b, rows = ray.get(ref)
-            write_part(out, b, rows)
+            b, rows, usage = ray.get(ref)
+            write_part(out, b, rows, usage)
             bar.update(len(rows))
             hand_out(actor)
         bar.close()
-        usage: dict[str, dict[str, Any]] = {}
-        for part in ray.get([a.usage.remote() for a in actors]):
-            usage = sum_usage(usage, part)
-        return usage
     finally:
         for a in actors:
             ray.kill(a)

@@ -357,16 +357,15 @@ def _run_batches(
             resumed += len(batch)
             bar.update(len(batch))
             continue
-        rows = run_batch(ctx, method, b, batch, fail_fast)
+        rows, usage = run_batch(ctx, method, b, batch, fail_fast)
         if not dry_run:
-            write_part(out, b, rows)
+            write_part(out, b, rows, usage)
         bar.update(len(batch))
     bar.close()
     if dry_run:
         return {"dry_run": True, "llm": ctx.ledger.summary()}
     seconds = time.perf_counter() - started
-    usage = ctx.ledger.summary()
-    return finish_run(out, index, cfg, n_batches, seconds, resumed, usage, gold_share)
+    return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share)
 
 
 def part_path(out: Path, b: int, suffix: str = ".parquet") -> Path:
@@ -382,23 +381,59 @@ def batch_done(out: Path, b: int) -> bool:
 
 def run_batch(
     ctx: QueryContext, method, b: int, batch: list[Question], fail_fast: bool
-) -> list[dict[str, Any]]:
-    """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers."""
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers;
+    and the LLM usage that produced them, to be committed with them (a checkpoint written by
+    a process that died before committing the batch brings its retrieval's usage along)."""
     ckpt = part_path(ctx.run_dir, b, ".retrieved.json")
+    ckpt_usage = part_path(ctx.run_dir, b, ".retrieved.usage.json")
     clock = StageClock()
+    before = ctx.ledger.summary()
+    carried: dict[str, dict[str, Any]] = {}
     if ckpt.exists() and not ctx.dry_run:
         r = Retrieved.from_json(json.loads(ckpt.read_text()))
         clock.seconds = dict(r.seconds)
+        committed = part_path(ctx.run_dir, b, ".usage.json").exists()
+        if ckpt_usage.exists() and not committed:
+            carried = json.loads(ckpt_usage.read_text())
     else:
         r = method(ctx, batch, clock)
         if not ctx.dry_run:
+            _write_atomic(
+                ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode()
+            )
             _write_atomic(ckpt, json.dumps(r.to_json()).encode())
-    return _answer_batch(ctx, batch, r, clock, fail_fast)
+    rows = _answer_batch(ctx, batch, r, clock, fail_fast)
+    return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
 
 
-def write_part(out: Path, b: int, rows: list[dict[str, Any]]) -> None:
-    """Commit batch `b`: its part file atomically, and a `.failed` marker naming the questions
-    whose answer prompt failed (removed once none did)."""
+def usage_since(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The LLM usage between two ledger summaries (stages with nothing spent left out)."""
+    out = {}
+    for key, fields in after.items():
+        prev = before.get(key, {})
+        spent = {
+            name: round(value - prev.get(name, 0), 6)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else value
+            for name, value in fields.items()
+        }
+        if any(
+            isinstance(v, int | float) and not isinstance(v, bool) and v for v in spent.values()
+        ):
+            out[key] = spent
+    return out
+
+
+def write_part(
+    out: Path, b: int, rows: list[dict[str, Any]], usage: dict[str, dict[str, Any]]
+) -> None:
+    """Commit batch `b`: the LLM usage that produced it (added to what earlier processes spent
+    on it), its part file atomically, and a `.failed` marker naming the questions whose answer
+    prompt failed (removed once none did)."""
+    _add_usage(part_path(out, b, ".usage.json"), usage)
     done_path = part_path(out, b)
     failed_marker = done_path.with_suffix(".failed")
     tmp = done_path.with_name(done_path.name + ".tmp")
@@ -412,9 +447,8 @@ def write_part(out: Path, b: int, rows: list[dict[str, Any]]) -> None:
 
 
 def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The run's LLM usage over every invocation that finished: what `path` holds plus this
-    invocation's `usage` (numbers summed per stage/model), written back; so a resumed run's
-    summary still counts the calls that produced its earlier batches."""
+    """What `path` holds plus `usage` (numbers summed per stage/model), written back: a
+    batch's usage over every process that worked on it."""
     total = sum_usage(json.loads(path.read_text()) if path.exists() else {}, usage)
     _write_atomic(path, json.dumps(total, indent=2).encode())
     return total
@@ -435,6 +469,16 @@ def sum_usage(
     return total
 
 
+def run_usage(out: Path, n_batches: int) -> dict[str, dict[str, Any]]:
+    """The LLM usage of the whole run: every committed batch's, summed."""
+    total: dict[str, dict[str, Any]] = {}
+    for b in range(n_batches):
+        path = part_path(out, b, ".usage.json")
+        if path.exists():
+            total = sum_usage(total, json.loads(path.read_text()))
+    return total
+
+
 def finish_run(
     out: Path,
     index: Index,
@@ -442,10 +486,11 @@ def finish_run(
     n_batches: int,
     seconds: float,
     resumed: int,
-    usage: dict[str, dict[str, Any]],
     gold_share: float | None,
 ) -> dict[str, Any]:
-    """Merge the batch parts into results.parquet / results.jsonl and write summary.json."""
+    """Merge the batch parts into results.parquet / results.jsonl and write summary.json; its
+    LLM usage is the sum of every batch's, so it covers every process that worked on the run
+    (one killed mid-run included, for the batches it committed)."""
     rows = [r for b in range(n_batches) for r in read_rows(part_path(out, b))]
     tmp = out / "results.parquet.tmp"
     pq.write_table(results_table(rows), tmp)
@@ -477,7 +522,8 @@ def finish_run(
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
         "gold_in_index": None if gold_share is None else round(gold_share, 4),
-        "llm": _add_usage(out / "llm_usage.json", usage),
+        "llm": run_usage(out, n_batches),
     }
+    _write_atomic(out / "llm_usage.json", json.dumps(summary["llm"], indent=2).encode())
     _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
     return summary
