@@ -96,6 +96,10 @@ class LLMConfig:
     """openai: retries of a request that timed out or got 429/5xx (Retry-After honoured)."""
     parse_retries: int = 2
     """Re-asks of a structured answer that does not parse or validate (then a recorded failure)."""
+    max_failed_share: float = 0.5
+    """A structured stage whose share of answers that still fail after the re-asks is above
+    this fails the command (exit 4, nothing committed); at or below it the stage goes on and
+    warns. 1.0 only warns."""
     flush_every: int = 64
     """Prompts per call for a backend that cannot report answers as they finish (the engine's
     own backends report each one, so a stage goes to them in one call and each answer is cached
@@ -110,6 +114,16 @@ class LLMConfig:
     """Price of a million prompt tokens (any currency); `index --dry-run` prices its forecast."""
     price_output_per_million: float | None = None
     """Price of a million completion tokens, in the same currency."""
+
+    def validate(self, where: str) -> None:
+        """A failed-answer share between 0 and 1, and re-asks that are not negative."""
+        if not 0 <= self.max_failed_share <= 1:
+            raise ConfigError(
+                f"{where}: models.llm.max_failed_share must lie in [0, 1], "
+                f"got {self.max_failed_share}"
+            )
+        if self.parse_retries < 0:
+            raise ConfigError(f"{where}: models.llm.parse_retries must be >= 0")
 
 
 @dataclass
@@ -285,6 +299,7 @@ class IndexConfig:
         self.chunking.validate(where)
         self.graph.validate(where)
         self.models.embedder.validate(where)
+        self.models.llm.validate(where)
         if self.extraction.enabled and self.models.llm.backend == "none":
             raise ConfigError(
                 f"{where}: extraction.enabled needs an LLM, but models.llm.backend is 'none'"
@@ -606,6 +621,7 @@ class QueryConfig:
         if self.batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
         self.models.embedder.validate(where)
+        self.models.llm.validate(where)
         r.ann.validate(where)
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate(where)

@@ -43,3 +43,10 @@ class BusyError(GraphRAGError):
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is, so that it unwinds as on Ctrl-C: staged files
     are dropped, caches closed, nothing committed is touched."""
+
+
+class StageFailedError(GraphRAGError):
+    """An LLM stage whose answers failed after every re-ask beyond the configured share
+    (models.llm.max_failed_share): the command stops and commits nothing."""
+
+    exit_code = 4

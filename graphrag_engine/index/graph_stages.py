@@ -12,6 +12,7 @@ forecasts the LLM stages from the chunks alone). A new stage is an addition to S
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from graphrag_engine.index.graphs import build_graphs
 from graphrag_engine.index.resolve import resolve
 from graphrag_engine.index.units import llm_units, select_core_chunks, unit_batches
 from graphrag_engine.models import make_llm
-from graphrag_engine.models.base import Usage
+from graphrag_engine.models.base import Usage, outcome_line
 from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from graphrag_engine.models.ner_cache import NERCache
 from graphrag_engine.models.text_cache import WINDOW, Windows, windows
@@ -153,11 +154,17 @@ def run_stages(build: Build, stages: list[Stage]) -> None:
         if stage.uses_llm:
             after = build.llm.ledger.total() if build.llm is not None else Usage()
             values.update(_usage_diff(before, after))
+            spent = {k: getattr(after, k) - getattr(before, k) for k in OUTCOME_FIELDS}
+            if any(spent.values()):  # one line per LLM stage that asked anything
+                print(outcome_line(stage.name, spent), file=sys.stderr, flush=True)
         build.stats["stages"][stage.name] = {
             **values,
             "seconds": round(time.perf_counter() - t0, 3),
             "peak_rss_mb": peak_rss_mb(),
         }
+
+
+OUTCOME_FIELDS = ("calls", "cached_calls", "retries", "parse_failures", "failed_prompts")
 
 
 def peak_rss_mb() -> int:

@@ -65,6 +65,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 TRANSPORT = frozenset(
     ("base_url", "api_key_env", "concurrency", "connect_timeout_s", "read_timeout_s")
     + ("max_retries", "flush_every", "cache", "price_input_per_million", "price_output_per_million")
+    + ("max_failed_share",)
 )
 """Model settings that say how answers are fetched, not what they are: a run resumes across
 them (a restarted server on another port, a longer timeout, the cache moved)."""

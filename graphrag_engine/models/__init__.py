@@ -80,7 +80,14 @@ def make_llm(
     backend = backend if backend is not None else make_backend(cfg)
     cache_path = cfg.cache or default_cache
     cache = ResponseCache(cache_path) if cache_path and cfg.backend != "none" else None
-    return LLM(backend, cache=cache, ledger=ledger, dry_run=dry_run, flush_every=cfg.flush_every)
+    return LLM(
+        backend,
+        cache=cache,
+        ledger=ledger,
+        dry_run=dry_run,
+        flush_every=cfg.flush_every,
+        max_failed_share=cfg.max_failed_share,
+    )
 
 
 def make_backend(cfg: LLMConfig):

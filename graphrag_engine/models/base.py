@@ -136,6 +136,20 @@ class Usage:
         return asdict(self)
 
 
+def outcome_line(stage: str, usage: dict[str, Any]) -> str:
+    """One line of how an LLM stage went: prompts, answered (how many re-asks it took),
+    failed; a `warning:` in front when some answers failed."""
+    asked = usage.get("calls", 0) + usage.get("cached_calls", 0) - usage.get("retries", 0)
+    failed = usage.get("parse_failures", 0) + usage.get("failed_prompts", 0)
+    if usage.get("dry_run_prompts"):
+        return f"LLM {stage}: {usage['dry_run_prompts']} prompts forecast (dry run)"
+    text = (
+        f"LLM {stage}: {asked} prompts, {asked - failed} answered "
+        f"({usage.get('retries', 0)} re-asks), {failed} failed"
+    )
+    return f"warning: {text} (recorded as failures)" if failed else text
+
+
 @dataclass
 class UsageLedger:
     """Usage per stage and backend, for run summaries and the manifest."""

@@ -67,12 +67,15 @@ class LLM:
         ledger: UsageLedger | None = None,
         dry_run: bool = False,
         flush_every: int = 64,
+        max_failed_share: float = 0.5,
     ) -> None:
         self.backend = backend
         self.cache = cache
         self.ledger = ledger or UsageLedger()
         self.dry_run = dry_run
         self.flush_every = max(1, flush_every)
+        self.max_failed_share = max_failed_share
+        """Above this share of failed answers a structured call stops the command."""
         self._told: set[tuple[str, str]] = set()
 
     @property

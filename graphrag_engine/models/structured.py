@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
+from graphrag_engine.errors import StageFailedError
 from graphrag_engine.models.base import GenParams, Prompt
 
 T = TypeVar("T")
@@ -266,4 +267,22 @@ def generate_structured(
         pending = still
     if pending:
         llm.note_parse_failures(stage, len(pending), retried=0)
+        _check_failed_share(llm, stage, [results[i] for i in pending], len(prompts))
     return StructuredRun([r for r in results if r is not None])
+
+
+def _check_failed_share(llm: Any, stage: str, failed: list[Structured], asked: int) -> None:
+    """StageFailedError when more than the LLM's `max_failed_share` of a call's answers still
+    failed after the re-asks: a stage whose model answers nothing usable must not pass as if it
+    had worked (an index without its extraction, a run without its plans)."""
+    bound = getattr(llm, "max_failed_share", 0.5)
+    if len(failed) / asked <= bound:
+        return
+    first = failed[0]
+    raise StageFailedError(
+        f"LLM stage {stage!r}: {len(failed)} of {asked} answers "
+        f"({100 * len(failed) / asked:.0f}%, above models.llm.max_failed_share {bound:g}) did "
+        f"not parse or validate after every re-ask, e.g. {first.raw[:160]!r} ({first.error}); "
+        "nothing was committed. Use a model that can answer this stage, or raise "
+        "models.llm.max_failed_share to go on with the failures recorded"
+    )

@@ -89,10 +89,34 @@ def test_planner_counts_asks_and_keeps_the_last_error() -> None:
     good = plan(("Who founded the club?", [], "specific"), ("Where was #1 born?", [1], "specific"))
     with FaultInjector([cycle, dangling, dangling, good]) as fault:
         backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
-        llm = make_llm(LLMConfig(backend="openai", model="fault"), backend=backend)
+        cfg = LLMConfig(backend="openai", model="fault", max_failed_share=1.0)  # record failures
+        llm = make_llm(cfg, backend=backend)
         bad = make_plans(llm, ["Where was the club's founder born?"], 5, retries=2)
         ok = make_plans(llm, ["Where was the founder born?"], 5, retries=2)
     assert bad.fallback == [True] and bad.attempts == [3] and "step 3" in (bad.errors[0] or "")
     assert bad.plans[0].source == "fallback"
     assert ok.fallback == [False] and ok.attempts == [1] and ok.errors == [None]
     assert len(ok.plans[0].steps) == 2 and ok.plans[0].edges() == [(0, 1)]
+
+
+def test_a_stage_whose_answers_all_fail_stops_with_exit_4_naming_it() -> None:
+    """At the default bound (more than half failed) a structured call raises instead of
+    passing its failures on: the stage, the share and one failed answer are named."""
+    from graphrag_engine.config import LLMConfig
+    from graphrag_engine.errors import StageFailedError
+    from graphrag_engine.methods.pankrag.plans import make_plans
+    from graphrag_engine.models import make_llm
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from tests.fault_server import FaultInjector
+
+    garbage = "say:" + "not a plan at all"
+    with FaultInjector([garbage] * 6) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        llm = make_llm(LLMConfig(backend="openai", model="fault"), backend=backend)
+        with pytest.raises(StageFailedError) as err:
+            make_plans(llm, ["Who?", "When?"], 5, retries=2)
+    msg = str(err.value)
+    assert err.value.exit_code == 4
+    assert "'pankrag_plan'" in msg and "2 of 2 answers (100%" in msg and "not a plan" in msg
+    (usage,) = [u for k, u in llm.ledger.summary().items() if k.startswith("pankrag_plan/")]
+    assert usage["parse_failures"] == 2 and usage["retries"] == 4
