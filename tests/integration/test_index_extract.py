@@ -94,3 +94,24 @@ def test_long_descriptions_are_summarised_in_one_call(smollm) -> None:
     assert usage.calls == 1 and done == 1
     assert entities[0]["description"] != long and entities[0]["description"]
     assert entities[1]["description"] == "A city on Quillon." and entities[2]["description"] is None
+
+
+def test_an_extraction_server_that_answers_garbage_fails_the_build(tmp_path, run_cli) -> None:
+    """An OpenAI-compatible server (the FAULT INJECTOR, echoing prompts instead of triples)
+    whose every extraction answer is schema-invalid used to give exit 0, nothing on stderr and
+    a graph without its LLM entities; now exit 4 naming the stage and the share, nothing
+    committed."""
+    from tests.fault_server import FaultInjector
+
+    out = tmp_path / "idx"
+    with FaultInjector([]) as fault:
+        cfg = tmp_path / "extract.yaml"
+        cfg.write_text(
+            "extraction:\n  enabled: true\n  retries: 1\n  gleaning: 0\n"
+            f"models:\n  llm:\n    backend: openai\n    model: fault\n    base_url: {fault.url}\n"
+        )
+        proc = run_cli("index", "--demo", "--out", str(out), "--config", str(cfg))
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "LLM stage 'extract'" in last and "(100%" in last and "nothing was committed" in last
+    assert not (out / "manifest.json").exists() and not list(out.glob(".staging-*"))
