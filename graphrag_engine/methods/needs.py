@@ -135,9 +135,10 @@ def check_needs(
                 where = f"{lacking} of {len(questions)} questions lack it"
             else:
                 where = f"index {index.root} has no {', '.join(f for f in src.files if not index.has(f))}"
+            note = f" ({spec.needs_note})" if spec.needs_note else ""
             raise BadInputError(
                 f"method {label!r} needs {part.value} ({where}); it comes from "
-                f"{src.provided_by}. Nothing was run"
+                f"{src.provided_by}{note}. Nothing was run"
             )
 
 

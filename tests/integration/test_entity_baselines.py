@@ -142,7 +142,7 @@ def test_global_search_needs_reports(run_cli, demo_index, tmp_path) -> None:
         "transformers", "--retrieval-only", "--out", str(tmp_path / "g"),
     )  # fmt: skip
     assert res.returncode == 2
-    assert "community reports" in res.stderr and "communities.reports: true" in res.stderr
+    assert "community_reports" in res.stderr and "communities.reports: true" in res.stderr
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.methods import METHODS, query_config
 from graphrag_engine.methods.base import register
+from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.run import run_query
 from graphrag_engine.retrieve.types import Context, Retrieved, Section
 from graphrag_engine.store import open_index
@@ -38,7 +39,7 @@ def _echo(ctx, questions, clock) -> Retrieved:
 
 
 def test_a_registered_method_runs_end_to_end_with_preset_answers(demo_index, smollm, tmp_path):
-    register("test_echo", config=_EchoConfig, paper="test", needs="nothing")(_echo)
+    register("test_echo", config=_EchoConfig, paper="test", needs={Part.CHUNKS})(_echo)
     try:
         cfg = query_config("test_echo")
         cfg.models.llm.backend = "transformers"

@@ -13,7 +13,7 @@ from tests.unit.test_models_server import PROMPTS
 
 def test_each_server_answer_is_cached_as_it_returns(llama_server, tmp_path: Path) -> None:
     """Requests run 2 at a time; each answer is reported, cached and counted on its own."""
-    from tests.test_models_local import Watched
+    from tests.integration.test_models_local import Watched
 
     backend = OpenAICompatLLM(
         llama_server.alias, HTTPSettings(base_url=llama_server.url, concurrency=2)

@@ -102,6 +102,7 @@ def test_llm_plans_reask_cycles_and_dangling_steps_then_fall_back(subset) -> Non
         ctx._llm_backend = backend
         ctx.cfg.models.llm.backend = "openai"
         ctx.cfg.models.llm.parse_retries = 2
+        ctx.cfg.models.llm.max_failed_share = 1.0  # the planted failures are recorded, not fatal
         fault.plan = [cycle, good, "say:Ada Lovelace"]
         r1 = pankrag(ctx, questions[:1], StageClock())
         fault.plan = [dangling] * 3

@@ -152,6 +152,7 @@ def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> N
         ctx = _ctx(index, tmp / "exp", backend, expansion=True, perspectives=2, sub_queries=1)
         ctx.cfg.models.llm.backend = "openai"
         ctx.cfg.models.llm.parse_retries = 2
+        ctx.cfg.models.llm.max_failed_share = 1.0  # the planted failures are recorded, not fatal
         fault.plan = plan[:2]
         r1 = regraphrag(ctx, questions[:1], StageClock())
         fault.plan = plan[2:5]
