@@ -18,18 +18,9 @@ from graphrag_engine import __version__
 from graphrag_engine.config import load_config
 from graphrag_engine.errors import (
     BadInputError,
-    IndexFormatError,
     NotYetAvailableError,
 )
 from graphrag_engine.exits import run_command
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 def writable_folder(path: str, flag: str = "--out") -> Path:
@@ -93,6 +84,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     """Bring an index up to date with its source: only new and changed documents are
     extracted, deleted ones are removed, nothing is written when nothing changed."""
     from graphrag_engine.index.reindex import reindex
+    from graphrag_engine.store.describe import stage_lines
 
     config = _index_config(args)
     _check_corpus_and_target(list(args.corpus), args.out, "reindex")
@@ -105,7 +97,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if manifest is None:
         print(f"up to date: {counts}; nothing written ({time.perf_counter() - started:.1f} s)")
         return 0
-    _print_stages(manifest)
+    for line in stage_lines(manifest):
+        print(line)
     why = " (index config changed)" if diff["config_changed"] else ""
     if diff["first_build"]:
         counts, why = f"{manifest['stats']['ingest']['documents']} documents", " (first build)"
@@ -120,6 +113,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Build an index from corpus files (or the built-in demo corpus)."""
     from graphrag_engine.demo import corpus_path
     from graphrag_engine.index.pipeline import build_index
+    from graphrag_engine.store.describe import stage_lines, table_lines
 
     config = _index_config(args)
     corpus = list(args.corpus)
@@ -146,8 +140,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         return 0
     ingest = manifest["stats"]["ingest"]
     stages = manifest["stats"]["stages"]
-    _print_tables(manifest, Path(args.out))
-    _print_stages(manifest)
+    for line in table_lines(manifest) + stage_lines(manifest):
+        print(line)
     if ingest.get("id_conflicts"):
         print(
             f"warning: {ingest['id_conflicts']} records reuse a corpus id that an earlier record "
@@ -173,51 +167,11 @@ def _print_forecast(dry: dict) -> None:
     print("\n".join(lines))
 
 
-def _print_stages(manifest: dict) -> None:
-    for stage, s in manifest["stats"].get("stages", {}).items():
-        print(f"stage {stage}: " + ", ".join(f"{k}={v}" for k, v in s.items()))
-
-
-def _print_tables(manifest: dict, root: Path) -> None:
-    print(f"{'table':<22}{'rows':>10}{'size':>12}  file")
-    for name, entry in sorted(manifest["files"].items()):
-        rows = entry.get("rows", entry.get("shape", ["?"])[0])
-        print(f"{name:<22}{rows:>10}{_human_bytes(entry['bytes']):>12}  {entry['path']}")
-
-
 def cmd_info(args: argparse.Namespace) -> int:
     """Describe an index: tables, row counts, sizes, models, config and stage summaries."""
-    from graphrag_engine.store import open_index
+    from graphrag_engine.store.describe import describe_index
 
-    index = open_index(args.index)
-    m = index.manifest
-    if args.verify:
-        problems = index.verify()
-        if problems:
-            raise IndexFormatError(
-                f"{len(problems)} of {len(m['files'])} files fail the check: "
-                + "; ".join(problems)
-                + "; rebuild the index with `graphrag-engine index`"
-            )
-        print(f"verified: all {len(m['files'])} files match their sha256 in the manifest")
-    if args.json:
-        print(json.dumps(m, indent=2, sort_keys=True))
-        return 0
-    total = sum(size for _, size in index.file_sizes())
-    print(
-        f"index {index.root}  schema v{m['schema_version']}  generation {m['generation']}  {m['created_at']}"
-    )
-    print(f"config hash {m['config_hash']}  total {_human_bytes(total)}")
-    print("models: " + ", ".join(f"{k}={v}" for k, v in sorted(m["models"].items())))
-    _print_tables(m, index.root)
-    _print_stages(m)
-    ingest = m["stats"].get("ingest")
-    if ingest:
-        print(
-            f"ingest: {ingest['files']} files, {ingest['records']} records, {ingest['documents']} documents, "
-            f"{ingest['duplicates']} duplicates, {ingest['skipped_bad']} skipped"
-        )
-    print("config: " + json.dumps(m["config"], sort_keys=True))
+    print(describe_index(args.index, verify=args.verify, as_json=args.json))
     return 0
 
 

@@ -22,7 +22,7 @@ from graphrag_engine.index.extract import EXTRACT_STAGE, GLEANING_STAGE, LOOP_CH
 from graphrag_engine.index.units import UNITS_STAGE
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.forecast import StageForecast, price
-from graphrag_engine.store.index_store import read_manifest
+from graphrag_engine.store.manifest import read_manifest
 
 
 def previous_stages(out: Path) -> dict[str, dict[str, Any]]:

@@ -35,10 +35,9 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.errors import IndexFormatError
 from graphrag_engine.store.locks import try_lock
+from graphrag_engine.store.manifest import FORMAT, MANIFEST, parse_manifest, read_manifest
 from graphrag_engine.store.schemas import SCHEMA_VERSION, schema_for
 
-MANIFEST = "manifest.json"
-FORMAT = "graphrag-engine-index"
 KEEP_GENERATIONS = 2
 
 
@@ -210,7 +209,7 @@ class IndexWriter:
             )
         if not self.force:  # refuse a target we could not commit to before any work is done
             try:
-                _read_manifest_or_none(self.root)
+                read_manifest(self.root)
             except IndexFormatError:
                 self._release()
                 raise
@@ -303,7 +302,7 @@ class IndexWriter:
                 used = [int(p.name[4:]) for p in self.root.glob("gen-*") if p.name[4:].isdigit()]
                 generation = 1 + max(used, default=0)
             else:
-                previous = _read_manifest_or_none(self.root)
+                previous = read_manifest(self.root)
                 generation = (previous["generation"] + 1) if previous else 1
             gen_name = f"gen-{generation:06d}"
             files: dict[str, dict[str, Any]] = {}
@@ -382,100 +381,6 @@ class IndexWriter:
             self.abort()
 
 
-def read_manifest(root: str | Path) -> dict[str, Any] | None:
-    """The validated manifest of the index at `root` (None when there is none); an
-    IndexFormatError when it is damaged. Opens no table."""
-    return _read_manifest_or_none(Path(root))
-
-
-def _read_manifest_or_none(root: Path) -> dict[str, Any] | None:
-    path = root / MANIFEST
-    if not path.exists():
-        return None
-    return _parse_manifest(path)
-
-
-def _damaged(path: Path, what: str) -> IndexFormatError:
-    return IndexFormatError(
-        f"{path}: damaged manifest ({what}); move the folder aside and index again, or "
-        "rebuild it in place with `graphrag-engine index ... --force`"
-    )
-
-
-def _check_shape(path: Path, manifest: dict[str, Any]) -> None:
-    """The manifest's shape, checked once here for every reader: an integer generation, a
-    mapping of files whose entries name a path, a kind and their bytes (and a vector table's
-    shape), mappings for config, models and stats."""
-    gen = manifest["generation"]
-    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
-        raise _damaged(path, f"generation is {gen!r}, not a whole number")
-    for key in ("files", "config", "models"):
-        if not isinstance(manifest[key], dict):
-            raise _damaged(path, f"'{key}' is a {type(manifest[key]).__name__}, not a mapping")
-    if not isinstance(manifest.get("stats", {}), dict):
-        raise _damaged(path, "'stats' is not a mapping")
-    if not isinstance(manifest["config_hash"], str):
-        raise _damaged(path, "'config_hash' is not a string")
-    for name, entry in manifest["files"].items():
-        if not isinstance(entry, dict):
-            raise _damaged(path, f"file entry '{name}' is a {type(entry).__name__}")
-        for key, kind in (("path", str), ("kind", str), ("bytes", int), ("sha256", str)):
-            if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
-                raise _damaged(path, f"file entry '{name}' has no {kind.__name__} '{key}'")
-        if entry["kind"] not in ("table", "vectors"):
-            raise _damaged(path, f"file entry '{name}' is of unknown kind {entry['kind']!r}")
-        shape = entry.get("shape")
-        if entry["kind"] == "vectors" and not (
-            isinstance(shape, list) and all(isinstance(d, int) for d in shape)
-        ):
-            raise _damaged(path, f"vector entry '{name}' has no shape")
-
-
-def _parse_manifest(path: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IndexFormatError(
-            f"{path}: manifest is not valid JSON ({exc}); move the folder aside and index "
-            "again, or rebuild it in place with `graphrag-engine index ... --force`"
-        ) from None
-    except RecursionError:
-        raise _damaged(path, "nested too deeply to read") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise IndexFormatError(
-            f"{path}: not a graphrag-engine index manifest; move the folder aside, or rebuild "
-            "it in place with `graphrag-engine index ... --force`"
-        )
-    version = manifest.get("schema_version")
-    if not isinstance(version, int):
-        raise IndexFormatError(
-            f"{path}: manifest has no integer schema_version; move the folder aside, or "
-            "rebuild it in place with `graphrag-engine index ... --force`"
-        )
-    if version > SCHEMA_VERSION:
-        raise IndexFormatError(
-            f"{path}: index has schema version {version}, but this graphrag-engine reads up to "
-            f"version {SCHEMA_VERSION}; upgrade graphrag-engine to open it"
-        )
-    if version < SCHEMA_VERSION:
-        raise IndexFormatError(
-            f"{path}: index has schema version {version}, this graphrag-engine writes version "
-            f"{SCHEMA_VERSION} and has no migration from it; rebuild the index with `index`"
-        )
-    for key in ("generation", "files", "config", "models", "config_hash"):
-        if key not in manifest:
-            raise IndexFormatError(f"{path}: manifest lacks '{key}'; rebuild the index")
-    _check_shape(path, manifest)
-    for name, entry in manifest["files"].items():
-        where = Path(str(entry.get("path", "")))
-        if where.is_absolute() or ".." in where.parts or not where.parts:
-            raise IndexFormatError(
-                f"{path}: file '{name}' is listed at {str(where)!r}, outside the index folder; "
-                "the manifest is not one graphrag-engine wrote: rebuild the index"
-            )
-    return manifest
-
-
 class Index:
     """A committed index opened for reading; validated against its manifest and schemas."""
 
@@ -486,7 +391,7 @@ class Index:
             raise IndexFormatError(
                 f"{self.root}: no index here (no {MANIFEST}); build one with `graphrag-engine index`"
             )
-        self.manifest = _parse_manifest(path)
+        self.manifest = parse_manifest(path)
         self._finite: set[str] = set()
         self._validate()
 
