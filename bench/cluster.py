@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import DATA, REPO, work_dir, write_result
+from bench.common import DATA, REPO, read_jsonl, work_dir, write_result
 from graphrag_engine.store import open_index
 from graphrag_engine.store.compare import index_differences
 
@@ -49,11 +49,6 @@ def cli(*args: str) -> tuple[float, str]:
     if done.returncode != 0:
         raise SystemExit(f"graphrag-engine {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return time.perf_counter() - started, done.stdout
-
-
-def jsonl(path: Path) -> list[dict]:
-    with path.open() as fh:
-        return [json.loads(line) for line in fh]
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -83,8 +78,8 @@ def bench_index(work: Path) -> dict:
 
 def bench_reindex(work: Path) -> dict:
     """A copy of the local index re-indexed after a day of edits, vs a full rebuild."""
-    base = jsonl(DATA / "musique_corpus.jsonl")
-    added = jsonl(DATA / "musique_train_corpus.jsonl")[: len(base) // 10]
+    base = read_jsonl(DATA / "musique_corpus.jsonl")
+    added = read_jsonl(DATA / "musique_train_corpus.jsonl")[: len(base) // 10]
     changed = [{**r, "text": r["text"] + " This passage was revised."} for r in base[5:10]]
     src = work / "source"
     shutil.rmtree(src, ignore_errors=True)
@@ -127,7 +122,7 @@ def bench_query(work: Path, n: int, method: str, batch_size: int) -> dict:
     """A retrieval-only query job of n questions on 1 and on 2 Ray workers."""
     records: list[dict] = []
     for name in QUESTION_FILES:
-        records.extend(jsonl(DATA / f"{name}.jsonl"))
+        records.extend(read_jsonl(DATA / f"{name}.jsonl"))
     questions = write_jsonl(work / "questions.jsonl", records[:n])
     out = {}
     for workers in (1, 2):

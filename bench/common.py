@@ -50,11 +50,11 @@ def read_jsonl(path: Path, n: int | None = None) -> list[dict]:
     return out
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """(seconds, result) of one call."""
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(result, seconds) of one call."""
     started = time.perf_counter()
     result = fn()
-    return time.perf_counter() - started, result
+    return result, time.perf_counter() - started
 
 
 def index_in_child(

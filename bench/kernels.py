@@ -14,13 +14,12 @@ Prints a table, then one JSON line with every number.
 from __future__ import annotations
 
 import argparse
-import time
 
 import igraph as ig
 import networkx as nx
 import numpy as np
 
-from bench.common import write_result
+from bench.common import timed, write_result
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.paths import shortest_paths
 from graphrag_engine.kernels.ppr import personalized_pagerank
@@ -38,13 +37,6 @@ def power_law_graph(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     edges = np.unique(np.stack([src[keep], dst[keep]], axis=1), axis=0)
     edges = edges[rng.permutation(len(edges))[:m]]
     return edges[:, 0], edges[:, 1]
-
-
-def timed(fn):
-    """(result, seconds) of one call."""
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def top_agreement(ref: np.ndarray, nodes: np.ndarray, k: int, tie_tol: float = 0.0) -> float:

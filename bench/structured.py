@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA, work_dir, write_result
+from bench.common import DATA, read_jsonl, work_dir, write_result
 from graphrag_engine.models import LLM, GenParams
 from graphrag_engine.models.openai_llm import DECODING_LADDER
 from graphrag_engine.models.structured import Schema, generate_structured
@@ -57,16 +57,6 @@ def budget(name: str, **settings: Any) -> int:
 
 
 CONTINUED = ("triples_gleaning", "loop_check")  # stages that continue round one's conversations
-
-
-def _jsonl(data: Path, name: str, n: int) -> list[dict]:
-    out = []
-    with (data / name).open() as f:
-        for line in f:
-            out.append(json.loads(line))
-            if len(out) == n:
-                break
-    return out
 
 
 def _words(text: str) -> set[str]:
@@ -109,12 +99,12 @@ def build_tasks(
 ) -> dict[str, Task]:
     """Every stage's prompts on real inputs (the gleaning and loop-check stages continue the
     conversations of the first extraction round, so they need its raw answers)."""
-    passages = [p["text"] for p in _jsonl(data, "musique_corpus.jsonl", n)]
-    musique = _jsonl(data, "musique_dev.jsonl", n)
-    hotpot = _jsonl(data, "hotpotqa_dev.jsonl", n)
-    ud = _jsonl(data, "ultradomain_cs_dev.jsonl", n)
+    passages = [p["text"] for p in read_jsonl(data / "musique_corpus.jsonl", n)]
+    musique = read_jsonl(data / "musique_dev.jsonl", n)
+    hotpot = read_jsonl(data / "hotpotqa_dev.jsonl", n)
+    ud = read_jsonl(data / "ultradomain_cs_dev.jsonl", n)
     broad = [q["question"] for q in ud] + [q["question"] for q in hotpot][: n - len(ud)]
-    corpus = {p["id"]: p["text"] for p in _jsonl(data, "musique_corpus.jsonl", 10**9)}
+    corpus = {p["id"]: p["text"] for p in read_jsonl(data / "musique_corpus.jsonl")}
     hops = [len(q["meta"]["question_decomposition"]) for q in musique]
     units, extract = registered("units"), registered("extract")
     tasks = {
@@ -402,7 +392,7 @@ def main() -> None:
     done = [json.loads(x) for x in rows_file.open()] if rows_file.exists() else []
     key = lambda r: (r["model"], r["backend"], r["stage"], r["decoding"], r["items"])  # noqa: E731
     finished = {key(r) for r in done}
-    passages = [p["text"] for p in _jsonl(data, "musique_corpus.jsonl", args.items)]
+    passages = [p["text"] for p in read_jsonl(data / "musique_corpus.jsonl", args.items)]
     stack = ExitStack()
     for model in args.models.split(","):
         stack.close()  # one model served at a time
