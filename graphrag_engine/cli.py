@@ -215,7 +215,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     """Run one or several methods over a question file against an index; results land in
     --out (with several methods, one run folder per method under it)."""
     from graphrag_engine.api import Engine
-    from graphrag_engine.models.base import outcome_line
+    from graphrag_engine.models.base import outcome_lines
 
     overrides = {
         "retrieval_only": args.retrieval_only,
@@ -264,8 +264,8 @@ def cmd_query(args: argparse.Namespace) -> int:
             f"{json.dumps(tok) if tok else 0}; stage seconds {json.dumps(summary['stage_seconds'])}"
         )
         failed += summary["failed_questions"]
-        for key, usage in summary["llm"].items():
-            print(outcome_line(key.split("/")[0], usage), file=sys.stderr)
+        for line in outcome_lines(summary["llm"]):
+            print(line, file=sys.stderr)
     if failed:
         print(
             f"{failed} questions have no answer: their prompt failed after every retry "
@@ -340,10 +340,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     print(path.read_text())
     if judge is not None:
-        from graphrag_engine.models.base import outcome_line
+        from graphrag_engine.models.base import outcome_lines
 
-        for key, usage in judge.ledger.summary().items():
-            print(outcome_line(key.split("/")[0], usage), file=sys.stderr)
+        for line in outcome_lines(judge.ledger.summary()):
+            print(line, file=sys.stderr)
     return 0
 
 

@@ -150,6 +150,11 @@ def outcome_line(stage: str, usage: dict[str, Any]) -> str:
     return f"warning: {text} (recorded as failures)" if failed else text
 
 
+def outcome_lines(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """`outcome_line` of every stage of a usage summary ({"stage/backend": usage})."""
+    return [outcome_line(key.split("/")[0], usage) for key, usage in summary.items()]
+
+
 @dataclass
 class UsageLedger:
     """Usage per stage and backend, for run summaries and the manifest."""
