@@ -49,11 +49,6 @@ def _mean_completion(before: dict[str, Any], budget: int) -> tuple[float, str]:
     return float(budget), f"completions: max_tokens {budget} (an upper bound)"
 
 
-def _last(prompt: list[dict[str, str]]) -> str:
-    """The text of a chat prompt's last message (what a round adds to the conversation)."""
-    return prompt[-1]["content"]
-
-
 def forecast_index(
     texts: list[str], n_tokens: list[int], config: IndexConfig, out: Path
 ) -> list[StageForecast]:
@@ -85,12 +80,11 @@ def forecast_index(
             )
         )  # fmt: skip
     if x.enabled and texts:
-        first = backend.count_tokens(
-            [_last(EXTRACT_STAGE.prompt(t, x.entity_types)) for t in texts]
-        )
+        first = backend.count_tokens([EXTRACT_STAGE.prompt(t, x.entity_types) for t in texts])
         per, how = _mean_completion(before.get("extract", {}), x.max_tokens)
-        extra = backend.count_tokens([_last(GLEANING_STAGE.prompt([]))])[0]
-        ask = backend.count_tokens([_last(LOOP_CHECK_STAGE.prompt([]))])[0]
+        # what a round adds to the conversation: its one user message, counted on its own
+        extra = backend.count_tokens([GLEANING_STAGE.prompt([])])[0]
+        ask = backend.count_tokens([LOOP_CHECK_STAGE.prompt([])])[0]
         rounds = x.gleaning if x.loop == "none" else x.max_rounds
         prompts, tokens, completion = len(texts), sum(first), per * len(texts)
         for k in range(1, rounds + 1):  # round k carries the k answers and requests before it
