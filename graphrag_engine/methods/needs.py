@@ -16,6 +16,7 @@ from typing import Any
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
+from graphrag_engine.retrieve.context import built_config
 
 
 class Part(StrEnum):
@@ -97,11 +98,6 @@ def parts(values: Iterable[Part | str]) -> frozenset[Part]:
     return frozenset(Part(v) for v in values)
 
 
-def _built_as(index: Any, section: str, key: str) -> Any:
-    """A key of the config the index was built with (None when unknown)."""
-    return (index.manifest.get("config") or {}).get(section, {}).get(key)
-
-
 def has_part(part: Part, index: Any, questions: Sequence[Question]) -> bool:
     """Whether the index (and the questions) provide `part`."""
     src = SOURCES[part]
@@ -109,7 +105,7 @@ def has_part(part: Part, index: Any, questions: Sequence[Question]) -> bool:
         return bool(questions) and all(getattr(q, src.question_field) for q in questions)
     if all(index.has(f) for f in src.files):
         return True
-    return src.lazy is not None and _built_as(index, "graph", src.lazy) == "lazy"
+    return src.lazy is not None and built_config(index, "graph").get(src.lazy) == "lazy"
 
 
 def method_parts(spec: Any, options: Any) -> frozenset[Part]:

@@ -55,6 +55,9 @@ from graphrag_engine.retrieve.local_search import GraphRAGLocalConfig, local_con
 from graphrag_engine.retrieve.ranking import from_orders, round_robin
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
+NEEDS = frozenset({Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS})
+"""What PankRAG reads at any setting (its config's `needs()` adds what settings ask for)."""
+
 
 @dataclass
 class PankRAGConfig:
@@ -100,7 +103,7 @@ class PankRAGConfig:
     def needs(self) -> set[Part]:
         """The entity graph and vectors always; reports when every step is abstract, gold
         decompositions for gold plans."""
-        parts = {Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS}
+        parts = set(NEEDS)
         if self.scope == "abstract":
             parts.add(Part.COMMUNITY_REPORTS)
         if self.plan == "gold":
@@ -134,7 +137,7 @@ def combined_order(
     "pankrag",
     config=PankRAGConfig,
     paper="PankRAG (2025): sub-question DAG planning, level-synchronous execution, Eq. 5 reranking",
-    needs={Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS},
+    needs=NEEDS,
     uses={Part.COMMUNITY_REPORTS},
     needs_note="scope: abstract needs community_reports, plan: gold gold_decompositions",
 )
