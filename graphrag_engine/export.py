@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.staging import staging_beside
 from graphrag_engine.store.index_store import Index
 
 FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag")
@@ -64,16 +65,11 @@ def export_graph(index: Index, fmt: str, out: str | Path) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise BadInputError(f"--out {out}: is a file; give a folder path")
     tables = graph_tables(index)
-    staging = out.with_name(f".{out.name}.staging-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
+    with staging_beside(out) as staging:
         WRITERS[fmt](tables, index, staging)
         if out.exists():
             shutil.rmtree(out)
         os.replace(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return sorted(out.iterdir())
 
 

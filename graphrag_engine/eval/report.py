@@ -13,7 +13,6 @@ import json
 import math
 import os
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from graphrag_engine.eval.metrics import (
     token_f1,
 )
 from graphrag_engine.results import read_rows
+from graphrag_engine.staging import staging_beside
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
@@ -386,13 +386,8 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
     """Write a report into a staging folder beside `out`, then move its files into `out`
     (renames, which need no space): a killed or failed eval leaves the report folder as it
     was, never a half-written or empty file. Returns the written file's path in `out`."""
-    staging = out.parent / f".{out.name}.staging-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
+    with staging_beside(out) as staging:
         written = write(staging)
         for path in sorted(staging.iterdir()):
             os.replace(path, out / path.name)
-        return out / written.name
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    return out / written.name

@@ -1,0 +1,24 @@
+"""A staging folder beside an output folder: what a command writes goes there first and is
+moved into place only when all of it was written, so a failed or killed command leaves no
+half-written output (export renames the whole folder, eval moves its report files)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def staging_beside(out: Path) -> Iterator[Path]:
+    """A fresh, empty `.<name>.staging-<pid>` folder beside `out`, removed on the way out
+    whether the work succeeded (its content moved into place by then) or not."""
+    staging = out.with_name(f".{out.name}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
