@@ -124,28 +124,18 @@ RATING = Schema(RATE_SCHEMA, lambda v: v["rating"])
 RATE_STAGE = structured_stage(
     "global_rate",
     about="GraphRAG global search's dynamic selection: one report's relevance to a question, 0-10",
-    prompt=lambda report, question: [
-        {
-            "role": "user",
-            "content": RATE_PROMPT.format(
-                report=report, question=question, format=RATING.describe()
-            ),
-        }
-    ],
+    prompt=lambda report, question: RATE_PROMPT.format(
+        report=report, question=question, format=RATING.describe()
+    ),
     schema=RATING,
     max_tokens=16,
 )
 MAP_STAGE = structured_stage(
     "global_map",
     about="GraphRAG global search's map step: rated points of a batch of reports for a question",
-    prompt=lambda reports, question: [
-        {
-            "role": "user",
-            "content": MAP_PROMPT.format(
-                reports=reports, question=question, format=POINTS.describe()
-            ),
-        }
-    ],
+    prompt=lambda reports, question: MAP_PROMPT.format(
+        reports=reports, question=question, format=POINTS.describe()
+    ),
     schema=POINTS,
     max_tokens=lambda budget: budget,
     budget=300,

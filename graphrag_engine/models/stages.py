@@ -19,8 +19,9 @@ from graphrag_engine.models.structured import Schema
 @dataclass(frozen=True)
 class StructuredStage:
     """One structured LLM stage: the name its tokens are accounted under, what it is for, the
-    prompt it builds from its inputs, and its schema and completion budget for its settings
-    (`settings` holds their defaults: those of the config that owns the stage)."""
+    prompt it builds from its inputs (text, which every backend sends as one user message, or
+    a chat when the stage continues a conversation), and its schema and completion budget for
+    its settings (`settings` holds their defaults: those of the config that owns the stage)."""
 
     name: str
     about: str

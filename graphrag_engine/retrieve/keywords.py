@@ -73,12 +73,7 @@ KEYWORDS = Schema(KEYWORD_SCHEMA, _lists)
 KEYWORDS_STAGE = structured_stage(
     "keywords",
     about="low- and high-level keywords of a question (LightRAG, ROGRAG's dual-level keys)",
-    prompt=lambda question: [
-        {
-            "role": "user",
-            "content": KEYWORD_PROMPT.format(question=question, format=KEYWORDS.describe()),
-        }
-    ],
+    prompt=lambda question: KEYWORD_PROMPT.format(question=question, format=KEYWORDS.describe()),
     schema=KEYWORDS,
     max_tokens=160,
 )

@@ -161,9 +161,7 @@ def plan_prompt(question: str, max_steps: int) -> str:
 PLAN_STAGE = structured_stage(
     "pankrag_plan",
     about="PankRAG's plan: a question's sub-questions as a DAG, each specific or abstract",
-    prompt=lambda question, max_steps: [
-        {"role": "user", "content": plan_prompt(question, max_steps)}
-    ],
+    prompt=plan_prompt,
     schema=lambda max_steps: plan_schema(max_steps),
     max_tokens=lambda max_steps: 24 + 64 * max_steps,  # ~50 tokens a step, with room for the JSON
     max_steps=5,

@@ -84,9 +84,7 @@ class Expansion:
 PERSPECTIVES_STAGE = structured_stage(
     "perspectives",
     about="ReGraphRAG's perspective expansion: m perspectives of a question, n sub-queries each",
-    prompt=lambda question, m, n: [
-        {"role": "user", "content": perspectives_prompt(question, m, n)}
-    ],
+    prompt=perspectives_prompt,
     schema=lambda m, n: perspectives(m, n),
     # about 40 tokens per sub-query and 15 per name, with room for the JSON around them
     max_tokens=lambda m, n: 32 + m * (24 + 48 * n),

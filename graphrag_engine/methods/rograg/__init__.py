@@ -338,9 +338,7 @@ def verdict_prompt(check: str, question: str, context: str, answer: str | None =
 LOGIC_FORM_STAGE = structured_stage(
     "logic_form",
     about="ROGRAG's logic form: a question as a plan of retrieval and operator steps",
-    prompt=lambda question, max_steps: [
-        {"role": "user", "content": logic_form_prompt(question, max_steps)}
-    ],
+    prompt=logic_form_prompt,
     schema=lambda max_steps: logic_form_schema(max_steps),
     max_tokens=logic_form_max_tokens,
     max_steps=ROGRAGConfig.max_steps,
