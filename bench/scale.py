@@ -3,7 +3,8 @@ MuSiQue's corpus, and retrieval questions/s against index size; prints a table a
 and writes a plot.
 
     .venv/bin/python -m bench.scale [--scales 1,4,16] [--work /tmp/graphrag-scale]
-                                    [--methods bm25,naive,hipporag] [--questions 200]
+                                    [--methods bm25,naive,...] [--questions 200]
+                                    [--device cpu|cuda] [--tag TAG]
                                     [--previous LOG]  # rows of an earlier run join the table
 
 A corpus of scale s holds real passages up to s times the characters of MuSiQue's corpus:
@@ -13,8 +14,9 @@ repeated, each copy with a changed id and title ("(copy k)"), since the engine d
 with the same title and text: copies repeat sentence units and entity names, which the index
 embeds once, so a point made of copies is cheaper than new text would be (the table says how
 many passages are copies). Every index is a fresh `graphrag-engine index` process (alpha 0, no
-LLM); questions/s are MuSiQue's dev questions run through each retrieval-only method in
-process, models loaded and warmed before timing.
+LLM, the embedder on `--device`); questions/s are MuSiQue's dev questions run through each
+LLM-free method of bench/llm_free.py in process (vector search and PPR on `--device` too),
+models loaded and warmed before timing, with each method's milliseconds per question by stage.
 """
 
 from __future__ import annotations
@@ -23,14 +25,12 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from bench.common import DATA, REPO, index_in_child, work_dir, write_result
+from bench.llm_free import METHODS, method_config, time_method
 from graphrag_engine.eval.datasets import load_questions
-from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
 
 POOL = [
@@ -80,22 +80,22 @@ def folder_mib(path: Path) -> float:
     return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20, 1)
 
 
-def query_rates(index_dir: Path, methods: list[str], n_questions: int, work: Path) -> dict:
-    """Questions/s of each retrieval-only method on MuSiQue dev questions, warmed up first."""
+def query_rates(
+    index_dir: Path, methods: list[str], n_questions: int, work: Path, device: str = "cpu"
+) -> tuple[dict, dict]:
+    """Questions/s of each LLM-free method (bench/llm_free.py) on MuSiQue dev questions, warmed
+    up first, and each method's seconds per question by stage."""
     index = open_index(index_dir)
     questions = load_questions(DATA / "musique_dev.jsonl", limit=n_questions)
-    rates = {}
+    rates, stages = {}, {}
     for name in methods:
-        cfg = query_config(name)
-        cfg.generation.enabled = False
-        ctx = QueryContext(index, cfg, work / "runs" / name)
-        retrieve = method_spec(cfg.method).retrieve
-        retrieve(ctx, questions[:2], StageClock())
-        started = time.perf_counter()
-        for lo in range(0, len(questions), cfg.batch_size):
-            retrieve(ctx, questions[lo : lo + cfg.batch_size], StageClock())
-        rates[name] = round(len(questions) / (time.perf_counter() - started), 1)
-    return rates
+        ctx = QueryContext(index, method_config(name, device), work / "runs" / name)
+        timing = time_method(ctx, questions)
+        rates[name] = round(timing.rate, 1)
+        stages[name] = {
+            k: round(1000 * v / timing.questions, 3) for k, v in timing.stage_seconds.items()
+        }
+    return rates, stages
 
 
 def earlier_rows(log: Path) -> list[dict]:
@@ -149,8 +149,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scales", default="1,4,16")
     ap.add_argument("--work", default=work_dir("scale"))
-    ap.add_argument("--methods", default="bm25,naive,hipporag")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--device", default="cpu", help="the embedder's, vector search's and PPR's")
     ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--tag", default="", help="result file bench/results/scale-TAG.json")
     ap.add_argument("--plot", default=str(REPO / "bench" / "out" / "scale.png"))
     ap.add_argument(
         "--previous",
@@ -169,16 +171,21 @@ def main() -> None:
         name = f"x{scale:g}"
         corpus = work / f"{name}.jsonl"
         counts = write_corpus(pool, int(scale * unit), corpus)
-        run = index_in_child(corpus, work / name, "graph:\n  alpha: 0.0\n")
+        config = f"graph:\n  alpha: 0.0\nmodels:\n  embedder:\n    device: {args.device}\n"
+        run = index_in_child(corpus, work / name, config)
         stages = run["manifest"]["stats"]["stages"]
+        qps, stage_ms = query_rates(
+            work / name, args.methods.split(","), args.questions, work / name, args.device
+        )
         row = {
             "scale": scale,
             **counts,
             "seconds": round(run["seconds"], 1),
-            "peak_rss_mib": run["peak_rss_mib"],
+            "peak_rss_mib": run["peak_rss_mb"],
             "index_mib": folder_mib(work / name),
             "stage_seconds": {k: v.get("seconds") for k, v in stages.items()},
-            "qps": query_rates(work / name, args.methods.split(","), args.questions, work / name),
+            "qps": qps,
+            "stage_ms_per_question": stage_ms,
         }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
@@ -191,10 +198,10 @@ def main() -> None:
         per = r["seconds"] / (r["characters"] / 1e6)
         print(
             f"{r['scale']:>6g}{r['passages']:>10}{r['copies']:>8}{r['characters'] / 1e6:>9.2f}"
-            f"{r['seconds']:>9}{per:>10.1f}{r['peak_rss_mib']:>9}{r['index_mib']:>9}  {r['qps']}"
+            f"{r['seconds']:>9}{per:>10.1f}{r['peak_rss_mib'] or '-':>9}{r['index_mib']:>9}  {r['qps']}"
         )
     plot(rows, Path(args.plot))
-    write_result("scale", {"bench": "scale", "rows": rows})
+    write_result("scale", {"device": args.device, "rows": rows}, tag=args.tag)
 
 
 if __name__ == "__main__":

@@ -146,8 +146,8 @@ class EmbedderConfig:
     batch_size: int | None = None
     """Texts embedded per forward pass (or per request). Unset: on the CPU, texts sorted by
     length fill batches of 2,048 padded tokens (at most 256 texts), 1.3-1.8x faster than 64
-    texts a pass for MiniLM (`bench/embed_batch.py`); 64 on a GPU and per request to an
-    endpoint, 32 for bge-m3."""
+    texts a pass for MiniLM (`bench/embed_batch.py`); 256 on a GPU (sorted by length), 64 per
+    request to an endpoint, 32 for bge-m3."""
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's base URL, ending in /v1."""
     api_key_env: str | None = None
@@ -533,6 +533,10 @@ class RetrievalConfig:
     """Ranked passages kept per question for Recall@k / Hit@k (k <= candidates)."""
     ann: AnnConfig = field(default_factory=AnnConfig)
     """Approximate search of large vector tables (chunks, units, entities, relations)."""
+    device: str = "auto"
+    """Where exact vector search and PPR run: cpu, cuda or cuda:N; auto: the embedder's device
+    when it is a CUDA device that torch sees, else cpu. On a GPU the vector tables stay on the
+    device for the run and PPR keeps only each question's best passages there."""
 
 
 @dataclass
@@ -576,6 +580,10 @@ class QueryConfig:
             )
         if self.batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
+        if not (r.device in ("auto", "cpu", "cuda") or r.device.startswith("cuda:")):
+            raise ConfigError(
+                f"{where}: retrieval.device must be auto, cpu, cuda or cuda:N, got {r.device!r}"
+            )
         self.models.embedder.validate(where)
         self.models.llm.validate(where)
         r.ann.validate(where)

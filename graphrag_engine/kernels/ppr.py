@@ -116,21 +116,45 @@ def personalized_pagerank(
     device: str = "cpu",
     dtype: str = "mixed",
     topk: int | None = None,
+    within: tuple[int, int] | None = None,
 ) -> PPRResult:
     """PPR of every seed set in `seeds` (one query each) in one batched computation.
 
     exact mode returns dense (n, B) scores, or with `topk` only each query's k best nodes of
-    positive score as sparse entries (ties at the cut go to the lowest ids, as `topk()` does).
+    positive score as sparse entries (ties at the cut go to the lowest ids, as `topk()` does);
+    local mode returns the pushed entries (with `topk`, each query's k best). `within`
+    = (lo, hi) keeps only nodes in [lo, hi) (one part of a multi-partite graph, e.g. its
+    passages); it needs `topk`, so that a query's result is bounded by k, not by the graph.
     """
     if not 0.0 < damping < 1.0:
         raise ValueError(f"damping must lie in (0, 1), got {damping}")
     if topk is not None and topk < 1:
         raise ValueError(f"topk must be a positive number of nodes, got {topk}")
+    if within is not None and (topk is None or not 0 <= within[0] <= within[1] <= graph.n_nodes):
+        raise ValueError(f"within needs topk and a node range inside the graph, got {within}")
     if mode == "exact":
-        return _exact(graph, seeds, damping, tol, max_iter, batch_size, device, dtype, solver, topk)
+        return _exact(
+            graph, seeds, damping, tol, max_iter, batch_size, device, dtype, solver, topk, within
+        )
     if mode == "local":
-        return _local(graph, seeds, damping, eps)
+        return _keep_best(_local(graph, seeds, damping, eps), topk, within)
     raise ValueError(f"mode must be 'exact' or 'local', got {mode!r}")
+
+
+def _keep_best(result: PPRResult, topk: int | None, within: tuple[int, int] | None) -> PPRResult:
+    """A local result cut to the nodes in `within` and each query's `topk` best (ties at the cut
+    to the lowest ids, as in exact mode)."""
+    if topk is None:
+        return result
+    query, node, score = result.query, result.node, result.score
+    if within is not None:
+        inside = (node >= within[0]) & (node < within[1])
+        query, node, score = query[inside], node[inside], score[inside]
+    by_node = np.lexsort((node, query))  # ties keep ascending ids through the stable top-k
+    query, node, score = query[by_node], node[by_node], score[by_node]
+    keep = segment_topk(query, score, topk)
+    result.query, result.node, result.score = query[keep], node[keep], score[keep]
+    return result
 
 
 def random_walk_with_restart(
@@ -154,7 +178,7 @@ def _transition_T(graph: CSRGraph, device: str, dtype):
 
 
 def _exact(
-    graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name, solver, topk
+    graph, seeds, damping, tol, max_iter, batch_size, device, dtype_name, solver, topk, within
 ) -> PPRResult:
     import torch
 
@@ -192,8 +216,10 @@ def _exact(
         if topk is None:
             torch.from_numpy(out)[:, lo:hi].copy_(x)  # one copy, straight into the result
         else:
-            node, col, score = _best_entries(x, topk)
-            parts.append((col + lo, node, score.astype(out_dtype)))
+            first = 0 if within is None else within[0]
+            part = x if within is None else x[within[0] : within[1]]
+            node, col, score = _best_entries(part, topk)
+            parts.append((col + lo, node + first, score.astype(out_dtype)))
     if topk is None:
         return PPRResult(n, b, dense=out, iterations=iters)
     query, node, score = (
@@ -209,6 +235,9 @@ def _best_entries(x, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ascending node: only the entries at or above each column's k-th value leave the device."""
     import torch
 
+    if x.shape[0] == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0)
     kth = torch.topk(x, min(k, x.shape[0]), dim=0).values[-1]
     node, col = torch.nonzero((x >= kth) & (x > 0), as_tuple=True)
     score = x[node, col].cpu().numpy()

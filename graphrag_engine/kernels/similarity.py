@@ -57,6 +57,9 @@ def cosine_topk(
     """
     import torch
 
+    on_device = isinstance(candidates, torch.Tensor)  # a DeviceVectors matrix, normalized
+    if on_device:
+        device = str(candidates.device)
     nq, nc = len(queries), len(candidates)
     kk = min(k, nc)
     out_scores = np.full((nq, k), -np.inf, dtype=np.float32)
@@ -71,7 +74,9 @@ def cosine_topk(
         best_s = torch.full((len(q), kk), -torch.inf, device=device)
         best_i = torch.full((len(q), kk), -1, dtype=torch.int64, device=device)
         for bi, c0 in enumerate(range(0, nc, block_candidates)):
-            if bi < len(cand_blocks):
+            if on_device:
+                ct = candidates[c0 : c0 + block_candidates]
+            elif bi < len(cand_blocks):
                 ct = cand_blocks[bi]
             else:
                 c = np.asarray(candidates[c0 : c0 + block_candidates], dtype=np.float32)
@@ -89,6 +94,23 @@ def cosine_topk(
         out_scores[q0 : q0 + len(q), :kk] = best_s.cpu().numpy()
         out_ids[q0 : q0 + len(q), :kk] = best_i.cpu().numpy()
     return out_scores, out_ids
+
+
+class DeviceVectors:
+    """A vector table L2-normalised once and kept on a torch device (a GPU), for repeated
+    exact cosine top-k without copying the table per call."""
+
+    def __init__(self, vectors: np.ndarray, device: str) -> None:
+        import torch
+
+        v = l2_normalize(np.asarray(vectors, dtype=np.float32))
+        self.matrix = torch.from_numpy(np.ascontiguousarray(v)).to(device)
+
+    def search(
+        self, queries: np.ndarray, k: int, normalized: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of the k rows nearest each query, best first (as `cosine_topk`)."""
+        return cosine_topk(queries, self.matrix, k, normalized=normalized)
 
 
 class VectorIndex(Protocol):

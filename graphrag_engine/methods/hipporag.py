@@ -7,11 +7,17 @@
    their dense similarity x `passage_weight` (HippoRAG 2's dense-sparse integration).
 3. One batched PPR (damping 0.5 as in HippoRAG) for all questions; passages ranked by their
    PPR mass. A question that links no entity and has no passage seeds falls back to dense.
+
+The PPR keeps only each question's best passages: on a GPU the exact batched solver picks
+them on the device; on the CPU the forward push (`ppr: local`) touches only the neighbourhood
+the seeds' mass reaches, so a question's cost does not grow with the whole graph
+(bench/scale.py; its rankings agree with the exact solver's, tests/integration/test_query.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -23,7 +29,7 @@ from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.linking import link_entities
-from graphrag_engine.retrieve.ranking import ChunkRanking, from_score_matrix
+from graphrag_engine.retrieve.ranking import ChunkRanking
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
 GRAPH = "graph_passage_entity"
@@ -43,11 +49,19 @@ class HippoRAGConfig:
     """Seed mass on passage nodes from dense similarity (HippoRAG 2); 0 = entities only (HippoRAG 1)."""
     specificity: bool = True
     """Weight entity seeds by 1 / (number of passages mentioning them) (HippoRAG's node specificity)."""
+    ppr: Literal["auto", "exact", "local"] = "auto"
+    """exact: batched power iteration over the whole graph; local: forward push from the seeds
+    (residual below `push_eps` per unit of degree); auto: exact on a GPU (`retrieval.device`),
+    local on the CPU."""
+    push_eps: float = 1e-7
+    """local: the push's residual threshold (smaller is closer to exact and slower)."""
 
     def validate(self, where: str) -> None:
         """PPR needs a damping strictly between 0 and 1."""
         if not 0.0 < self.damping < 1.0:
             raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
+        if not self.push_eps > 0:
+            raise ConfigError(f"{where}: hipporag.push_eps must be > 0")
 
 
 @register(
@@ -88,9 +102,13 @@ def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
                 spec.update(_passage_seeds(rows, scores, c0, cfg.passage_weight))
             has_seed.append(bool(spec))
             seeds.append(spec or {c0: 1.0})
-        result = personalized_pagerank(graph, seeds, damping=cfg.damping, mode="exact")
-        chunk_scores = result.to_dense()[c0:c1].T  # (B, n_chunks)
-        ranking = from_score_matrix(np.ascontiguousarray(chunk_scores), depth)
+        mode = cfg.ppr if cfg.ppr != "auto" else ("local" if ctx.device == "cpu" else "exact")
+        result = personalized_pagerank(
+            graph, seeds, damping=cfg.damping, mode=mode, eps=cfg.push_eps,
+            device=ctx.device, topk=depth, within=(c0, c1),
+        )  # fmt: skip
+        nodes, scores = result.topk(depth)
+        ranking = ChunkRanking(np.where(nodes >= 0, nodes - c0, -1), scores.astype(np.float32))
         ranking.ids[ranking.scores <= 0] = -1
     fallback = [q for q, ok in enumerate(has_seed) if not ok]
     _fallback_to(ranking, dense, fallback)

@@ -201,6 +201,27 @@ class QueryContext:
             src, dst, w, n_nodes=n, directed=bool(layout.get("directed", False))
         )
 
+    @cached_property
+    def device(self) -> str:
+        """Where vector search and PPR run: `retrieval.device`, auto resolved to the embedder's
+        CUDA device when torch sees one, else the CPU."""
+        wanted = self.cfg.retrieval.device
+        if wanted == "auto":
+            wanted = self.cfg.models.embedder.device
+            if not wanted.startswith("cuda"):
+                return "cpu"
+        if wanted == "cpu":
+            return "cpu"
+        import torch
+
+        if not torch.cuda.is_available():
+            if self.cfg.retrieval.device == "auto":
+                return "cpu"  # the embedder will say that CUDA is missing
+            raise BadInputError(
+                f"retrieval.device is {wanted} but torch sees no CUDA device; set it to cpu"
+            )
+        return wanted
+
     # -- models --------------------------------------------------------------------------------
     @property
     def built_with(self) -> dict[str, str]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from graphrag_engine.config import AnnConfig
 from graphrag_engine.kernels.ann import AnnIndex, AnnParams
-from graphrag_engine.kernels.similarity import cosine_topk
+from graphrag_engine.kernels.similarity import DeviceVectors, cosine_topk
 from graphrag_engine.progress import progress
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.store.index_store import file_sha256
@@ -35,9 +35,12 @@ def nearest(
     -inf / -1 where the table has fewer rows."""
     vectors = ctx.vectors(table)
     ann = ctx.memo(("ann", table), lambda: ann_index(ctx, table, vectors))
-    if ann is None:
-        return cosine_topk(queries, vectors, k, normalized=normalized)
-    return ann.search(queries, k, normalized=normalized)
+    if ann is not None:
+        return ann.search(queries, k, normalized=normalized)
+    if ctx.device != "cpu":
+        table_on_device = ctx.memo(("device", table), lambda: DeviceVectors(vectors, ctx.device))
+        return table_on_device.search(queries, k, normalized=normalized)
+    return cosine_topk(queries, vectors, k, normalized=normalized)
 
 
 def ann_kind(cfg: AnnConfig, rows: int) -> str | None:

@@ -260,6 +260,37 @@ def test_exact_topk_keeps_the_dense_top_k(solver: str) -> None:
         assert np.bincount(kept.query, minlength=len(seeds)).max() <= k
 
 
+@pytest.mark.parametrize("mode", ["exact", "local"])
+def test_within_keeps_the_best_of_one_node_range(mode: str) -> None:
+    """within=(lo, hi) with topk=k gives each query the k best nodes of [lo, hi) of the full
+    result (ties at the cut to the lowest ids), whatever the nodes outside the range score."""
+    rng = np.random.default_rng(5)
+    tree_src = np.repeat(np.arange(30), 10)  # tied leaves inside the range
+    src = np.concatenate([tree_src, rng.integers(0, 330, 900)])
+    dst = np.concatenate([30 + np.arange(300), rng.integers(0, 330, 900)])
+    g = CSRGraph.from_edges(src, dst, n_nodes=330)
+    seeds = [[0], [1, 2], {3: 2.0, 40: 1.0}] + [[int(s)] for s in rng.integers(0, 330, 6)]
+    lo, hi = 30, 200
+    kw = dict(mode=mode, dtype="float64", eps=1e-9)
+    full = personalized_pagerank(g, seeds, 0.5, **kw).to_dense()
+    for k in (3, 40, 400):
+        kept = personalized_pagerank(g, seeds, 0.5, topk=k, within=(lo, hi), **kw)
+        nodes, scores = kept.topk(k)
+        for q in range(len(seeds)):
+            col = full[lo:hi, q]
+            order = np.lexsort((np.arange(col.size), -col))
+            want = [lo + i for i in order if col[i] > 0][:k]
+            assert nodes[q][nodes[q] >= 0].tolist() == want
+            np.testing.assert_allclose(scores[q][: len(want)], full[want, q], rtol=1e-12)
+
+
+def test_within_needs_topk_and_a_range_inside_the_graph() -> None:
+    _, _, _, g = random_graph(1)
+    for bad in (dict(within=(0, 5)), dict(topk=3, within=(5, g.n_nodes + 1))):
+        with pytest.raises(ValueError, match="within"):
+            personalized_pagerank(g, [[0]], **bad)
+
+
 def test_exact_topk_rejects_a_non_positive_k() -> None:
     _, _, _, g = random_graph(1)
     with pytest.raises(ValueError, match="topk"):

@@ -1,0 +1,123 @@
+"""The methods that answer retrieval without an LLM, as the throughput benches run them, and
+the loop that times one of them over a question set stage by stage.
+
+Each entry is a registered method with the settings that keep it LLM-free (NER keys instead of
+LLM keywords, no perspective expansion, the question as PankRAG's only step, LEGO on the
+index's entity graph). `bench/gpu_pipeline.py` and `bench/scale.py` share them, so a method's
+figures in both mean the same configuration.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphrag_engine.config import QueryConfig
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.methods import method_spec, query_config
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+
+METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+    "bm25": ("bm25", {}),
+    "naive": ("naive", {}),
+    "hipporag": ("hipporag", {}),
+    "clue": ("clue", {}),
+    "lightrag_hybrid_ner": ("lightrag", {"keywords": "ner", "mode": "hybrid"}),
+    "graphrag_local": ("graphrag_local", {}),
+    "rograg_dual_level_ner": (
+        "rograg",
+        {"stages": ["dual_level"], "check": "none", "keys": "ner"},
+    ),
+    "regraphrag_no_expansion": ("regraphrag", {"expansion": False}),
+    "pankrag_no_path": ("pankrag", {"plan": "direct", "scope": "specific"}),
+    "lego_index": ("lego", {"graph": "index"}),
+}
+"""bench name: (registered method, settings of its section that keep it LLM-free)."""
+
+
+def method_config(name: str, device: str, batch_size: int | None = None) -> QueryConfig:
+    """The retrieval-only query config of bench method `name` with its models on `device`."""
+    method, settings = METHODS[name]
+    cfg = query_config(method)
+    for key, value in settings.items():
+        if not hasattr(cfg.options, key):
+            raise KeyError(f"{method} has no setting {key!r}")
+        setattr(cfg.options, key, value)
+    cfg.generation.enabled = False
+    cfg.models.embedder.device = device
+    cfg.retrieval.device = device
+    if batch_size is not None:
+        cfg.batch_size = batch_size
+    cfg.validate(f"bench method {name}")
+    return cfg
+
+
+@dataclass
+class Timing:
+    """One method over a question set: seconds, stage seconds and each question's ranking."""
+
+    questions: int
+    seconds: float
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    rankings: list[list[int]] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        """Questions per second."""
+        return self.questions / self.seconds if self.seconds > 0 else float("inf")
+
+    def figures(self) -> dict[str, Any]:
+        """The JSON figures: questions, seconds, q/s and the stage seconds."""
+        return {
+            "questions": self.questions,
+            "seconds": round(self.seconds, 3),
+            "questions_per_s": round(self.rate, 2),
+            "stage_seconds": {k: round(v, 3) for k, v in sorted(self.stage_seconds.items())},
+        }
+
+
+def time_method(
+    ctx: QueryContext, questions: list[Question], warmup: list[Question] | None = None
+) -> Timing:
+    """Run the context's method over `questions` in batches of its batch size, after one warm-up
+    batch (models loaded, tables read, structures built), and time it stage by stage."""
+    retrieve = method_spec(ctx.cfg.method).retrieve
+    retrieve(ctx, warmup or questions[:2], StageClock())
+    _sync(ctx.device)
+    stages: dict[str, float] = {}
+    rankings: list[list[int]] = []
+    started = time.perf_counter()
+    for lo in range(0, len(questions), ctx.cfg.batch_size):
+        batch = questions[lo : lo + ctx.cfg.batch_size]
+        got = retrieve(ctx, batch, StageClock())
+        for stage, seconds in got.seconds.items():
+            stages[stage] = stages.get(stage, 0.0) + seconds
+        ids = got.ranking.ids if got.ranking is not None else np.zeros((len(batch), 0), int)
+        rankings.extend([int(i) for i in row if i >= 0] for row in ids)
+    _sync(ctx.device)
+    return Timing(len(questions), time.perf_counter() - started, stages, rankings)
+
+
+def _sync(device: str) -> None:
+    """Wait for the GPU's queued work, so that a timing holds all of it."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def agreement(a: list[list[int]], b: list[list[int]], k: int) -> dict[str, float]:
+    """How alike two runs' rankings are at depth k: the mean share of the top k in common and
+    the share of questions whose top k is the same list."""
+    pairs = list(zip(a, b, strict=True))
+    shared = [len(set(x[:k]) & set(y[:k])) / max(1, min(k, len(x), len(y))) for x, y in pairs]
+    same = [x[:k] == y[:k] for x, y in pairs]
+    n = max(1, len(shared))
+    return {
+        f"top{k}_overlap": round(sum(shared) / n, 4),
+        f"top{k}_identical": round(sum(same) / n, 4),
+    }
