@@ -133,6 +133,9 @@ def unpack() -> None:
     """Unpack the site into /tmp/gpu-site (weights rebuilt at float32) and the data."""
     from safetensors.numpy import save_file
 
+    if SITE.exists():  # a second run on the same machine
+        print(f"already unpacked: {SITE}")
+        return
     with tarfile.open(CARRY / "site.tar.xz") as tar:
         tar.extractall(SITE.parent / "gpu-unpack", filter="data")
     (SITE.parent / "gpu-unpack" / "site").rename(SITE)
