@@ -131,6 +131,36 @@ def method_figures(
     return row
 
 
+def summary(figures: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The result's headline tables: tokens/s per index stage (the whole corpus on the device,
+    the slice on the device and on the CPU) and questions/s per method on each."""
+    device = figures["device"]
+    full, same = figures["index"], figures.get("index_slice", {})
+    stages = []
+    for stage, rate in full["stage_tokens_per_s"].items():
+        row = {"stage": stage, f"{device} tokens/s (corpus)": rate}
+        if same:
+            row[f"{device} tokens/s (slice)"] = same[device]["stage_tokens_per_s"].get(stage)
+            row["cpu tokens/s (slice)"] = same["cpu"]["stage_tokens_per_s"].get(stage)
+            row["x cpu"] = same["stage_speedup"].get(stage)
+        stages.append(row)
+    stages.append({"stage": "whole index", f"{device} tokens/s (corpus)": full["tokens_per_s"]})
+    methods = []
+    for name, row in figures["methods"].items():
+        if "error" in row:
+            methods.append({"method": name, "error": row["error"]})
+            continue
+        out = {"method": name, f"{device} q/s": row[device]["questions_per_s"]}
+        if "cpu" in row and device != "cpu":
+            out["cpu q/s"] = row["cpu"]["questions_per_s"]
+            out["x cpu"] = row["speedup"]
+            out["top-5 overlap"] = row["agreement"]["top5_overlap"]
+            out["top-20 overlap"] = row["agreement"]["top20_overlap"]
+        out["gpu peak MiB"] = row.get("gpu_peak_mib")
+        methods.append(out)
+    return {"index_stages": stages, "methods_table": methods}
+
+
 def main() -> None:
     """Index, run every LLM-free method on the device and a CPU sample, write one result."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -184,7 +214,7 @@ def main() -> None:
             row = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         figures["methods"][name] = row
         log(name, row)
-    write_result("gpu_pipeline", figures, tag=args.tag)
+    write_result("gpu_pipeline", {**summary(figures), **figures}, tag=args.tag)
 
 
 if __name__ == "__main__":

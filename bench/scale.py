@@ -144,6 +144,25 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def summary_rows(rows: list[dict]) -> list[dict]:
+    """One row per scale: corpus, index seconds and each method's questions/s, then each
+    method's q/s at the largest scale as a share of the smallest's."""
+    out = [
+        {
+            "scale": r["scale"],
+            "M chars": round(r["characters"] / 1e6, 2),
+            "index s": r["seconds"],
+            **r["qps"],
+        }
+        for r in rows
+    ]
+    if len(rows) > 1:
+        first, last = rows[0]["qps"], rows[-1]["qps"]
+        share = {m: round(last[m] / first[m], 2) for m in first if m in last and first[m]}
+        out.append({"scale": f"{rows[-1]['scale']:g}x / {rows[0]['scale']:g}x", **share})
+    return out
+
+
 def main() -> None:
     """Build and index each scale, measure it, print a table and a JSON line, save the plot."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -201,7 +220,8 @@ def main() -> None:
             f"{r['seconds']:>9}{per:>10.1f}{r['peak_rss_mib'] or '-':>9}{r['index_mib']:>9}  {r['qps']}"
         )
     plot(rows, Path(args.plot))
-    write_result("scale", {"device": args.device, "rows": rows}, tag=args.tag)
+    figures = {"device": args.device, "questions_per_s": summary_rows(rows), "rows": rows}
+    write_result("scale", figures, tag=args.tag)
 
 
 if __name__ == "__main__":

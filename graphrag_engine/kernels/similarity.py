@@ -35,7 +35,17 @@ def rowwise_dot(
     gather-multiply-sum: a batch's similarity call over candidates of different questions."""
     if owner.size == 0:
         return np.zeros(0, dtype=np.float32)
-    return np.einsum("ij,ij->i", queries[owner], np.asarray(vectors[rows], dtype=np.float32))
+    if owner.size < JIT_PAIRS or not isinstance(vectors, np.ndarray):
+        return np.einsum("ij,ij->i", queries[owner], np.asarray(vectors[rows], dtype=np.float32))
+    from graphrag_engine.kernels.dot_jit import pair_dots  # numba loads on first large call
+
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    v = vectors if vectors.dtype == np.float32 else vectors.astype(np.float32)
+    return pair_dots(q, owner.astype(np.int64), v, np.asarray(rows, dtype=np.int64))
+
+
+JIT_PAIRS = 4096
+"""Pairs from which `rowwise_dot` runs compiled: below it numpy's gathers are cheap."""
 
 
 def cosine_topk(

@@ -138,3 +138,21 @@ def test_knapsack_large_budget_uses_approximation_quickly() -> None:
     density_greedy = np.argsort(-values / weights)
     fits = density_greedy[np.cumsum(weights[density_greedy]) <= int(weights.sum() * 0.3)]
     assert res.value >= values[fits].sum() * 0.999
+
+
+def test_rowwise_dot_compiled_equals_numpy_gathers() -> None:
+    """Above JIT_PAIRS pairs the compiled kernel gives numpy's gather-multiply-sum (float64 sums,
+    so within float32 rounding), float16 vector tables included."""
+    from graphrag_engine.kernels import similarity
+
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((50, 384)).astype(np.float32)
+    v = rng.standard_normal((2000, 384)).astype(np.float32)
+    n = similarity.JIT_PAIRS + 500
+    owner, rows = rng.integers(0, 50, n), rng.integers(0, 2000, n)
+    want = np.einsum("ij,ij->i", q[owner].astype(np.float64), v[rows].astype(np.float64))
+    got = similarity.rowwise_dot(q, owner, v, rows)
+    assert got.dtype == np.float32 and got.shape == (n,)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    half = similarity.rowwise_dot(q, owner, v.astype(np.float16), rows)
+    np.testing.assert_allclose(half, got, rtol=1e-2, atol=0.2)

@@ -40,18 +40,23 @@ class CueAdjacency:
     def expand(
         self, entities: list[int], exclude: list[tuple[int, ...]]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Flat (item, unit) candidates of a batch: for item i, the units mentioning entity
-        `entities[i]` that are not in `exclude[i]` (the units already on its path)."""
-        owner_l, unit_l = [], []
-        for i, (e, path) in enumerate(zip(entities, exclude, strict=True)):
-            cand = self.units_of(np.array([e]))
-            if path:
-                cand = cand[~np.isin(cand, path)]
-            owner_l.append(np.full(cand.size, i, dtype=np.int64))
-            unit_l.append(cand)
-        if not owner_l:
+        """Flat (item, unit) candidates of a batch: for item i, the distinct units mentioning
+        entity `entities[i]` that are not in `exclude[i]` (the units already on its path), in
+        ascending unit order; gathered for all items at once, not item by item."""
+        ents = np.asarray(entities, dtype=np.int64)
+        if ents.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(owner_l), np.concatenate(unit_l)
+        starts = self.ent_indptr[ents]
+        counts = self.ent_indptr[ents + 1] - starts
+        owner = np.repeat(np.arange(ents.size, dtype=np.int64), counts)
+        first = np.repeat(np.cumsum(counts) - counts, counts)  # each item's first flat slot
+        units = self.ent_units[np.repeat(starts, counts) + np.arange(owner.size) - first]
+        n_units = np.int64(self.unit_chunk.size)
+        keys = np.unique(owner * n_units + units)  # distinct per item, item then unit order
+        on_path = [i * n_units + u for i, path in enumerate(exclude) for u in path]
+        if on_path:
+            keys = keys[~np.isin(keys, np.asarray(on_path, dtype=np.int64))]
+        return keys // n_units, keys % n_units
 
     def chunks_of(self, unit_sets: list[set[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Flat (owner, chunk) arrays: the distinct chunks holding each owner's units."""
