@@ -154,8 +154,8 @@ def summary(figures: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         if "cpu" in row and device != "cpu":
             out["cpu q/s"] = row["cpu"]["questions_per_s"]
             out["x cpu"] = row["speedup"]
-            out["top-5 overlap"] = row["agreement"]["top5_overlap"]
-            out["top-20 overlap"] = row["agreement"]["top20_overlap"]
+            out["top-5 identical"] = row["agreement"]["top5_identical"]
+            out["top-20 identical"] = row["agreement"]["top20_identical"]
         out["gpu peak MiB"] = row.get("gpu_peak_mib")
         methods.append(out)
     return {"index_stages": stages, "methods_table": methods}

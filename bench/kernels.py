@@ -210,7 +210,12 @@ def main() -> None:
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--exact-queries", type=int, default=256)
     ap.add_argument("--exact-dtype", default="mixed", choices=["float32", "float64", "mixed"])
-    ap.add_argument("--exact-batch", type=int, default=64, help="queries per exact PPR block")
+    ap.add_argument(
+        "--exact-batch",
+        type=int,
+        default=None,
+        help="queries per exact PPR block (default: 16 on the CPU, 1,024 on a GPU)",
+    )
     ap.add_argument("--device", default="cpu", help="exact PPR and cosine top-k: cpu or cuda")
     ap.add_argument("--igraph-sample", type=int, default=40)
     ap.add_argument("--networkx-sample", type=int, default=2)

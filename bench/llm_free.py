@@ -111,10 +111,13 @@ def _sync(device: str) -> None:
 
 
 def agreement(a: list[list[int]], b: list[list[int]], k: int) -> dict[str, float]:
-    """How alike two runs' rankings are at depth k: the mean share of the top k in common and
-    the share of questions whose top k is the same list."""
+    """How alike two runs' rankings are at depth k: the mean share of the top k in common (two
+    empty rankings agree fully) and the share of questions whose top k is the same list."""
     pairs = list(zip(a, b, strict=True))
-    shared = [len(set(x[:k]) & set(y[:k])) / max(1, min(k, len(x), len(y))) for x, y in pairs]
+    shared = [
+        len(set(x[:k]) & set(y[:k])) / min(k, len(x), len(y)) if x and y else float(x == y)
+        for x, y in pairs
+    ]
     same = [x[:k] == y[:k] for x, y in pairs]
     n = max(1, len(shared))
     return {

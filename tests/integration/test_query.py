@@ -100,6 +100,29 @@ def test_hipporag_ranks_from_linked_entities(musique_subset: dict, tmp_path: Pat
     assert all(len(r["retrieved_ids"]) == len(set(r["retrieved_ids"])) for r in rows)
 
 
+def test_hipporag_forward_push_ranks_as_the_exact_solver(
+    musique_subset: dict, tmp_path: Path
+) -> None:
+    """On the CPU HippoRAG's PPR is a forward push that touches only what the seeds reach; its
+    passage rankings equal the exact solver's (ppr: exact) up to near-ties deep in the list."""
+    rows = {}
+    for ppr in ("exact", "local"):
+        config = tmp_path / f"{ppr}.yaml"
+        config.write_text(f"method: hipporag\nhipporag:\n  ppr: {ppr}\n")
+        rows[ppr] = _run(
+            musique_subset["index"], musique_subset["questions"], str(config), tmp_path / ppr
+        )
+    exact = [r["retrieved_ids"] for r in rows["exact"]]
+    local = [r["retrieved_ids"] for r in rows["local"]]
+    assert len(exact) == len(local) == 30
+    assert sum(a[:5] == b[:5] for a, b in zip(exact, local, strict=True)) >= 29
+    overlap = [
+        len(set(a[:20]) & set(b[:20])) / max(1, len(a[:20]))
+        for a, b in zip(exact, local, strict=True)
+    ]
+    assert float(np.mean(overlap)) >= 0.98
+
+
 def test_results_hold_gold_context_and_timings(demo_index: Path, tmp_path: Path) -> None:
     rows = _run(demo_index, Path("demo"), "bm25", tmp_path / "r", "--limit", "7")
     assert len(rows) == 7
