@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -55,7 +56,7 @@ class Run:
         """A run folder written earlier (by `query` or `Engine.run`)."""
         folder = Path(folder)
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        return cls(folder.name, folder, summary)
+        return cls(summary.get("label") or folder.name, folder, summary)
 
     def table(self) -> pa.Table:
         """One row per question: ranked ids and scores, context, answer, gold, tokens, seconds."""
@@ -88,6 +89,26 @@ def _label(method: str | QueryConfig) -> str:
     if isinstance(method, QueryConfig):
         return method.method
     return Path(method).stem if method.endswith((".yaml", ".yml")) else method
+
+
+def _check_label(label: str | None) -> str | None:
+    """A run label as given, refused when it could not name a folder or a report row."""
+    if label is None:
+        return None
+    if not label.strip() or "/" in label or "|" in label or label.strip() != label:
+        raise BadInputError(
+            f"--label {label!r}: give a non-empty name without '/', '|' or surrounding spaces"
+        )
+    return label
+
+
+def _labelled(folder: Path, summary: dict[str, Any], label: str) -> dict[str, Any]:
+    """The run's summary with its label, written back to summary.json (reports read it)."""
+    summary = {"label": label, **summary}
+    tmp = folder / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2))
+    os.replace(tmp, folder / "summary.json")
+    return summary
 
 
 class Engine:
@@ -166,17 +187,20 @@ class Engine:
         dry_run: bool = False,
         fail_fast: bool = False,
         ray: RayPlacement | None = None,
+        label: str | None = None,
         **overrides: Any,
     ) -> Run:
         """Run one method into the run folder `out` (a temporary folder when None); a folder
         holding an earlier, unfinished run of the same inputs resumes it. `overrides` are
         those of `config` (retrieval_only, llm_backend, llm_model, base_url, batch_size).
-        With `ray`, the question batches are sharded over that many Ray actors."""
+        With `ray`, the question batches are sharded over that many Ray actors. `label` names
+        the run in reports (default: the method's name or its YAML file's stem)."""
         source, qs = self.questions(questions, limit)
         folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-run-"))
         cfg = self.config(method, **overrides)
-        self.check_needs([(_label(method), cfg)], qs)
-        return self._run(_label(method), cfg, source, qs, folder, dry_run, fail_fast, ray)
+        label = _check_label(label) or _label(method)
+        self.check_needs([(label, cfg)], qs)
+        return self._run(label, cfg, source, qs, folder, dry_run, fail_fast, ray)
 
     def run_many(
         self,
@@ -187,16 +211,22 @@ class Engine:
         dry_run: bool = False,
         fail_fast: bool = False,
         ray: RayPlacement | None = None,
+        labels: Sequence[str] | None = None,
         **overrides: Any,
     ) -> dict[str, Run]:
         """Run several methods over the same questions, one run folder each under `out`
-        (named after the method or its YAML file), every config checked before the first run starts."""
-        labels = [_label(m) for m in methods]
+        (named after its label: the method or its YAML file, or the matching entry of
+        `labels`), every config checked before the first run starts."""
+        if labels is not None and len(labels) != len(methods):
+            raise BadInputError(
+                f"--label: give one per --method ({len(methods)}), got {len(labels)}"
+            )
+        labels = [_check_label(lb) for lb in labels] if labels else [_label(m) for m in methods]
         twice = sorted({lb for lb in labels if labels.count(lb) > 1})
         if twice:
             raise BadInputError(
-                f"--method: {', '.join(twice)} given twice; each method's run folder is named "
-                "after it, so give each once (copy a YAML under another name to vary it)"
+                f"--method: {', '.join(twice)} given twice; each run folder is named after its "
+                "label, so give each method once or a --label of its own"
             )
         configs = [self.config(m, **overrides) for m in methods]
         source, qs = self.questions(questions, limit)
@@ -207,6 +237,22 @@ class Engine:
                 label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast, ray)
                 for label, cfg in zip(labels, configs, strict=True)
             }
+
+    def ask(
+        self,
+        question: str,
+        methods: Sequence[str | QueryConfig],
+        out: str | Path | None = None,
+        **overrides: Any,
+    ) -> dict[str, Run]:
+        """Answer one question with each method: a batch of one through the same code path as
+        `run_many` (run folders under `out`, a temporary folder when None)."""
+        text = question.strip()
+        if not text:
+            raise BadInputError("ask: the question is empty; give the question as one argument")
+        asked = [Question(qid="ask-1", question=text, kind="plain")]
+        root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-ask-"))
+        return self.run_many(list(methods), asked, root, **overrides)
 
     def check_needs(
         self, runs: Sequence[tuple[str, QueryConfig]], questions: list[Question]
@@ -230,13 +276,13 @@ class Engine:
                 self.index, questions, cfg, folder, source, ray.address, ray.workers,
                 ray.gpus_per_worker, fail_fast, question_pipeline=ray.question_pipeline,
             )  # fmt: skip
-            return Run(label, folder, summary)
+            return Run(label, folder, _labelled(folder, summary, label))
         backend = None if dry_run else self._shared_backend(cfg)
         summary = run_query(
             self.index, questions, cfg, folder, source, dry_run=dry_run, llm_backend=backend,
             fail_fast=fail_fast,
         )  # fmt: skip
-        return Run(label, folder, summary)
+        return Run(label, folder, summary if dry_run else _labelled(folder, summary, label))
 
     def _shared_backend(self, cfg: QueryConfig):
         """The LLM backend of a config, made once per distinct model setting for this Engine

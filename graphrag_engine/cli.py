@@ -240,11 +240,19 @@ def cmd_query(args: argparse.Namespace) -> int:
                 f"query --gpus-per-worker: give 0 or more, got {args.gpus_per_worker}"
             )
         ray = RayPlacement(args.address or "local", args.workers, args.gpus_per_worker)
-    run = engine.run_many if len(args.method) > 1 else engine.run
-    runs = run(
-        args.method if len(args.method) > 1 else args.method[0], args.questions, args.out,
-        limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, ray=ray, **overrides,
-    )  # fmt: skip
+    labels = args.label or []
+    if len(args.method) == 1 and len(labels) > 1:
+        raise BadInputError(f"--label: one run takes one label, got {len(labels)}")
+    common = dict(limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, ray=ray)
+    if len(args.method) > 1:
+        runs = engine.run_many(
+            args.method, args.questions, args.out, labels=labels or None, **common, **overrides
+        )
+    else:
+        label = labels[0] if labels else None
+        runs = engine.run(
+            args.method[0], args.questions, args.out, label=label, **common, **overrides
+        )
     failed = 0
     for r in runs.values() if isinstance(runs, dict) else [runs]:
         summary = r.summary
@@ -258,7 +266,7 @@ def cmd_query(args: argparse.Namespace) -> int:
             continue
         tok = summary["query_tokens_per_question"]
         print(
-            f"{summary['method']}: {summary['questions']} questions -> {r.folder} in "
+            f"{r.label}: {summary['questions']} questions -> {r.folder} in "
             f"{summary['seconds']:.1f} s ({summary['questions_per_s']} q/s, "
             f"{summary['resumed_questions']} resumed); tokens per question "
             f"{json.dumps(tok) if tok else 0}; stage seconds {json.dumps(summary['stage_seconds'])}"
@@ -273,6 +281,45 @@ def cmd_query(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 3
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Answer one question typed on the command line with each --method: the answer, the
+    context the prompt held, the passages it came from, and the tokens and seconds it took."""
+    import textwrap
+
+    from graphrag_engine.api import Engine
+
+    overrides = {
+        "retrieval_only": args.retrieval_only,
+        "llm_backend": args.llm_backend,
+        "llm_model": args.llm_model,
+        "base_url": args.base_url,
+    }
+    engine = Engine(args.index)
+    for method in args.method:  # every config checked before anything runs
+        engine.config(method, **overrides)
+    if args.out:
+        writable_folder(args.out)
+    runs = engine.ask(args.question, args.method, args.out, **overrides)
+    for label, run in runs.items():
+        row, summary = run.rows()[0], run.summary
+        print(f"== {label} ({summary['method']})")
+        answer = row["answer"]
+        if row["answer_failed"]:
+            answer = f"(no answer: {row['answer_failed']})"
+        print(f"answer: {answer if answer is not None else '(retrieval only)'}")
+        for i, text in enumerate(row["context_text"], 1):
+            flat = " ".join(text.split())
+            print(textwrap.shorten(f"  context [{i}] {flat}", width=args.width, placeholder=" ..."))
+        print(f"  sources: {', '.join(row['retrieved_ids'][:5]) or '(none)'}")
+        tokens = row["tokens"]
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in summary["stage_seconds"].items())
+        print(
+            f"  tokens: {sum(tokens.values())} {json.dumps(tokens) if tokens else ''}; "
+            f"seconds: {summary['seconds']:.2f} ({stages})"
+        )
     return 0
 
 
@@ -503,6 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run folder (re-run the same command to resume); with several --method, the "
         "folder that holds one run folder per method",
     )
+    p.add_argument(
+        "--label",
+        action="append",
+        help="the run's name in reports (default: the method's name or its YAML file's stem); "
+        "with several --method, one --label each, naming their run folders too",
+    )
     p.add_argument("--batch-size", type=int, help="questions per batch (default: config)")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
@@ -531,6 +584,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="GPUs per Ray actor (default: 1 when a model of the config is on CUDA, else 0)",
     )
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("ask", help="answer one question typed here with one or more methods")
+    p.add_argument("index", help="index directory")
+    p.add_argument("question", help="the question, quoted as one argument")
+    p.add_argument(
+        "--method",
+        required=True,
+        action="append",
+        help="a registered method or a method config YAML; repeat it to compare methods",
+    )
+    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
+    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--llm-model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--out", help="keep the run folders here (default: a temporary folder)")
+    p.add_argument("--width", type=int, default=160, help="characters shown per context item")
+    p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser(
         "export", help="write the entity graph as GraphML, GEXF, Neo4j CSV or GraphRAG Parquet"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
@@ -25,8 +26,14 @@ def progress(desc: str, total: float | None = None, unit: str = "it", **kwargs: 
 
 
 def silence_library_bars() -> None:
-    """Turn off transformers' unlabelled bars (weight loading, downloads): the engine's own
-    labelled bars say what is happening."""
+    """Turn off transformers' unlabelled bars (weight loading, downloads, the GGUF tensor
+    conversion, which ignores transformers' own switch): the engine's own labelled bars say
+    what is happening."""
     from transformers.utils import logging as hf_logging  # loaded with the model that needs it
 
     hf_logging.disable_progress_bar()
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_loading
+    except ImportError:  # a transformers without GGUF support has no such bar
+        return
+    gguf_loading.tqdm = functools.partial(tqdm, disable=True)

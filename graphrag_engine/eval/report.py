@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,53 @@ def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]
             f"{path}: not a readable results file ({str(exc)[:160]}); resume the run with the "
             "same `graphrag-engine query` command to write it again"
         ) from None
-    return run.name, summary, rows
+    label = summary.get("label")
+    return (label if isinstance(label, str) and label else run.name), summary, rows
+
+
+def unique_labels(runs: list[str | Path], labels: list[str]) -> list[str]:
+    """Each run's label, a label that several runs share followed by its folder's parent
+    ("pankrag (runs-a)"), then by its position where that is shared too."""
+    out = list(labels)
+    for label in set(labels):
+        where = [i for i, x in enumerate(labels) if x == label]
+        if len(where) > 1:
+            for i in where:
+                out[i] = f"{label} ({Path(runs[i]).resolve().parent.name})"
+    for label in set(out):
+        where = [i for i, x in enumerate(out) if x == label]
+        if len(where) > 1:
+            for n, i in enumerate(where, 1):
+                out[i] = f"{label} #{n}"
+    return out
+
+
+def common_questions(
+    loaded: list[tuple[str, dict[str, Any], list[dict[str, Any]]]],
+) -> tuple[list[tuple[str, dict[str, Any], list[dict[str, Any]]]], str | None]:
+    """The runs cut to the questions (by id) that every run answered, in the first run's
+    order, and a note saying so when the question sets differ (None when they are the same);
+    runs with no question in common are refused."""
+    ids = [[r["qid"] for r in rows] for _, _, rows in loaded]
+    if all(set(x) == set(ids[0]) for x in ids):
+        return loaded, None
+    shared = set(ids[0]).intersection(*map(set, ids[1:]))
+    sizes = ", ".join(f"{label}: {len(rows)}" for label, _, rows in loaded)
+    if not shared:
+        raise BadInputError(
+            f"eval: the runs share no question ({sizes} questions); evaluate runs over the same "
+            "question file"
+        )
+    note = (
+        f"The runs hold different question sets ({sizes} questions): every figure is over "
+        f"the {len(shared)} questions common to all of them."
+    )
+    order = [q for q in ids[0] if q in shared]
+    cut = []
+    for label, s, rows in loaded:
+        by_id = {r["qid"]: r for r in rows}
+        cut.append((label, s, [by_id[q] for q in order]))
+    return cut, note
 
 
 def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[float]]:
@@ -150,9 +197,12 @@ def evaluate_runs(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     loaded = [load_run(r) for r in runs]
-    labels = [label for label, _, _ in loaded]
-    if len(set(labels)) != len(labels):
-        raise BadInputError("eval: two runs share a folder name; give each run its own name")
+    labels = unique_labels(runs, [label for label, _, _ in loaded])
+    loaded, note = common_questions(
+        [(label, s, rows) for label, (_, s, rows) in zip(labels, loaded, strict=True)]
+    )
+    if note:
+        print(f"eval: {note}", file=sys.stderr)
     scores = {label: score_rows(rows, ks) for label, _, rows in loaded}
     if ragas and judge_llm is not None:
         for label, _, rows in loaded:
@@ -174,6 +224,8 @@ def evaluate_runs(
         return _fmt(mean, lo, hi, 1.0 if m.startswith("query_tokens") else 100.0)
 
     lines = ["# Evaluation report", "", "Runs: " + ", ".join(f"`{r}`" for r in runs), ""]
+    if note:
+        lines += [f"**{note}**", ""]
     lines.append(
         "Mean per question (%, except tokens), 95% bootstrap interval in brackets (2,000 "
         "resamples); seconds per question as median and 90th percentile."

@@ -31,6 +31,7 @@ from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_mi
 from graphrag_engine.methods import method_spec
 from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
 from graphrag_engine.methods.run import (
+    add_batch_seconds,
     batch_done,
     finish_run,
     run_batch,
@@ -119,6 +120,7 @@ def run_query_on_ray(
         todo = deque(b for b in range(n_batches) if not batch_done(out, b))
         resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)
         started = time.perf_counter()
+        batches_here = list(todo)
         with ray_session(address, workers) as ray:
             if question_pipeline is None:
                 question_pipeline = len(questions) >= PIPELINE_MIN_QUESTIONS
@@ -127,6 +129,8 @@ def run_query_on_ray(
                 fail_fast, on_start, question_pipeline,
             )  # fmt: skip
         seconds = time.perf_counter() - started
+        for b in batches_here:  # actors run batches at once: each gets its share of the wall
+            add_batch_seconds(out, b, seconds / len(batches_here))
         return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share)
 
 

@@ -358,9 +358,10 @@ def _run_batches(
             resumed += len(batch)
             bar.update(len(batch))
             continue
+        batch_started = time.perf_counter()
         rows, usage = run_batch(ctx, method, b, batch, fail_fast)
         if not dry_run:
-            write_part(out, b, rows, usage)
+            write_part(out, b, rows, usage, time.perf_counter() - batch_started)
         bar.update(len(batch))
     bar.close()
     if dry_run:
@@ -429,12 +430,18 @@ def usage_since(
 
 
 def write_part(
-    out: Path, b: int, rows: list[dict[str, Any]], usage: dict[str, dict[str, Any]]
+    out: Path,
+    b: int,
+    rows: list[dict[str, Any]],
+    usage: dict[str, dict[str, Any]],
+    seconds: float | None = None,
 ) -> None:
-    """Commit batch `b`: the LLM usage that produced it (added to what earlier processes spent
-    on it), its part file atomically, and a `.failed` marker naming the questions whose answer
-    prompt failed (removed once none did)."""
+    """Commit batch `b`: the LLM usage and wall seconds that produced it (added to what earlier
+    processes spent on it), its part file atomically, and a `.failed` marker naming the
+    questions whose answer prompt failed (removed once none did)."""
     _add_usage(part_path(out, b, ".usage.json"), usage)
+    if seconds is not None:
+        add_batch_seconds(out, b, seconds)
     done_path = part_path(out, b)
     failed_marker = done_path.with_suffix(".failed")
     tmp = done_path.with_name(done_path.name + ".tmp")
@@ -480,6 +487,18 @@ def run_usage(out: Path, n_batches: int) -> dict[str, dict[str, Any]]:
     return total
 
 
+def add_batch_seconds(out: Path, b: int, seconds: float) -> None:
+    """Add wall seconds spent on batch `b` to its seconds file (summed over processes)."""
+    _add_usage(part_path(out, b, ".seconds.json"), {"batch": {"seconds": seconds}})
+
+
+def _read_seconds(path: Path) -> float | None:
+    """The wall seconds a batch's seconds file holds (None when there is none)."""
+    if not path.exists():
+        return None
+    return float(json.loads(path.read_text()).get("batch", {}).get("seconds", 0.0))
+
+
 def finish_run(
     out: Path,
     index: Index,
@@ -506,6 +525,12 @@ def finish_run(
         for k, v in r["tokens"].items():
             tokens[k] = tokens.get(k, 0) + v
     n = len(rows)
+    # every process that worked on the run: each batch's wall seconds, summed over its tries
+    # (a batch of an older run folder without its seconds file counts this process's share)
+    spent = [_read_seconds(part_path(out, b, ".seconds.json")) for b in range(n_batches)]
+    total_seconds = sum(x for x in spent if x is not None)
+    if any(x is None for x in spent):
+        total_seconds = max(total_seconds, seconds)
     failed = sum(r["answer_failed"] is not None for r in rows)
     index_tokens = sum(
         int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0))
@@ -514,10 +539,11 @@ def finish_run(
     summary = {
         "method": cfg.method,
         "questions": n,
-        "seconds": round(seconds, 3),
+        "seconds": round(total_seconds, 3),
+        "seconds_this_process": round(seconds, 3),
         "resumed_questions": resumed,
         "failed_questions": failed,
-        "questions_per_s": round((n - resumed) / seconds, 3) if seconds > 0 else None,
+        "questions_per_s": round(n / total_seconds, 3) if total_seconds > 0 else None,
         "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()},
         "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
         "index_tokens": index_tokens,

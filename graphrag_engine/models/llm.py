@@ -49,6 +49,14 @@ class NoLLM:
         return [0] * len(prompts)
 
 
+def reports_steps(backend: LLMBackend) -> bool:
+    """Whether the backend's generate takes `on_step` (decoding steps of a forward pass)."""
+    try:
+        return "on_step" in inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def reports_done(backend: LLMBackend) -> bool:
     """Whether the backend's generate takes `on_done` (answers reported as they finish)."""
     try:
@@ -153,16 +161,28 @@ class LLM:
         http = getattr(self.backend, "http", None)  # a server backend's retry counter
         before = http.retries if http is not None else 0
 
+        shown = {"finished": 0}  # prompts answered so far
+
+        def move_to(position: float) -> None:
+            bar.n = round(position, 1)  # tenths of a prompt: no float drift on the bar
+            bar.update(0)  # redraw, at most once per the bar's interval
+
         def done(indices: list[int], answers: list[Completion]) -> None:
             if self.cache is not None:
                 ok = [
                     (keys[i], c) for i, c in zip(indices, answers, strict=True) if c.error is None
                 ]
                 self.cache.put_many(self.model_id, ok)
-            bar.update(len(indices))
+            shown["finished"] += len(indices)
+            move_to(shown["finished"])
+
+        def step(share_of_pass: float) -> None:  # a forward pass's prompts finish together
+            move_to(shown["finished"] + share_of_pass)
 
         try:
-            if reports_done(self.backend):
+            if reports_steps(self.backend):
+                fresh = self.backend.generate(batch, params, on_done=done, on_step=step)
+            elif reports_done(self.backend):
                 fresh = self.backend.generate(batch, params, on_done=done)
             else:
                 fresh = []

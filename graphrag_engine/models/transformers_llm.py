@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,20 @@ def check_tokenizer(tokenizer: Any, model: str) -> float:
             "folder with a working tokenizer"
         )
     return chars
+
+
+class StepReport:
+    """Logits processor that reports each decoding step of a forward pass (scores pass through
+    unchanged): a pass of prompts that finish together still moves the progress bar."""
+
+    def __init__(self, on_step, size: int, budget: int) -> None:
+        self.on_step, self.size, self.budget, self.steps = on_step, size, max(1, budget), 0
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """Count the step, report the pass's share done (below 1 until it is), pass scores on."""
+        self.steps += 1
+        self.on_step(min(self.steps / self.budget, 0.99) * self.size)
+        return scores
 
 
 class NaNGuard:
@@ -183,10 +198,15 @@ class TransformersLLM:
         return [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def generate(
-        self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
+        self,
+        prompts: list[Prompt],
+        params: GenParams,
+        on_done: Done | None = None,
+        on_step: Callable[[float], None] | None = None,
     ) -> list[Completion]:
         """Answer all prompts: sorted by length, padded on the left, `batch_size` per forward
-        pass (each pass reported to `on_done`)."""
+        pass (each pass reported to `on_done`; with `on_step`, each decoding step too, as the
+        prompts of the pass done so far, a share of its token budget)."""
         import torch
         from transformers import LogitsProcessorList
 
@@ -210,6 +230,7 @@ class TransformersLLM:
                 decoding = "schema" if constraint else "free"
             if sampling:
                 torch.manual_seed(params.seed)
+            steps = [StepReport(on_step, len(idx), params.max_tokens)] if on_step else []
             t0 = time.perf_counter()
             with torch.inference_mode():
                 gen = self.model.generate(
@@ -221,7 +242,7 @@ class TransformersLLM:
                     top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id,
                     logits_processor=LogitsProcessorList(
-                        [NaNGuard(self.model_id, self.device), *constraint]
+                        [NaNGuard(self.model_id, self.device), *constraint, *steps]
                     ),
                 )
             latency = time.perf_counter() - t0

@@ -121,3 +121,35 @@ def test_faiss_gpu_index_equals_torch() -> None:
     a.add(data)
     b.add(data)
     np.testing.assert_allclose(a.search(queries, 5)[0], b.search(queries, 5)[0], atol=1e-4)
+
+
+@needs_cuda
+def test_device_vectors_search_as_the_cpu_kernel() -> None:
+    """A vector table kept on the GPU (retrieval.device: cuda) finds the CPU's neighbours."""
+    from graphrag_engine.kernels.similarity import DeviceVectors, cosine_topk
+
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((70_000, 64)).astype(np.float32)
+    queries = rng.standard_normal((300, 64)).astype(np.float32)
+    cpu_s, cpu_i = cosine_topk(queries, table, 10)
+    gpu_s, gpu_i = DeviceVectors(table, "cuda").search(queries, 10)
+    np.testing.assert_allclose(gpu_s, cpu_s, atol=1e-5)
+    assert np.mean(gpu_i == cpu_i) > 0.999
+
+
+@needs_cuda
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_exact_topk_within_a_range_on_cuda_equals_cpu(damping: float) -> None:
+    """The passages' top-k picked on the GPU are the CPU's (float64, so no near-tie swaps)."""
+    from graphrag_engine.kernels.graph import CSRGraph
+    from graphrag_engine.kernels.ppr import personalized_pagerank
+
+    rng = np.random.default_rng(8)
+    g = CSRGraph.from_edges(
+        rng.integers(0, 3000, 15000), rng.integers(0, 3000, 15000), n_nodes=3000
+    )
+    seeds = [[int(s)] for s in rng.integers(0, 3000, 40)]
+    kw = dict(dtype="float64", tol=1e-12, topk=25, within=(500, 2000))
+    cpu, _ = personalized_pagerank(g, seeds, damping, **kw).topk(25)
+    gpu, _ = personalized_pagerank(g, seeds, damping, device="cuda", **kw).topk(25)
+    assert np.array_equal(cpu, gpu)

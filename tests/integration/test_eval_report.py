@@ -71,6 +71,34 @@ def test_report_tables_csv_and_plots(two_runs: dict[str, Path], tmp_path: Path) 
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_labels_name_runs_and_eval_scores_the_common_questions(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """Two runs in folders of the same name are told apart by their --label; a 7-question run
+    beside a 45-question run is scored on the 7 questions both hold, and the report says so."""
+    base = ["query", str(demo_index), "demo", "--retrieval-only"]
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert main([*base, "--method", "bm25", "--out", str(a), "--label", "bm25 full"]) == 0
+    assert main([*base, "--method", "naive", "--out", str(b), "--limit", "7"]) == 0
+    assert json.loads((a / "summary.json").read_text())["label"] == "bm25 full"
+    assert json.loads((b / "summary.json").read_text())["label"] == "naive"
+    capsys.readouterr()
+    assert main(["eval", str(a), str(b), "--out", str(tmp_path / "rep"), "--k", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "different question sets" in err and "the 7 questions common" in err
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "bm25 full: 45, naive: 7 questions" in md and "| bm25 full |" in md
+    per_q = list(csv.DictReader((tmp_path / "rep" / "per_question.csv").open()))
+    assert len(per_q) == 14 and {r["run"] for r in per_q} == {"bm25 full", "naive"}
+    # two runs under one label are told apart by their folders' parents
+    c = tmp_path / "c" / "run"
+    assert main([*base, "--method", "bm25", "--out", str(c), "--label", "bm25 full"]) == 0
+    assert main(["eval", str(a), str(c), "--out", str(tmp_path / "rep2")]) == 0
+    md = (tmp_path / "rep2" / "report.md").read_text()
+    assert "| bm25 full (a) |" in md and "| bm25 full (c) |" in md
+    assert main([*base, "--method", "bm25", "--out", str(tmp_path / "d"), "--label", "x/y"]) == 2
+
+
 def test_compare_gives_paired_differences(two_runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     assert (

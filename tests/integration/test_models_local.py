@@ -411,3 +411,28 @@ def test_a_tokenizer_that_lost_its_merges_is_refused(smollm, tmp_path: Path) -> 
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
     with pytest.raises(ConfigError, match=r"into 1\.\d\d characters a token .* lost its merges"):
         TransformersLLM(str(tmp_path))
+
+
+def test_decoding_steps_move_the_stage_bar_within_a_forward_pass(smollm, monkeypatch) -> None:
+    """A forward pass's prompts finish together; with `on_step` each decoding step reports the
+    pass's share done, so the stage bar moves (and has a rate) before the pass ends."""
+    seen: list[float] = []
+    out = smollm.generate(
+        [f"Count to {i}." for i in range(3)], GenParams(max_tokens=6), on_step=seen.append
+    )
+    assert len(out) == 3 and 1 <= len(seen) <= 6
+    assert seen == sorted(seen) and 0 < seen[0] and seen[-1] < 3  # below the pass's 3 prompts
+    positions: list[float] = []
+    from graphrag_engine.models import llm as llm_module
+
+    real = llm_module.progress
+
+    def watched_bar(*args, **kwargs):
+        bar = real(*args, **kwargs)
+        update = bar.update
+        bar.update = lambda n=1: (positions.append(bar.n), update(n))[1]
+        return bar
+
+    monkeypatch.setattr(llm_module, "progress", watched_bar)
+    LLM(smollm).generate(["Say yes.", "Say no."], GenParams(max_tokens=5), stage="steps")
+    assert positions[-1] == 2 and any(0 < p < 2 for p in positions)

@@ -292,8 +292,18 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     assert not (out / "results.parquet").exists()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "GGUF tensors" not in done.stderr  # transformers' own loading bar stays off
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resumed_questions"] >= 4
+    # the seconds cover both processes: the killed one's committed batches count too
+    spent = [
+        json.loads(p.read_text())["batch"]["seconds"]
+        for p in sorted((out / "parts").glob("*.seconds.json"))
+    ]
+    assert len(spent) == 3 and min(spent) > 0
+    assert summary["seconds"] == pytest.approx(sum(spent), abs=2e-3)
+    assert summary["seconds"] > summary["seconds_this_process"] > 0
+    assert summary["questions_per_s"] == pytest.approx(12 / summary["seconds"], rel=1e-2)
     answer = [u for k, u in summary["llm"].items() if k.startswith("answer/")]
     fresh = sum(u["calls"] for u in answer)
     # every question's answer is counted once over both processes: the killed one's committed

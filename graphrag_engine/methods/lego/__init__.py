@@ -135,7 +135,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
             tg = question_graphs([q.triples or [] for q in questions])
             seeds = topic_entities_by_name(tg, texts, ctx.encode_queries)
         else:
-            tg = index_graph(ctx)
+            tg = ctx.memo("lego_index_graph", lambda: index_graph(ctx))  # once per run
             links, _ = link_entities(ctx, texts, top_k=1)
             seeds = [sorted(lk) for lk in links]
     parts = {"se": cfg.se, "pf": cfg.pf, "pr": cfg.pr}

@@ -52,30 +52,52 @@ class TripleGraph:
             return [np.arange(self.heads.size)] * n_q
         return group_by_owner(self.edge_owner, n_q)
 
+    @cached_property
+    def _edges_by_head(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, triple rows) grouping the triples by head node, rows ascending per head."""
+        order = np.argsort(self.heads, kind="stable")
+        indptr = np.zeros(self.n_nodes + 1, np.int64)
+        np.cumsum(np.bincount(self.heads, minlength=self.n_nodes), out=indptr[1:])
+        return indptr, order
+
+    def induced_edges(self, nodes: np.ndarray, member: np.ndarray) -> np.ndarray:
+        """Rows (ascending) of the triples whose two ends are in `nodes`; `member` is a boolean
+        array over this graph's nodes, True exactly at `nodes`. Reads only the nodes' own
+        triples, so a question's cost follows its subgraph, not the whole graph."""
+        indptr, order = self._edges_by_head
+        nodes = np.asarray(nodes, np.int64)
+        starts = indptr[nodes]
+        counts = indptr[nodes + 1] - starts
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        rows = order[np.repeat(starts, counts) + np.arange(int(counts.sum())) - first]
+        return np.sort(rows[member[self.tails[rows]]])
+
     def subgraphs(self, nodes: list[np.ndarray], edges: list[np.ndarray]) -> TripleGraph:
         """Question q's `nodes[q]` and `edges[q]` (rows of this graph) as disjoint blocks of a
         new graph; an edge whose ends are not both kept is dropped."""
         names: list[str] = []
         owners, origin, heads, tails, rels, e_owner = [], [], [], [], [], []
+        position = np.full(self.n_nodes, -1, np.int64)  # node -> its row in the new graph
         for q, (ns, es) in enumerate(zip(nodes, edges, strict=True)):
-            local = {int(n): len(names) + i for i, n in enumerate(ns)}
-            names.extend(self.names[int(n)] for n in ns)
-            owners.append(np.full(len(ns), q, np.int64))
-            origin.append(np.asarray(ns, np.int64))
-            for e in es:
-                h, t = int(self.heads[e]), int(self.tails[e])
-                if h in local and t in local:
-                    heads.append(local[h])
-                    tails.append(local[t])
-                    rels.append(self.relations[e])
-                    e_owner.append(q)
+            ns, es = np.asarray(ns, np.int64), np.asarray(es, np.int64)
+            position[ns] = len(names) + np.arange(ns.size)
+            h, t = position[self.heads[es]], position[self.tails[es]]
+            keep = (h >= 0) & (t >= 0)
+            heads.append(h[keep])
+            tails.append(t[keep])
+            rels.extend(self.relations[e] for e in es[keep].tolist())
+            e_owner.append(np.full(int(keep.sum()), q, np.int64))
+            names.extend(self.names[n] for n in ns.tolist())
+            owners.append(np.full(ns.size, q, np.int64))
+            origin.append(ns)
+            position[ns] = -1
         return TripleGraph(
             names,
             np.concatenate(owners) if owners else np.zeros(0, np.int64),
-            np.asarray(heads, np.int64),
-            np.asarray(tails, np.int64),
+            np.concatenate(heads) if heads else np.zeros(0, np.int64),
+            np.concatenate(tails) if tails else np.zeros(0, np.int64),
             rels,
-            np.asarray(e_owner, np.int64),
+            np.concatenate(e_owner) if e_owner else np.zeros(0, np.int64),
             np.concatenate(origin) if origin else np.zeros(0, np.int64),
         )
 
@@ -190,11 +212,20 @@ class PathText:
 
     def __init__(self, tg: TripleGraph) -> None:
         self.tg = tg
-        self.pairs: dict[tuple[int, int], list[int]] = {}
-        for e, (h, t) in enumerate(zip(tg.heads.tolist(), tg.tails.tolist(), strict=True)):
-            self.pairs.setdefault((h, t), []).append(e)
-            if h != t:
-                self.pairs.setdefault((t, h), []).append(e)
+        h, t = tg.heads.astype(np.int64), tg.tails.astype(np.int64)
+        rows = np.arange(h.size, dtype=np.int64)
+        self._n = np.int64(max(tg.n_nodes, 1))
+        both = h != t  # a relation links its ends both ways; a self-loop once
+        keys = np.concatenate([h * self._n + t, (t * self._n + h)[both]])
+        edges = np.concatenate([rows, rows[both]])
+        order = np.lexsort((edges, keys))  # by node pair, then triple row
+        self._keys, self._edges = keys[order], edges[order]
+
+    def _between(self, u: int, v: int) -> list[int]:
+        """Triple rows joining u and v, in either direction, ascending."""
+        key = u * self._n + v
+        lo, hi = np.searchsorted(self._keys, [key, key + 1])
+        return self._edges[lo:hi].tolist()
 
     def show(self, path: tuple[int, ...]) -> str:
         """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored
@@ -204,7 +235,7 @@ class PathText:
         for u, v in zip(path, path[1:], strict=False):
             labels = [
                 f"-[{tg.relations[e]}]->" if tg.heads[e] == u else f"<-[{tg.relations[e]}]-"
-                for e in self.pairs[(u, v)]
+                for e in self._between(u, v)
             ]
             out.append(f" {' / '.join(labels)} {tg.names[v]}")
         return "".join(out)
@@ -214,6 +245,6 @@ class PathText:
         tg = self.tg
         parts = [tg.names[path[0]]]
         for u, v in zip(path, path[1:], strict=False):
-            parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self.pairs[(u, v)]))
+            parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self._between(u, v)))
             parts.append(tg.names[v])
         return " ".join(parts)

@@ -152,21 +152,26 @@ def extract_subgraphs(
         specs = [seeds[q] for q in has]
         if cfg.method == "ppr":
             res = personalized_pagerank(
-                tg.graph, specs, damping=1.0 - cfg.restart_prob, mode="local", eps=1e-9
-            )
+                tg.graph, specs, damping=1.0 - cfg.restart_prob, mode="local", eps=1e-9,
+                topk=cfg.max_ent,
+            )  # fmt: skip
         else:
             res = sampled_rwr(tg.graph, specs, cfg.restart_prob, walks=cfg.walks, seed=seed)
         top, _ = res.topk(cfg.max_ent)
         for row, q in enumerate(has):
             nodes = top[row][top[row] >= 0]
             kept_nodes[q] = np.unique(np.concatenate([nodes, np.asarray(seeds[q], np.int64)]))
-    edges_by_owner = tg.edges_by_question(n_q)
+    shared = bool(tg.edge_owner.size) and tg.edge_owner.min() < 0  # an index graph
+    edges_by_owner = None if shared else tg.edges_by_question(n_q)
     mask = np.zeros(tg.n_nodes, dtype=bool)
     kept_edges = []
     for q in range(n_q):
-        cand = edges_by_owner[q]
         mask[kept_nodes[q]] = True
-        kept_edges.append(cand[mask[tg.heads[cand]] & mask[tg.tails[cand]]])
+        if edges_by_owner is None:  # the kept nodes' own triples, not every triple's ends
+            kept_edges.append(tg.induced_edges(kept_nodes[q], mask))
+        else:
+            cand = edges_by_owner[q]
+            kept_edges.append(cand[mask[tg.heads[cand]] & mask[tg.tails[cand]]])
         mask[kept_nodes[q]] = False
     if scorer is not None:
         kept_nodes, kept_edges = _score_filter(
