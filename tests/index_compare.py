@@ -5,7 +5,14 @@ from __future__ import annotations
 from graphrag_engine.store.compare import CONTENT_TABLES as TABLES
 from graphrag_engine.store.compare import index_differences, table_rows, vectors_by_id
 
-__all__ = ["RAY_TABLES", "TABLES", "assert_same_index", "table_rows", "vectors_by_id"]
+__all__ = [
+    "RAY_TABLES",
+    "TABLES",
+    "assert_same_index",
+    "index_differences",
+    "table_rows",
+    "vectors_by_id",
+]
 
 RAY_TABLES = [
     "documents",

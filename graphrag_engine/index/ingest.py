@@ -49,7 +49,9 @@ class Document:
             "external_id": self.external_id,
             "title": self.title,
             "text": self.text,
-            "source": self.source,
+            # absolute, as the process that read it saw it: a job's working folder or a
+            # relative argument must not change what the index records
+            "source": os.path.abspath(self.source),
             "meta": json.dumps(self.meta, ensure_ascii=False, sort_keys=True)
             if self.meta
             else None,

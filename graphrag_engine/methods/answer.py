@@ -8,6 +8,7 @@ intermediate answers too (sub-questions), under their own stage name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,11 +109,13 @@ def answer_batch(
     options: Any = None,
     stage: str = "answer",
     keep_failures: bool = False,
+    on_progress: Callable[[float], None] | None = None,
 ) -> Answered:
     """Fit every context, prompt every question without a preset answer in one batched call
     (cached, resumable), and clean the answers; a None context means no retrieval. With
     `keep_failures` a prompt that fails after its retries leaves its answer None and says why
-    in `failed` instead of raising."""
+    in `failed` instead of raising. `on_progress` hears how many of the questions are
+    answered so far (preset answers count from the start)."""
     fitted = [
         None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
     ]
@@ -124,7 +127,13 @@ def answer_batch(
     else:
         prompts = answer_prompts(asked, texts)
     params = GenParams(max_tokens=max_tokens)
-    done = llm.generate(prompts, params, stage, keep_failures=keep_failures) if prompts else []
+    preset = len(questions) - len(prompts)
+    heard = None if on_progress is None else (lambda n: on_progress(preset + n))
+    done = (
+        llm.generate(prompts, params, stage, keep_failures=keep_failures, on_progress=heard)
+        if prompts
+        else []
+    )
     answers: list[str | None] = [c.preset_answer if c is not None else "" for c in fitted]
     failed: list[str | None] = [None] * len(questions)
     tokens: list[dict[str, int]] = [{} for _ in questions]

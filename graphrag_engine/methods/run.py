@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -240,7 +240,12 @@ def _chunk_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[list[int]]:
 
 
 def _answer_batch(
-    ctx: QueryContext, batch: list[Question], r: Retrieved, clock: StageClock, fail_fast: bool
+    ctx: QueryContext,
+    batch: list[Question],
+    r: Retrieved,
+    clock: StageClock,
+    fail_fast: bool,
+    on_answer: Callable[[float], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Answers and result rows of one retrieved batch."""
     cfg = ctx.cfg
@@ -267,6 +272,7 @@ def _answer_batch(
                 method_spec(cfg.method).answer_prompt,
                 cfg.options,
                 keep_failures=not fail_fast,
+                on_progress=on_answer,
             )
         answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
         failed = list(done.failed)
@@ -359,10 +365,17 @@ def _run_batches(
             bar.update(len(batch))
             continue
         batch_started = time.perf_counter()
-        rows, usage = run_batch(ctx, method, b, batch, fail_fast)
+        base = b * bs
+
+        def answered(n: float, base: int = base) -> None:  # the batch's answers as they come
+            bar.n = round(base + n, 1)
+            bar.update(0)
+
+        rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered)
         if not dry_run:
             write_part(out, b, rows, usage, time.perf_counter() - batch_started)
-        bar.update(len(batch))
+        bar.n = base + len(batch)
+        bar.update(0)
     bar.close()
     if dry_run:
         return {"dry_run": True, "llm": ctx.ledger.summary()}
@@ -382,11 +395,17 @@ def batch_done(out: Path, b: int) -> bool:
 
 
 def run_batch(
-    ctx: QueryContext, method, b: int, batch: list[Question], fail_fast: bool
+    ctx: QueryContext,
+    method,
+    b: int,
+    batch: list[Question],
+    fail_fast: bool,
+    on_answer: Callable[[float], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers;
-    and the LLM usage that produced them, to be committed with them (a checkpoint written by
-    a process that died before committing the batch brings its retrieval's usage along)."""
+    """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers
+    (`on_answer` hears how many are done, for the run's bar); and the LLM usage that produced
+    them, to be committed with them (a checkpoint written by a process that died before
+    committing the batch brings its retrieval's usage along)."""
     ckpt = part_path(ctx.run_dir, b, ".retrieved.json")
     ckpt_usage = part_path(ctx.run_dir, b, ".retrieved.usage.json")
     clock = StageClock()
@@ -405,7 +424,7 @@ def run_batch(
                 ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode()
             )
             _write_atomic(ckpt, json.dumps(r.to_json()).encode())
-    rows = _answer_batch(ctx, batch, r, clock, fail_fast)
+    rows = _answer_batch(ctx, batch, r, clock, fail_fast, on_answer)
     return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
 
 

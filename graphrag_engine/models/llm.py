@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import sys
 import time
+from collections.abc import Callable
 
 from graphrag_engine.models.base import (
     Completion,
@@ -92,11 +93,18 @@ class LLM:
         return self.backend.model_id
 
     def generate(
-        self, prompts: list[Prompt], params: GenParams, stage: str, keep_failures: bool = False
+        self,
+        prompts: list[Prompt],
+        params: GenParams,
+        stage: str,
+        keep_failures: bool = False,
+        on_progress: Callable[[float], None] | None = None,
     ) -> list[Completion]:
         """Answer a batch: cached answers first, one backend call for the rest. A prompt that
         fails after the backend's retries raises LLMError, or with `keep_failures` comes back
-        with `error` set (counted in the ledger's failed_prompts), the others kept."""
+        with `error` set (counted in the ledger's failed_prompts), the others kept.
+        `on_progress` hears how many of `prompts` are answered so far (fractions while a
+        forward pass decodes), for a caller's own bar."""
         if isinstance(self.backend, NoLLM):
             self.backend.generate(prompts, params, stage=stage)
         usage = self.ledger.get(stage, self.backend.model_id)
@@ -110,13 +118,20 @@ class LLM:
         for i, k in enumerate(keys):
             if out[i] is None and k not in todo:
                 todo[k] = i
+        waiting = sum(c is None for c in out)  # prompts whose answer is not cached
+
+        def answered(sent: float) -> None:  # `sent` of the todo prompts done
+            if on_progress is not None:
+                on_progress(len(prompts) - waiting + sent * waiting / max(1, len(todo)))
+
+        answered(0)
         if todo:
             batch = [prompts[i] for i in todo.values()]
             if self.dry_run:
                 counts = self.backend.count_tokens(batch)
                 fresh = [Completion("", n, 0, dry_run=True) for n in counts]
             else:
-                fresh = self._send(batch, list(todo.keys()), params, stage, usage)
+                fresh = self._send(batch, list(todo.keys()), params, stage, usage, answered)
                 self._tell_weaker_decoding(stage, fresh)
                 failed = [c for c in fresh if c.error is not None]
                 usage.failed_prompts += len(failed) if keep_failures else 0
@@ -151,7 +166,13 @@ class LLM:
         return result
 
     def _send(
-        self, batch: list[Prompt], keys: list[str], params: GenParams, stage: str, usage
+        self,
+        batch: list[Prompt],
+        keys: list[str],
+        params: GenParams,
+        stage: str,
+        usage,
+        answered: Callable[[float], None] = lambda _: None,
     ) -> list[Completion]:
         """The whole batch to the backend in one call; each answer is cached and counted on the
         stage's progress bar as the backend reports it done (per request for servers, per
@@ -166,6 +187,7 @@ class LLM:
         def move_to(position: float) -> None:
             bar.n = round(position, 1)  # tenths of a prompt: no float drift on the bar
             bar.update(0)  # redraw, at most once per the bar's interval
+            answered(position)
 
         def done(indices: list[int], answers: list[Completion]) -> None:
             if self.cache is not None:

@@ -165,3 +165,26 @@ def test_demo_tour_prints_questions_gold_and_recall_per_method(
         mean = sum(recall_at_k(r["retrieved_ids"], r["supporting_ids"], 5) for r in rows) / 3
         line = next(x for x in out.splitlines() if x.startswith(method + " "))
         assert float(line.split()[1]) == pytest.approx(mean, abs=0.005)
+
+
+def test_ask_answers_one_typed_question_with_each_method(
+    demo_index: Path, tmp_path: Path, capsys
+) -> None:
+    """`ask` runs a batch of one through every --method: the answer (SmolLM2 here), the context
+    the prompt held, its passages, and the tokens and seconds; the run folders are kept."""
+    question = "Which harbour town did Ilsa Varnholt sail from?"
+    args = ["ask", str(demo_index), question, "--method", "bm25", "--method", "naive"]
+    assert main([*args, "--retrieval-only", "--out", str(tmp_path / "ro")]) == 0
+    out = capsys.readouterr().out
+    assert "== bm25 (bm25)" in out and "== naive (naive)" in out
+    assert out.count("answer: (retrieval only)") == 2 and out.count("sources: ") == 2
+    assert "context [1]" in out and "seconds: " in out
+    rows = json.loads((tmp_path / "ro" / "bm25" / "summary.json").read_text())
+    assert rows["questions"] == 1 and rows["label"] == "bm25"
+    llm = ["--method", "naive", "--llm-backend", "transformers", "--out", str(tmp_path / "a")]
+    assert main(["ask", str(demo_index), question, *llm]) == 0
+    out = capsys.readouterr().out
+    answer = next(line for line in out.splitlines() if line.startswith("answer: "))
+    assert answer != "answer: (retrieval only)" and len(answer) > len("answer: ")
+    assert '"answer_prompt"' in out or "tokens: " in out
+    assert main(["ask", str(demo_index), "  ", "--method", "bm25", "--retrieval-only"]) == 2

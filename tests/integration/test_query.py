@@ -432,3 +432,31 @@ def test_a_run_folder_from_before_content_identities_resumes_when_it_matches(
     args = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
     assert main([*args, "--limit", "3", "--out", str(out)]) == 2
     assert "made by an older graphrag-engine" in capsys.readouterr().err
+
+
+def test_query_bar_moves_with_each_answer_within_a_batch(
+    demo_index: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A batch's answers come in forward passes of 4 prompts: the run's question bar moves
+    with them (and with their decoding steps), not once when the 8-question batch ends."""
+    from graphrag_engine.methods import run as run_module
+
+    positions: list[float] = []
+    real = run_module.progress
+
+    def watched_bar(*args, **kwargs):
+        bar = real(*args, **kwargs)
+        update = bar.update
+        bar.update = lambda n=1: (positions.append(bar.n), update(n))[1]
+        return bar
+
+    monkeypatch.setattr(run_module, "progress", watched_bar)
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(
+        "method: bm25\nbatch_size: 8\ngeneration:\n  max_tokens: 6\n"
+        "models:\n  llm:\n    backend: transformers\n    batch_size: 4\n"
+    )
+    args = ["query", str(demo_index), "demo", "--method", str(cfg), "--limit", "8"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 0
+    assert positions[-1] == 8 and positions == sorted(positions)
+    assert any(0 < p < 4 for p in positions) and any(4 <= p < 8 for p in positions)
