@@ -215,6 +215,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     """Run one or several methods over a question file against an index; results land in
     --out (with several methods, one run folder per method under it)."""
     from graphrag_engine.api import Engine
+    from graphrag_engine.methods.forecast import query_forecast_lines
     from graphrag_engine.models.base import outcome_lines
 
     overrides = {
@@ -254,15 +255,12 @@ def cmd_query(args: argparse.Namespace) -> int:
             args.method[0], args.questions, args.out, label=label, **common, **overrides
         )
     failed = 0
-    for r in runs.values() if isinstance(runs, dict) else [runs]:
+    done = list(runs.values()) if isinstance(runs, dict) else [runs]
+    for method, r in zip(args.method, done, strict=True):
         summary = r.summary
         if args.dry_run:
-            stages = ", ".join(
-                f"{key.split('/')[0]}: {u['dry_run_prompts']} prompts, "
-                f"{u['prompt_tokens']} prompt tokens"
-                for key, u in summary["llm"].items()
-            )
-            print(f"dry run {r.label}: LLM {stages or 'not needed'}; nothing was sent or written")
+            cfg = engine.config(method, **overrides)
+            print("\n".join(query_forecast_lines(r.label, summary, cfg)))
             continue
         tok = summary["query_tokens_per_question"]
         print(
@@ -285,42 +283,12 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Answer one question typed on the command line with each --method: the answer, the
-    context the prompt held, the passages it came from, and the tokens and seconds it took."""
-    import textwrap
+    """Answer one question typed on the command line with each --method."""
+    from graphrag_engine.ask import run_ask
 
-    from graphrag_engine.api import Engine
-
-    overrides = {
-        "retrieval_only": args.retrieval_only,
-        "llm_backend": args.llm_backend,
-        "llm_model": args.llm_model,
-        "base_url": args.base_url,
-    }
-    engine = Engine(args.index)
-    for method in args.method:  # every config checked before anything runs
-        engine.config(method, **overrides)
     if args.out:
         writable_folder(args.out)
-    runs = engine.ask(args.question, args.method, args.out, **overrides)
-    for label, run in runs.items():
-        row, summary = run.rows()[0], run.summary
-        print(f"== {label} ({summary['method']})")
-        answer = row["answer"]
-        if row["answer_failed"]:
-            answer = f"(no answer: {row['answer_failed']})"
-        print(f"answer: {answer if answer is not None else '(retrieval only)'}")
-        for i, text in enumerate(row["context_text"], 1):
-            flat = " ".join(text.split())
-            print(textwrap.shorten(f"  context [{i}] {flat}", width=args.width, placeholder=" ..."))
-        print(f"  sources: {', '.join(row['retrieved_ids'][:5]) or '(none)'}")
-        tokens = row["tokens"]
-        stages = ", ".join(f"{k} {v:.2f}" for k, v in summary["stage_seconds"].items())
-        print(
-            f"  tokens: {sum(tokens.values())} {json.dumps(tokens) if tokens else ''}; "
-            f"seconds: {summary['seconds']:.2f} ({stages})"
-        )
-    return 0
+    return run_ask(args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRAPHRAG_PROGRESS", "0")
+# measured LLM rates go to a file of this session, never to the user's cache folder
+os.environ.setdefault(
+    "GRAPHRAG_RATES_FILE",
+    os.path.join(tempfile.mkdtemp(prefix="graphrag-test-rates-"), "llm_rates.json"),
+)
 
 from tests.paths import REPO, SHARED_DATA
 

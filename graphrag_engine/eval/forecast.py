@@ -62,6 +62,7 @@ def forecast_judge(
             f"(at most x{retries + 1})",
         )  # fmt: skip
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
+        row.model = backend.model_id  # its measured rates give the time
         out.append(row)
     stages = {r.stage for r in out}
     statements = next((r for r in out if r.stage == "ragas_statements"), None)

@@ -114,6 +114,7 @@ def forecast_index(
     for row in rows:
         _add_reasks(row, before.get(row.stage, {}))
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
+        row.model = backend.model_id  # its measured rates give the time
     return rows
 
 

@@ -3,10 +3,12 @@ price from the config's per-million-token prices."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from graphrag_engine.config import LLMConfig
+from graphrag_engine.models.rates import measured
 
 
 @dataclass
@@ -19,6 +21,8 @@ class StageForecast:
     completion_tokens: int | None
     basis: str
     cost: float | None = None
+    model: str | None = None
+    """The model id whose measured rates turn the tokens into time (None: no LLM)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict (manifest-style JSON)."""
@@ -33,18 +37,38 @@ def price(cfg: LLMConfig, prompt_tokens: int | None, completion_tokens: int | No
     return (prompt_tokens * cfg.price_input_per_million + (completion_tokens or 0) * out) / 1e6
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
 def forecast_lines(rows: list[dict[str, Any]], what: str, nothing: str) -> list[str]:
-    """The lines a dry run prints: one per stage, then the total of the stages forecast."""
+    """The lines a dry run prints: one per stage (with its time where the model's rates were
+    measured), the basis of the times, then the total of the stages forecast."""
     lines = []
+    bases: dict[str, str] = {}
+    seconds: list[float] = []
     for r in rows:
         if r["prompts"] is None:
             lines.append(f"  {r['stage']}: {r['basis']}")
             continue
         cost = "" if r["cost"] is None else f", cost {r['cost']:.4f}"
+        rates = measured(r["model"]) if r.get("model") else None
+        took = ""
+        if rates is not None:
+            s = rates.seconds(r["prompt_tokens"], r["completion_tokens"])
+            seconds.append(s)
+            took = f", ~{_minutes(s)}"
+            bases[r["model"]] = rates.basis
+        elif r.get("model"):
+            bases[r["model"]] = (
+                f"time: no measured calls of {r['model']} yet, so no time is forecast; any "
+                "real run of an LLM stage with it records its speed"
+            )
         lines.append(
             f"  {r['stage']}: {r['prompts']} prompts, {r['prompt_tokens']} prompt tokens, "
-            f"~{r['completion_tokens']} completion tokens{cost} ({r['basis']})"
+            f"~{r['completion_tokens']} completion tokens{cost}{took} ({r['basis']})"
         )
+    lines += [f"  {basis}" for basis in bases.values()]
     known = [r for r in rows if r["prompts"] is not None]
     total = (
         f"{sum(r['prompts'] for r in known)} LLM prompts, "
@@ -53,7 +77,37 @@ def forecast_lines(rows: list[dict[str, Any]], what: str, nothing: str) -> list[
     )
     costs = [r["cost"] for r in known if r["cost"] is not None]
     priced = f", cost {sum(costs):.4f}" if costs else ""
+    if seconds:
+        partial = "" if len(seconds) == len(known) else " for the stages with measured rates"
+        priced += f", ~{_minutes(sum(seconds))}{partial}"
+    unknown = len(rows) - len(known)
+    if unknown:  # never "0 prompts" for a config whose stages could not be counted
+        total = f"{total} and the prompts of {unknown} stage(s) not forecast above"
     lines.append(
         f"dry run: {what} would send {total if rows else 'no LLM prompts'}{priced}; {nothing}"
     )
     return lines
+
+
+def usage_forecast(
+    llm: dict[str, dict[str, Any]], budget: Callable[[str], int | None], cfg: LLMConfig
+) -> list[StageForecast]:
+    """A dry run's stages from its usage ledger ({"stage/model": usage}): prompts and prompt
+    tokens as counted, completions at each stage's `budget` (an upper bound), price and model."""
+    rows = []
+    for key, usage in llm.items():
+        stage, model = key.split("/", 1)
+        prompts = int(usage.get("dry_run_prompts", 0))
+        cap = budget(stage)
+        how = (
+            f"completions: max_tokens {cap} (an upper bound)"
+            if cap
+            else "completions: no budget known, counted as 0"
+        )
+        row = StageForecast(
+            stage, prompts, int(usage.get("prompt_tokens", 0)), prompts * (cap or 0),
+            f"prompts counted by a dry run of the retrieval; {how}", model=model,
+        )  # fmt: skip
+        row.cost = price(cfg, row.prompt_tokens, row.completion_tokens)
+        rows.append(row)
+    return rows

@@ -27,6 +27,7 @@ from graphrag_engine.models.base import (
     prompt_key,
 )
 from graphrag_engine.models.cache import ResponseCache
+from graphrag_engine.models.rates import record as record_rate
 from graphrag_engine.progress import progress
 
 
@@ -131,7 +132,14 @@ class LLM:
                 counts = self.backend.count_tokens(batch)
                 fresh = [Completion("", n, 0, dry_run=True) for n in counts]
             else:
+                sent_at = time.perf_counter()
                 fresh = self._send(batch, list(todo.keys()), params, stage, usage, answered)
+                record_rate(
+                    self.model_id,
+                    sum(c.prompt_tokens for c in fresh if c.error is None),
+                    sum(c.completion_tokens for c in fresh if c.error is None),
+                    time.perf_counter() - sent_at,
+                )
                 self._tell_weaker_decoding(stage, fresh)
                 failed = [c for c in fresh if c.error is not None]
                 usage.failed_prompts += len(failed) if keep_failures else 0

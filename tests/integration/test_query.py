@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -362,7 +363,44 @@ def test_dry_run_counts_prompts_and_writes_nothing(
     assert main([*args, "--llm-backend", "transformers", "--out", str(out), "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "answer: 5 prompts" in text and "nothing was sent or written" in text
+    assert "~240 completion tokens" in text  # 5 answers at generation.max_tokens 48, a bound
     assert not out.exists()
+    # PankRAG's sub-questions come from its plans, which a dry run cannot make: an upper bound
+    args[5] = "pankrag"
+    assert main([*args, "--llm-backend", "transformers", "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "pankrag_plan: 5 prompts" in text and "answer: 5 prompts" in text
+    assert "pankrag_sub: 20 prompts" in text and "upper bound, not counted" in text
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_dry_run_forecasts_time_from_the_models_measured_calls(
+    demo_index: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """No measured call of the model: the forecast says so and gives no time. After a real
+    run (which records its calls' tokens and seconds) the same dry run prints minutes and the
+    fitted prompt and completion rates it used."""
+    monkeypatch.setenv("GRAPHRAG_RATES_FILE", str(tmp_path / "rates.json"))
+    args = ["query", str(demo_index), "demo", "--method", "bm25", "--llm-backend", "transformers"]
+    assert main([*args, "--limit", "4", "--out", str(tmp_path / "d1"), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "no measured calls of" in text and "no time is forecast" in text
+    cfg = tmp_path / "m.yaml"  # two stages of other shapes: long prompts, then long answers
+    cfg.write_text("method: bm25\ngeneration:\n  max_tokens: 24\nretrieval:\n  top_k: 1\n")
+    run = ["query", str(demo_index), "demo", "--llm-backend", "transformers", "--limit", "4"]
+    assert main([*run, "--method", "bm25", "--out", str(tmp_path / "r1")]) == 0
+    assert main([*run, "--method", str(cfg), "--out", str(tmp_path / "r2")]) == 0
+    rates = json.loads((tmp_path / "rates.json").read_text())
+    (model,) = rates
+    assert len(rates[model]) >= 2 and all(r[2] > 0 for r in rates[model])
+    capsys.readouterr()
+    assert main([*args, "--limit", "4", "--out", str(tmp_path / "d2"), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert f"measured calls of {model}" in text and "tokens/s" in text
+    assert re.search(
+        r"answer: 4 prompts, \d+ prompt tokens, ~192 completion tokens, ~[\d.]+ (s|min)", text
+    )
 
 
 def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(

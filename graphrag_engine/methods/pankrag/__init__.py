@@ -118,6 +118,14 @@ class PankRAGConfig:
             return "pankrag.sub_answers 'llm'"
         return None  # direct plans are one step: nothing to answer before the final answer
 
+    def unseen_stages(self) -> list[tuple[str, int, int]]:
+        """Stages a dry run cannot count, since their prompts come from earlier answers:
+        (stage, most prompts per question, completion budget). An LLM plan's intermediate
+        steps each ask one sub-answer, at most max_steps - 1 per question."""
+        if self.plan == "llm" and self.sub_answers == "llm":
+            return [("pankrag_sub", self.max_steps - 1, self.sub_answer_tokens)]
+        return []
+
 
 def combined_order(
     chunks: list[int], chunk_vectors: np.ndarray, dependency: np.ndarray, alpha: float

@@ -1,0 +1,99 @@
+"""How fast an LLM answers, measured: every real backend call adds one observation (prompt
+tokens, completion tokens, seconds) per model to a small JSON file, and dry runs turn token
+forecasts into time with the rates fitted on them.
+
+The fit is seconds = prompt_tokens / prompt_rate + completion_tokens / completion_rate by least
+squares over the model's recent calls (prompt-heavy and completion-heavy stages tell the two
+apart); when they cannot be told apart (one call, or calls of one shape) one blended rate over
+all tokens is used, and the basis says so. The file is a cache, not an output: it lives in
+the user's cache folder (GRAPHRAG_RATES_FILE overrides it), and a failure to write it is
+ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+KEEP = 200
+"""Observations kept per model (the newest)."""
+
+
+def rates_file() -> Path:
+    """Where the measured rates are kept."""
+    if os.environ.get("GRAPHRAG_RATES_FILE"):
+        return Path(os.environ["GRAPHRAG_RATES_FILE"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "graphrag-engine" / "llm_rates.json"
+
+
+def _load() -> dict[str, list[list[float]]]:
+    try:
+        data = json.loads(rates_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record(model_id: str, prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
+    """Add one real call's tokens and wall seconds to the model's observations."""
+    if seconds <= 0 or prompt_tokens + completion_tokens <= 0:
+        return
+    data = _load()
+    rows = [r for r in data.get(model_id, []) if isinstance(r, list) and len(r) == 4]
+    rows.append([prompt_tokens, completion_tokens, round(seconds, 4), round(time.time())])
+    data[model_id] = rows[-KEEP:]
+    path = rates_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache: an unwritable home costs only the next forecast's time column
+
+
+@dataclass
+class Rates:
+    """A model's measured speed: seconds per prompt and per completion token."""
+
+    per_prompt_token: float
+    per_completion_token: float
+    basis: str
+
+    def seconds(self, prompt_tokens: float, completion_tokens: float) -> float:
+        """Expected wall seconds of that many tokens."""
+        return prompt_tokens * self.per_prompt_token + completion_tokens * self.per_completion_token
+
+
+def measured(model_id: str) -> Rates | None:
+    """The model's rates fitted on its recorded calls, or None when it has none."""
+    rows = np.asarray(_load().get(model_id, []), dtype=np.float64).reshape(-1, 4)
+    if not len(rows):
+        return None
+    p, c, t = rows[:, 0], rows[:, 1], rows[:, 2]
+    when = time.strftime("%Y-%m-%d", time.localtime(rows[:, 3].max()))
+    shapes = np.c_[p, c]
+    if len(rows) >= 2 and np.linalg.matrix_rank(shapes) == 2:
+        (a, b), *_ = np.linalg.lstsq(shapes, t, rcond=None)
+        if a >= 0 and b > 0:
+            return Rates(
+                a, b,
+                f"time from {len(rows)} measured calls of {model_id} (newest {when}): "
+                f"{_per_s(a)} prompt and {_per_s(b)} completion tokens/s",
+            )  # fmt: skip
+    blended = t.sum() / (p.sum() + c.sum())
+    return Rates(
+        blended, blended,
+        f"time from {len(rows)} measured calls of {model_id} (newest {when}), one blended rate "
+        f"of {_per_s(blended)} tokens/s (its calls do not separate prompt from completion speed)",
+    )  # fmt: skip
+
+
+def _per_s(seconds_per_token: float) -> str:
+    return "inf" if seconds_per_token <= 0 else f"{1 / seconds_per_token:,.0f}"
