@@ -366,7 +366,7 @@ def test_dry_run_counts_prompts_and_writes_nothing(
     assert "~240 completion tokens" in text  # 5 answers at generation.max_tokens 48, a bound
     assert not out.exists()
     # PankRAG's sub-questions come from its plans, which a dry run cannot make: an upper bound
-    args[5] = "pankrag"
+    args[4] = "pankrag"
     assert main([*args, "--llm-backend", "transformers", "--out", str(out), "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "pankrag_plan: 5 prompts" in text and "answer: 5 prompts" in text
