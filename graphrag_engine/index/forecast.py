@@ -6,7 +6,8 @@ Per stage: prompts, prompt tokens and expected completion tokens, and a price wh
 config has one. Expected completions are the mean measured by the last build in the output
 folder when it ran that stage, else the stage's `max_tokens` (an upper bound). A stage whose
 prompts depend on what earlier LLM stages return (description summaries, community reports)
-is not forecast: its row says why, with the last build's figures when there are some.
+is estimated from the last build in the output folder when it ran that stage (scaled by
+corpus tokens), else not forecast: its row says why.
 """
 
 from __future__ import annotations
@@ -104,13 +105,14 @@ def forecast_index(
                 f"the conversation before it; {how}",
             )
         )  # fmt: skip
+    corpus = sum(n_tokens)
     if x.enabled and x.summarize_above > 0:
-        rows.append(_unknown(before, "summaries", "resolve_graphs", "one prompt per entity "
-                             "whose joined descriptions exceed extraction.summarize_above "
-                             "characters, known only after extraction"))  # fmt: skip
+        rows.append(_from_last(before, "summaries", "resolve_graphs", "one prompt per entity "
+                               "whose joined descriptions exceed extraction.summarize_above "
+                               "characters, known only after extraction", corpus))  # fmt: skip
     if c.enabled and c.reports:
-        rows.append(_unknown(before, "community_reports", "communities", "one prompt per "
-                             "community, known only after the graph is built"))  # fmt: skip
+        rows.append(_from_last(before, "community_reports", "communities", "one prompt per "
+                               "community, known only after the graph is built", corpus))  # fmt: skip
     for row in rows:
         _add_reasks(row, before.get(row.stage, {}))
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
@@ -133,6 +135,26 @@ def _add_reasks(row: StageForecast, before: dict[str, Any]) -> None:
     row.prompt_tokens = round((row.prompt_tokens or 0) * factor)
     row.completion_tokens = round((row.completion_tokens or 0) * factor)
     row.basis += f"; x{factor:.2f} for re-asks, the last build's rate ({retries} of {calls} calls)"
+
+
+def _from_last(
+    before: dict[str, Any], stage: str, source: str, why: str, corpus_tokens: int
+) -> StageForecast:
+    """A stage whose prompts follow what earlier stages find: the last build's figures for it,
+    scaled by the corpus tokens (a build of the same corpus asks about as much again), or,
+    without such a build, a row saying why it is not forecast."""
+    last = before.get(source, {})
+    then = int(before.get("ingest_chunk", {}).get("tokens", 0))
+    calls = _calls(last)
+    if not calls or not then or not last.get("prompt_tokens"):
+        return _unknown(before, stage, source, why)
+    factor = corpus_tokens / then
+    return StageForecast(
+        stage, round(calls * factor), round(last["prompt_tokens"] * factor),
+        round(last.get("completion_tokens", 0) * factor),
+        f"estimate: {why}; the last build in the output folder asked {calls} prompts for "
+        f"{then} corpus tokens, scaled by corpus tokens (x{factor:.2f})",
+    )  # fmt: skip
 
 
 def _unknown(before: dict[str, Any], stage: str, source: str, why: str) -> StageForecast:

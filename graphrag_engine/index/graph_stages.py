@@ -396,6 +396,7 @@ STAGES: list[Stage] = [
         ("units",),
         ("entities", "unit_entity", "relations", "graph_*"),
         _resolve_graphs,
+        uses_llm=True,  # the entity description summaries: their usage is this stage's
     ),
     Stage(
         "communities",

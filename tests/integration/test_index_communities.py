@@ -62,7 +62,7 @@ def test_hierarchy_partitions_and_is_deterministic(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_reports_resummarise_only_touched_communities(tmp_path: Path) -> None:
+def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) -> None:
     extra = (
         "  reports: true\n  report_max_tokens: 40\nmodels:\n  llm:\n    backend: transformers\n"
         "    batch_size: 8\n    parse_retries: 0\n"
@@ -78,6 +78,13 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path) -> None:
     assert stage["model_calls"] == n and stage["reports"] + stage["parse_failures"] == n
     for r in first.table("reports").to_pylist():
         assert r["title"] and r["summary"] and r["full_text"]
+    # a dry run over that build forecasts its reports from it (same corpus: the same count),
+    # instead of "not forecast"
+    capsys.readouterr()
+    dry = ["index", str(base), "--out", str(out), "--config", str(tmp_path / "r.yaml")]
+    assert main([*dry, "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert f"community_reports: {n} prompts" in text and "scaled by corpus tokens (x1.00)" in text
     before_ids = set(first.table("communities")["community_id"].to_pylist())
     new = tmp_path / "new.jsonl"
     new.write_text(
