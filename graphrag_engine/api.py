@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
 from graphrag_engine.methods.needs import check_needs
-from graphrag_engine.methods.run import run_query
+from graphrag_engine.methods.run import run_query, write_atomic
 from graphrag_engine.models import make_backend
 from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
@@ -105,9 +104,7 @@ def _check_label(label: str | None) -> str | None:
 def _labelled(folder: Path, summary: dict[str, Any], label: str) -> dict[str, Any]:
     """The run's summary with its label, written back to summary.json (reports read it)."""
     summary = {"label": label, **summary}
-    tmp = folder / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2))
-    os.replace(tmp, folder / "summary.json")
+    write_atomic(folder / "summary.json", json.dumps(summary, indent=2).encode())
     return summary
 
 

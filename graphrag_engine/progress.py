@@ -25,6 +25,13 @@ def progress(desc: str, total: float | None = None, unit: str = "it", **kwargs: 
     )
 
 
+def move_bar(bar: tqdm, position: float) -> None:
+    """Set a bar to `position` items done (tenths of an item: answers of a forward pass move
+    it step by step, without float drift) and redraw it, at most once per its interval."""
+    bar.n = round(position, 1)
+    bar.update(0)
+
+
 def silence_library_bars() -> None:
     """Turn off transformers' unlabelled bars (weight loading, downloads, the GGUF tensor
     conversion, which ignores transformers' own switch): the engine's own labelled bars say

@@ -77,3 +77,15 @@ def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n_rows: int) -> tuple[np.
     """(indptr, cols) of the (row, col) pairs, columns ascending within a row."""
     indptr, order = csr_order(rows, cols, n_rows)
     return indptr, cols[order].astype(np.int64)
+
+
+def csr_gather(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, slots) of every entry of the CSR rows `rows`, row after row: `owner[i]` is the
+    position in `rows` of the row the entry belongs to, `slots[i]` the entry's index into the
+    CSR's value arrays (one vectorised gather, not one slice per row)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = indptr[rows]
+    counts = indptr[rows + 1] - starts
+    owner = np.repeat(np.arange(rows.size, dtype=np.int64), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)  # each row's first flat position
+    return owner, np.repeat(starts, counts) + np.arange(owner.size) - first

@@ -67,7 +67,7 @@ def cosine_topk(
     """
     import torch
 
-    on_device = isinstance(candidates, torch.Tensor)  # a DeviceVectors matrix, normalized
+    on_device = isinstance(candidates, torch.Tensor)  # a TorchFlatIndex table on its device
     if on_device:
         device = str(candidates.device)
     nq, nc = len(queries), len(candidates)
@@ -106,23 +106,6 @@ def cosine_topk(
     return out_scores, out_ids
 
 
-class DeviceVectors:
-    """A vector table L2-normalised once and kept on a torch device (a GPU), for repeated
-    exact cosine top-k without copying the table per call."""
-
-    def __init__(self, vectors: np.ndarray, device: str) -> None:
-        import torch
-
-        v = l2_normalize(np.asarray(vectors, dtype=np.float32))
-        self.matrix = torch.from_numpy(np.ascontiguousarray(v)).to(device)
-
-    def search(
-        self, queries: np.ndarray, k: int, normalized: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids) of the k rows nearest each query, best first (as `cosine_topk`)."""
-        return cosine_topk(queries, self.matrix, k, normalized=normalized)
-
-
 class VectorIndex(Protocol):
     """Exact inner-product search over L2-normalized vectors."""
 
@@ -134,12 +117,14 @@ class VectorIndex(Protocol):
 
 
 class TorchFlatIndex:
-    """Exact cosine search with the blocked torch kernel (CPU or CUDA)."""
+    """Exact cosine search with the blocked torch kernel (CPU or CUDA). On a GPU the
+    normalised table moves to the device at the first search and stays there, so repeated
+    searches do not copy it again."""
 
     def __init__(self, dim: int, device: str = "cpu") -> None:
         self.dim, self.device = dim, device
         self._blocks: list[np.ndarray] = []
-        self._matrix: np.ndarray | None = None
+        self._matrix = None  # numpy on the CPU, a torch tensor on a GPU
 
     def add(self, vectors: np.ndarray) -> None:
         """Append vectors (normalized on the way in)."""
@@ -151,17 +136,23 @@ class TorchFlatIndex:
         """Number of stored vectors."""
         return sum(len(b) for b in self._blocks)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids) of the top-k, best first."""
+    def search(
+        self, queries: np.ndarray, k: int, normalized: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of the top-k, best first (`normalized`: the queries already are)."""
         if self._matrix is None:
-            self._matrix = (
+            matrix = (
                 np.concatenate(self._blocks)
                 if self._blocks
                 else np.zeros((0, self.dim), np.float32)
             )
-        return cosine_topk(
-            l2_normalize(queries), self._matrix, k, normalized=True, device=self.device
-        )
+            if self.device != "cpu":
+                import torch
+
+                matrix = torch.from_numpy(np.ascontiguousarray(matrix)).to(self.device)
+            self._matrix = matrix
+        q = queries if normalized else l2_normalize(queries)
+        return cosine_topk(q, self._matrix, k, normalized=True, device=self.device)
 
 
 class FaissFlatIndex:

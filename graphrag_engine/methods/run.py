@@ -41,7 +41,7 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.methods.answer import answer_batch
-from graphrag_engine.progress import progress
+from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.results import part_table, read_rows, results_table
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import passages_of
@@ -53,7 +53,8 @@ GOLD_WARN_SHARE = 0.5
 """`query` warns when fewer of the questions' gold passages than this share are in the index."""
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one rename, synced first: a reader sees old or new."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
@@ -219,7 +220,7 @@ def _check_run_dir(out: Path, identity: dict[str, Any], index: Index) -> None:
                 )
         if not legacy:
             return
-    _write_atomic(marker, json.dumps(identity, indent=2).encode())
+    write_atomic(marker, json.dumps(identity, indent=2).encode())
 
 
 def _lock_run_dir(out: Path) -> int:
@@ -368,14 +369,12 @@ def _run_batches(
         base = b * bs
 
         def answered(n: float, base: int = base) -> None:  # the batch's answers as they come
-            bar.n = round(base + n, 1)
-            bar.update(0)
+            move_bar(bar, base + n)
 
         rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered)
         if not dry_run:
             write_part(out, b, rows, usage, time.perf_counter() - batch_started)
-        bar.n = base + len(batch)
-        bar.update(0)
+        move_bar(bar, base + len(batch))
     bar.close()
     if dry_run:
         return {"dry_run": True, "llm": ctx.ledger.summary()}
@@ -420,10 +419,8 @@ def run_batch(
     else:
         r = method(ctx, batch, clock)
         if not ctx.dry_run:
-            _write_atomic(
-                ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode()
-            )
-            _write_atomic(ckpt, json.dumps(r.to_json()).encode())
+            write_atomic(ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode())
+            write_atomic(ckpt, json.dumps(r.to_json()).encode())
     rows = _answer_batch(ctx, batch, r, clock, fail_fast, on_answer)
     return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
 
@@ -468,7 +465,7 @@ def write_part(
     os.replace(tmp, done_path)
     failed = [row["qid"] for row in rows if row["answer_failed"] is not None]
     if failed:
-        _write_atomic(failed_marker, "\n".join(failed).encode())
+        write_atomic(failed_marker, "\n".join(failed).encode())
     elif failed_marker.exists():
         failed_marker.unlink()
 
@@ -477,7 +474,7 @@ def _add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[s
     """What `path` holds plus `usage` (numbers summed per stage/model), written back: a
     batch's usage over every process that worked on it."""
     total = sum_usage(json.loads(path.read_text()) if path.exists() else {}, usage)
-    _write_atomic(path, json.dumps(total, indent=2).encode())
+    write_atomic(path, json.dumps(total, indent=2).encode())
     return total
 
 
@@ -535,7 +532,7 @@ def finish_run(
     pq.write_table(results_table(rows), tmp)
     os.replace(tmp, out / "results.parquet")
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    _write_atomic(out / "results.jsonl", lines.encode())
+    write_atomic(out / "results.jsonl", lines.encode())
     stage_seconds: dict[str, float] = {}
     tokens: dict[str, float] = {}
     for r in rows:
@@ -570,6 +567,6 @@ def finish_run(
         "gold_in_index": None if gold_share is None else round(gold_share, 4),
         "llm": run_usage(out, n_batches),
     }
-    _write_atomic(out / "llm_usage.json", json.dumps(summary["llm"], indent=2).encode())
-    _write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
+    write_atomic(out / "llm_usage.json", json.dumps(summary["llm"], indent=2).encode())
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2).encode())
     return summary

@@ -45,25 +45,27 @@ def forecast_lines(rows: list[dict[str, Any]], what: str, nothing: str) -> list[
     """The lines a dry run prints: one per stage (with its time where the model's rates were
     measured), the basis of the times, then the total of the stages forecast."""
     lines = []
-    bases: dict[str, str] = {}
+    models = dict.fromkeys(r["model"] for r in rows if r.get("model") and r["prompts"] is not None)
+    rates_of = {m: measured(m) for m in models}  # the rates file is read once per model
+    bases = {
+        m: rates.basis
+        if rates is not None
+        else f"time: no measured calls of {m} yet, so no time is forecast; any real run of an "
+        "LLM stage with it records its speed"
+        for m, rates in rates_of.items()
+    }
     seconds: list[float] = []
     for r in rows:
         if r["prompts"] is None:
             lines.append(f"  {r['stage']}: {r['basis']}")
             continue
         cost = "" if r["cost"] is None else f", cost {r['cost']:.4f}"
-        rates = measured(r["model"]) if r.get("model") else None
+        rates = rates_of.get(r.get("model"))
         took = ""
         if rates is not None:
             s = rates.seconds(r["prompt_tokens"], r["completion_tokens"])
             seconds.append(s)
             took = f", ~{_minutes(s)}"
-            bases[r["model"]] = rates.basis
-        elif r.get("model"):
-            bases[r["model"]] = (
-                f"time: no measured calls of {r['model']} yet, so no time is forecast; any "
-                "real run of an LLM stage with it records its speed"
-            )
         lines.append(
             f"  {r['stage']}: {r['prompts']} prompts, {r['prompt_tokens']} prompt tokens, "
             f"~{r['completion_tokens']} completion tokens{cost}{took} ({r['basis']})"

@@ -28,7 +28,7 @@ from graphrag_engine.models.base import (
 )
 from graphrag_engine.models.cache import ResponseCache
 from graphrag_engine.models.rates import record as record_rate
-from graphrag_engine.progress import progress
+from graphrag_engine.progress import move_bar, progress
 
 
 class NoLLM:
@@ -51,20 +51,22 @@ class NoLLM:
         return [0] * len(prompts)
 
 
-def reports_steps(backend: LLMBackend) -> bool:
-    """Whether the backend's generate takes `on_step` (decoding steps of a forward pass)."""
+def _generate_takes(backend: LLMBackend, parameter: str) -> bool:
+    """Whether the backend's generate takes the keyword `parameter`."""
     try:
-        return "on_step" in inspect.signature(backend.generate).parameters
+        return parameter in inspect.signature(backend.generate).parameters
     except (TypeError, ValueError):
         return False
+
+
+def reports_steps(backend: LLMBackend) -> bool:
+    """Whether the backend's generate takes `on_step` (decoding steps of a forward pass)."""
+    return _generate_takes(backend, "on_step")
 
 
 def reports_done(backend: LLMBackend) -> bool:
     """Whether the backend's generate takes `on_done` (answers reported as they finish)."""
-    try:
-        return "on_done" in inspect.signature(backend.generate).parameters
-    except (TypeError, ValueError):
-        return False
+    return _generate_takes(backend, "on_done")
 
 
 class LLM:
@@ -190,24 +192,24 @@ class LLM:
         http = getattr(self.backend, "http", None)  # a server backend's retry counter
         before = http.retries if http is not None else 0
 
-        shown = {"finished": 0}  # prompts answered so far
+        finished = 0  # prompts answered so far
 
         def move_to(position: float) -> None:
-            bar.n = round(position, 1)  # tenths of a prompt: no float drift on the bar
-            bar.update(0)  # redraw, at most once per the bar's interval
+            move_bar(bar, position)
             answered(position)
 
         def done(indices: list[int], answers: list[Completion]) -> None:
+            nonlocal finished
             if self.cache is not None:
                 ok = [
                     (keys[i], c) for i, c in zip(indices, answers, strict=True) if c.error is None
                 ]
                 self.cache.put_many(self.model_id, ok)
-            shown["finished"] += len(indices)
-            move_to(shown["finished"])
+            finished += len(indices)
+            move_to(finished)
 
         def step(share_of_pass: float) -> None:  # a forward pass's prompts finish together
-            move_to(shown["finished"] + share_of_pass)
+            move_to(finished + share_of_pass)
 
         try:
             if reports_steps(self.backend):

@@ -20,7 +20,7 @@ import numpy as np
 
 from graphrag_engine.config import AnnConfig
 from graphrag_engine.kernels.ann import AnnIndex, AnnParams
-from graphrag_engine.kernels.similarity import DeviceVectors, cosine_topk
+from graphrag_engine.kernels.similarity import TorchFlatIndex, cosine_topk
 from graphrag_engine.progress import progress
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.store.index_store import file_sha256
@@ -38,9 +38,16 @@ def nearest(
     if ann is not None:
         return ann.search(queries, k, normalized=normalized)
     if ctx.device != "cpu":
-        table_on_device = ctx.memo(("device", table), lambda: DeviceVectors(vectors, ctx.device))
-        return table_on_device.search(queries, k, normalized=normalized)
+        on_device = ctx.memo(("device", table), lambda: _flat_index(vectors, ctx.device))
+        return on_device.search(queries, k, normalized=normalized)
     return cosine_topk(queries, vectors, k, normalized=normalized)
+
+
+def _flat_index(vectors: np.ndarray, device: str) -> TorchFlatIndex:
+    """An exact index over a vector table that stays on `device` for the run."""
+    index = TorchFlatIndex(vectors.shape[1], device)
+    index.add(np.asarray(vectors, dtype=np.float32))
+    return index
 
 
 def ann_kind(cfg: AnnConfig, rows: int) -> str | None:

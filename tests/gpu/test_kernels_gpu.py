@@ -124,15 +124,17 @@ def test_faiss_gpu_index_equals_torch() -> None:
 
 
 @needs_cuda
-def test_device_vectors_search_as_the_cpu_kernel() -> None:
-    """A vector table kept on the GPU (retrieval.device: cuda) finds the CPU's neighbours."""
-    from graphrag_engine.kernels.similarity import DeviceVectors, cosine_topk
-
+def test_flat_index_on_the_device_searches_as_the_cpu_kernel() -> None:
+    """A vector table kept on the GPU (retrieval.device: cuda) finds the CPU's neighbours,
+    search after search."""
     rng = np.random.default_rng(2)
     table = rng.standard_normal((70_000, 64)).astype(np.float32)
     queries = rng.standard_normal((300, 64)).astype(np.float32)
     cpu_s, cpu_i = cosine_topk(queries, table, 10)
-    gpu_s, gpu_i = DeviceVectors(table, "cuda").search(queries, 10)
+    index = make_vector_index(64, "torch", device="cuda")
+    index.add(table)
+    index.search(queries[:5], 10)  # the table moves to the device here and stays
+    gpu_s, gpu_i = index.search(queries, 10)
     np.testing.assert_allclose(gpu_s, cpu_s, atol=1e-5)
     assert np.mean(gpu_i == cpu_i) > 0.999
 

@@ -13,6 +13,7 @@ from graphrag_engine.models import LLM, GenParams, LLMRequiredError, NoLLM, Resp
 from graphrag_engine.models.embed import packaged_minilm_path
 from graphrag_engine.models.rerank import BiEncoderReranker, CrossEncoderReranker
 from graphrag_engine.models.structured import ParseError, generate_structured, parse_json
+from tests.bars import watch_bar_positions
 
 PROMPTS = [
     "What is the capital of France? Answer in one word.",
@@ -422,17 +423,8 @@ def test_decoding_steps_move_the_stage_bar_within_a_forward_pass(smollm, monkeyp
     )
     assert len(out) == 3 and 1 <= len(seen) <= 6
     assert seen == sorted(seen) and 0 < seen[0] and seen[-1] < 3  # below the pass's 3 prompts
-    positions: list[float] = []
     from graphrag_engine.models import llm as llm_module
 
-    real = llm_module.progress
-
-    def watched_bar(*args, **kwargs):
-        bar = real(*args, **kwargs)
-        update = bar.update
-        bar.update = lambda n=1: (positions.append(bar.n), update(n))[1]
-        return bar
-
-    monkeypatch.setattr(llm_module, "progress", watched_bar)
+    positions = watch_bar_positions(llm_module, monkeypatch)
     LLM(smollm).generate(["Say yes.", "Say no."], GenParams(max_tokens=5), stage="steps")
     assert positions[-1] == 2 and any(0 < p < 2 for p in positions)

@@ -19,6 +19,7 @@ import pytest
 from graphrag_engine.cli import main
 from graphrag_engine.eval.metrics import recall_at_k
 from graphrag_engine.results import read_rows
+from tests.bars import watch_bar_positions
 from tests.paths import REPO
 
 
@@ -479,16 +480,7 @@ def test_query_bar_moves_with_each_answer_within_a_batch(
     with them (and with their decoding steps), not once when the 8-question batch ends."""
     from graphrag_engine.methods import run as run_module
 
-    positions: list[float] = []
-    real = run_module.progress
-
-    def watched_bar(*args, **kwargs):
-        bar = real(*args, **kwargs)
-        update = bar.update
-        bar.update = lambda n=1: (positions.append(bar.n), update(n))[1]
-        return bar
-
-    monkeypatch.setattr(run_module, "progress", watched_bar)
+    positions = watch_bar_positions(run_module, monkeypatch)
     cfg = tmp_path / "m.yaml"
     cfg.write_text(
         "method: bm25\nbatch_size: 8\ngeneration:\n  max_tokens: 6\n"

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from graphrag_engine.kernels.segments import (
     csr_from_pairs,
+    csr_gather,
     dense_topk,
     group_by_owner,
     segment_rank,
@@ -93,3 +94,12 @@ def test_rowwise_dot() -> None:
     q, v = rng.random((4, 8)).astype(np.float32), rng.random((10, 8)).astype(np.float32)
     owner, rows = rng.integers(0, 4, 30), rng.integers(0, 10, 30)
     np.testing.assert_allclose(rowwise_dot(q, owner, v, rows), (q @ v.T)[owner, rows], rtol=1e-5)
+
+
+def test_csr_gather_lists_every_entry_of_the_chosen_rows_in_order() -> None:
+    indptr = np.array([0, 2, 2, 5, 6])  # rows of 2, 0, 3 and 1 entries
+    owner, slots = csr_gather(indptr, np.array([2, 1, 0, 2]))
+    assert owner.tolist() == [0, 0, 0, 2, 2, 3, 3, 3]
+    assert slots.tolist() == [2, 3, 4, 0, 1, 2, 3, 4]
+    empty = csr_gather(indptr, np.zeros(0, np.int64))
+    assert empty[0].size == empty[1].size == 0

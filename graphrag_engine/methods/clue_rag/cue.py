@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphrag_engine.kernels.segments import csr_from_pairs
+from graphrag_engine.kernels.segments import csr_from_pairs, csr_gather
 from graphrag_engine.retrieve.context import QueryContext
 
 GRAPH = "graph_cue"
@@ -43,14 +43,10 @@ class CueAdjacency:
         """Flat (item, unit) candidates of a batch: for item i, the distinct units mentioning
         entity `entities[i]` that are not in `exclude[i]` (the units already on its path), in
         ascending unit order; gathered for all items at once, not item by item."""
-        ents = np.asarray(entities, dtype=np.int64)
-        if ents.size == 0:
+        if not entities:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        starts = self.ent_indptr[ents]
-        counts = self.ent_indptr[ents + 1] - starts
-        owner = np.repeat(np.arange(ents.size, dtype=np.int64), counts)
-        first = np.repeat(np.cumsum(counts) - counts, counts)  # each item's first flat slot
-        units = self.ent_units[np.repeat(starts, counts) + np.arange(owner.size) - first]
+        owner, slots = csr_gather(self.ent_indptr, np.asarray(entities, dtype=np.int64))
+        units = self.ent_units[slots]
         n_units = np.int64(self.unit_chunk.size)
         keys = np.unique(owner * n_units + units)  # distinct per item, item then unit order
         on_path = [i * n_units + u for i, path in enumerate(exclude) for u in path]

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from graphrag_engine.kernels.graph import CSRGraph
-from graphrag_engine.kernels.segments import group_by_owner
+from graphrag_engine.kernels.segments import csr_gather, csr_order, group_by_owner
 
 
 @dataclass
@@ -55,21 +55,14 @@ class TripleGraph:
     @cached_property
     def _edges_by_head(self) -> tuple[np.ndarray, np.ndarray]:
         """(indptr, triple rows) grouping the triples by head node, rows ascending per head."""
-        order = np.argsort(self.heads, kind="stable")
-        indptr = np.zeros(self.n_nodes + 1, np.int64)
-        np.cumsum(np.bincount(self.heads, minlength=self.n_nodes), out=indptr[1:])
-        return indptr, order
+        return csr_order(self.heads, np.arange(self.heads.size), self.n_nodes)
 
     def induced_edges(self, nodes: np.ndarray, member: np.ndarray) -> np.ndarray:
         """Rows (ascending) of the triples whose two ends are in `nodes`; `member` is a boolean
         array over this graph's nodes, True exactly at `nodes`. Reads only the nodes' own
         triples, so a question's cost follows its subgraph, not the whole graph."""
         indptr, order = self._edges_by_head
-        nodes = np.asarray(nodes, np.int64)
-        starts = indptr[nodes]
-        counts = indptr[nodes + 1] - starts
-        first = np.repeat(np.cumsum(counts) - counts, counts)
-        rows = order[np.repeat(starts, counts) + np.arange(int(counts.sum())) - first]
+        rows = order[csr_gather(indptr, nodes)[1]]
         return np.sort(rows[member[self.tails[rows]]])
 
     def subgraphs(self, nodes: list[np.ndarray], edges: list[np.ndarray]) -> TripleGraph:
