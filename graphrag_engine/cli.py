@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from graphrag_engine import __version__
-from graphrag_engine.config import load_config
+from graphrag_engine.config import LLMConfig, load_config
 from graphrag_engine.errors import (
     BadInputError,
     NotYetAvailableError,
@@ -136,7 +136,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     wall = time.perf_counter() - started
     if args.dry_run:
-        _print_forecast(manifest)
+        _print_forecast(manifest, config.models.llm, args.calibrate)
         return 0
     ingest = manifest["stats"]["ingest"]
     stages = manifest["stats"]["stages"]
@@ -158,12 +158,26 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_forecast(dry: dict) -> None:
+def _calibrate_flag(p: argparse.ArgumentParser) -> None:
+    """--calibrate: whether a dry run may time a model that has no measured calls."""
+    p.add_argument(
+        "--calibrate",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="dry runs: time a model with no measured calls by three short calls (auto: only "
+        "models in this process; yes: servers too; no: never)",
+    )
+
+
+def _print_forecast(dry: dict, llm_cfg: LLMConfig, calibrate: str) -> None:
     """The index dry run's forecast: one line per LLM stage, then the total."""
-    from graphrag_engine.models.forecast import forecast_lines
+    from graphrag_engine.models.forecast import calibrator, forecast_lines
 
     print(f"dry run: {dry['documents']} documents, {dry['chunks']} chunks, {dry['tokens']} tokens")
-    lines = forecast_lines(dry["forecast"], "the index", "nothing was sent, embedded or written")
+    lines = forecast_lines(
+        dry["forecast"], "the index", "nothing was sent, embedded or written",
+        calibrator(llm_cfg, calibrate),
+    )  # fmt: skip
     print("\n".join(lines))
 
 
@@ -191,11 +205,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
     llm = make_llm(llm_cfg, default_cache=cache, dry_run=args.dry_run)
     params = GenParams(max_tokens=args.max_tokens, temperature=args.temperature)
     if args.dry_run:
+        from graphrag_engine.models.forecast import StageForecast, calibrator, forecast_lines, price
+
         est = llm.estimate(prompts, params)
-        print(
-            f"dry run: stage '{args.stage}' would send {est['prompts']} prompts, {est['prompt_tokens']} prompt "
-            f"tokens, at most {est['max_completion_tokens']} completion tokens, to {llm.model_id}; nothing was sent"
-        )
+        row = StageForecast(
+            args.stage, est["prompts"], est["prompt_tokens"], est["max_completion_tokens"],
+            f"prompts counted; completions: --max-tokens {args.max_tokens} (an upper bound)",
+            model=llm.model_id,
+        )  # fmt: skip
+        row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
+        measure = calibrator(llm_cfg, args.calibrate)
+        print("\n".join(forecast_lines([row.as_dict()], "generate", "nothing was sent", measure)))
         return 0
     if not args.out:
         raise BadInputError("generate: give --out FILE for the answers (or --dry-run)")
@@ -260,7 +280,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         summary = r.summary
         if args.dry_run:
             cfg = engine.config(method, **overrides)
-            print("\n".join(query_forecast_lines(r.label, summary, cfg)))
+            print("\n".join(query_forecast_lines(r.label, summary, cfg, args.calibrate)))
             continue
         tok = summary["query_tokens_per_question"]
         print(
@@ -378,19 +398,23 @@ def _eval_forecast(args: argparse.Namespace) -> int:
     """`eval --dry-run`: the judge stages' forecast; nothing is sent or written."""
     from graphrag_engine.eval.forecast import forecast_judge
     from graphrag_engine.eval.report import load_run
-    from graphrag_engine.models.forecast import forecast_lines
+    from graphrag_engine.models.forecast import calibrator, forecast_lines
 
     if not (args.judge or args.ragas):
         print("dry run: eval sends no LLM prompts without --judge or --ragas; nothing was written")
         return 0
     loaded = [load_run(r) for r in args.runs]
+    judge_cfg = _judge_config(args)
     rows = forecast_judge(
-        loaded, _judge_config(args), Path(args.out) / "judge_cache.sqlite",
+        loaded, judge_cfg, Path(args.out) / "judge_cache.sqlite",
         pairwise=args.judge, ragas=args.ragas, limit=args.judge_limit,
         max_tokens=args.judge_max_tokens,
     )  # fmt: skip
     print(f"dry run: {len(loaded)} runs, {sum(len(r) for _, _, r in loaded)} result rows")
-    lines = forecast_lines([r.as_dict() for r in rows], "the judge", "nothing was sent or written")
+    lines = forecast_lines(
+        [r.as_dict() for r in rows], "the judge", "nothing was sent or written",
+        calibrator(judge_cfg, args.calibrate),
+    )  # fmt: skip
     print("\n".join(lines))
     return 0
 
@@ -463,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count the LLM prompts and tokens the index would cost; write nothing",
     )
+    _calibrate_flag(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser(
@@ -495,6 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--stage", default="generate", help="name under which tokens are accounted")
     p.add_argument("--dry-run", action="store_true", help="count prompts and tokens, call no model")
+    _calibrate_flag(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("query", help="run a method over a question file (batch-first, resumable)")
@@ -536,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-model")
     p.add_argument("--base-url", dest="base_url")
     p.add_argument("--dry-run", action="store_true", help="count LLM prompts and tokens only")
+    _calibrate_flag(p)
     p.add_argument(
         "--executor",
         choices=["local", "ray"],
@@ -611,6 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="forecast the judge's prompts and tokens; send and write nothing",
     )
+    _calibrate_flag(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("bench", help="benchmarks live in bench/ (run them with python)")

@@ -104,16 +104,10 @@ REPORT_STAGE = structured_stage(
 )
 
 
-def community_reports(
-    llm: LLM,
-    communities: list[dict],
-    entities: list[dict],
-    relations: list[dict],
-    max_tokens: int = 512,
-    retries: int = 2,
-    max_items: int = 40,
-) -> tuple[list[dict], int]:
-    """Report rows for every community in one batched call; returns (rows, parse failures)."""
+def report_prompts(
+    communities: list[dict], entities: list[dict], relations: list[dict], max_items: int = 40
+) -> list[str]:
+    """One report prompt per community: its entities and its strongest inner relations."""
     ent = {e["entity_id"]: e for e in entities}
     by_member: dict[str, list[dict]] = defaultdict(list)
     for r in relations:
@@ -138,6 +132,20 @@ def community_reports(
         prompts.append(
             REPORT_STAGE.prompt("\n".join(ent_lines), "\n".join(rel_lines) or "- (none)")
         )
+    return prompts
+
+
+def community_reports(
+    llm: LLM,
+    communities: list[dict],
+    entities: list[dict],
+    relations: list[dict],
+    max_tokens: int = 512,
+    retries: int = 2,
+    max_items: int = 40,
+) -> tuple[list[dict], int]:
+    """Report rows for every community in one batched call; returns (rows, parse failures)."""
+    prompts = report_prompts(communities, entities, relations, max_items)
     run = generate_structured(
         llm,
         prompts,

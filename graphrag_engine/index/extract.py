@@ -42,7 +42,11 @@ ASK_PROMPT = """Were any entities of the listed types still missed? Reply with o
 of this form and nothing else: {format}"""
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 60}
-_TEXT = {"type": "string", "maxLength": 100}
+DESCRIPTION_MAX_CHARS = 100
+"""Longest description the extraction schema allows (entities and relations)."""
+SUMMARY_MAX_TOKENS = 256
+"""Completion budget of one description summary."""
+_TEXT = {"type": "string", "maxLength": DESCRIPTION_MAX_CHARS}
 
 
 def triple_schema(entity_types: list[str] | tuple[str, ...]) -> Schema[dict]:
@@ -229,7 +233,7 @@ Description:"""
 
 
 def summarize_descriptions(
-    llm: LLM, entities: list[dict], above: int, max_tokens: int = 256
+    llm: LLM, entities: list[dict], above: int, max_tokens: int = SUMMARY_MAX_TOKENS
 ) -> int:
     """Replace joined descriptions longer than `above` characters by an LLM summary (one batched
     call); an empty answer keeps the joined text. Returns how many were summarised."""

@@ -7,7 +7,7 @@ config has one. Expected completions are the mean measured by the last build in 
 folder when it ran that stage, else the stage's `max_tokens` (an upper bound). A stage whose
 prompts depend on what earlier LLM stages return (description summaries, community reports)
 is estimated from the last build in the output folder when it ran that stage (scaled by
-corpus tokens), else not forecast: its row says why.
+corpus tokens), else from the NER graph of a sample of the chunks (index/forecast_sample.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,18 @@ import numpy as np
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import GraphRAGError
-from graphrag_engine.index.extract import EXTRACT_STAGE, GLEANING_STAGE, LOOP_CHECK_STAGE
+from graphrag_engine.index.extract import (
+    EXTRACT_STAGE,
+    GLEANING_STAGE,
+    LOOP_CHECK_STAGE,
+    SUMMARY_MAX_TOKENS,
+)
+from graphrag_engine.index.forecast_sample import (
+    SampleGraph,
+    reports_estimate,
+    sample_graph,
+    summaries_estimate,
+)
 from graphrag_engine.index.units import UNITS_STAGE
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.forecast import StageForecast, price
@@ -106,13 +117,29 @@ def forecast_index(
             )
         )  # fmt: skip
     corpus = sum(n_tokens)
+    sample: list[SampleGraph] = []  # built once, when a stage has no earlier build to scale
+
+    def first_build() -> SampleGraph:
+        if not sample:
+            sample.append(sample_graph(texts, config))
+        return sample[0]
+
     if x.enabled and x.summarize_above > 0:
-        rows.append(_from_last(before, "summaries", "resolve_graphs", "one prompt per entity "
-                               "whose joined descriptions exceed extraction.summarize_above "
-                               "characters, known only after extraction", corpus))  # fmt: skip
+        row = _from_last(before, "summaries", "resolve_graphs", "one prompt per entity whose "
+                         "joined descriptions exceed extraction.summarize_above characters, "
+                         "known only after extraction", corpus)  # fmt: skip
+        if row.prompts is None and texts:
+            row = summaries_estimate(
+                first_build(), len(texts), x.summarize_above, backend.count_tokens,
+                SUMMARY_MAX_TOKENS,
+            )  # fmt: skip
+        rows.append(row)
     if c.enabled and c.reports:
-        rows.append(_from_last(before, "community_reports", "communities", "one prompt per "
-                               "community, known only after the graph is built", corpus))  # fmt: skip
+        row = _from_last(before, "community_reports", "communities", "one prompt per "
+                         "community, known only after the graph is built", corpus)  # fmt: skip
+        if row.prompts is None and texts:
+            row = reports_estimate(first_build(), len(texts), config, backend.count_tokens)
+        rows.append(row)
     for row in rows:
         _add_reasks(row, before.get(row.stage, {}))
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)

@@ -5,7 +5,8 @@ nothing; its usage ledger gives each stage's prompts and prompt tokens. Completi
 stage's budget (an upper bound); price and time follow from the config's prices and the
 model's measured rates (graphrag_engine.models.rates). Stages whose prompts are built from
 earlier answers cannot be counted that way: a method's config may declare them
-(`unseen_stages()`: stage, most prompts per question, budget), and they get an upper-bound row.
+(`unseen_stages()`: stage, most prompts per question, budget, optional note), and they get an
+upper-bound row.
 """
 
 from __future__ import annotations
@@ -13,11 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from graphrag_engine.config import QueryConfig
-from graphrag_engine.models.forecast import StageForecast, forecast_lines, price, usage_forecast
+from graphrag_engine.models.forecast import (
+    StageForecast,
+    calibrator,
+    forecast_lines,
+    price,
+    usage_forecast,
+)
 from graphrag_engine.stages import stage as structured_stage
 
 
-def query_forecast_lines(label: str, summary: dict[str, Any], cfg: QueryConfig) -> list[str]:
+def query_forecast_lines(
+    label: str, summary: dict[str, Any], cfg: QueryConfig, calibrate: str = "auto"
+) -> list[str]:
     """`query --dry-run`'s lines for one method: each LLM stage its retrieval would ask, then
     the answers (prompts, tokens, completions at their budget, price, time where measured)."""
 
@@ -30,39 +39,53 @@ def query_forecast_lines(label: str, summary: dict[str, Any], cfg: QueryConfig) 
             return None
 
     counted = usage_forecast(summary["llm"], budget, cfg.models.llm)
-    counted += _unseen_stages(cfg, counted)
+    counted += _unseen_stages(cfg, counted, int(summary.get("questions") or 0))
     rows = [r.as_dict() for r in counted]
     lines = [f"dry run {label}:"]
-    lines += forecast_lines(rows, label, "nothing was sent or written")
+    measure = calibrator(cfg.models.llm, calibrate)
+    lines += forecast_lines(rows, label, "nothing was sent or written", measure)
     if rows:
         lines.append(
             "  not counted: re-asks, and stages whose prompts are built from earlier answers "
-            "(a dry run's answers are empty) unless a row above bounds them (ROGRAG's later "
-            "logic-form steps are not)"
+            "(a dry run's answers are empty) unless a row above bounds them"
         )
     return lines
 
 
-def _unseen_stages(cfg: QueryConfig, counted: list[StageForecast]) -> list[StageForecast]:
-    """Upper-bound rows for the stages the method declares a dry run cannot count (their
-    prompts come from earlier answers), sized by the answer stage's prompts."""
-    declared = getattr(cfg.options, "unseen_stages", None)
-    answer = next((r for r in counted if r.stage == "answer"), None)
-    if declared is None or answer is None or not answer.prompts:
+def _unseen_stages(
+    cfg: QueryConfig, counted: list[StageForecast], questions: int
+) -> list[StageForecast]:
+    """Upper-bound rows for the stages a dry run cannot count (their prompts come from earlier
+    answers): those the method declares, and the answers when its dry run asked none (a
+    verifier that saw empty contexts refused every question), sized by the question count."""
+    if not questions or not counted:
         return []
+    declared = list(getattr(cfg.options, "unseen_stages", list)())
+    if cfg.generation.enabled:
+        declared.append(
+            ("answer", 1, cfg.generation.max_tokens, "the dry run's verdicts saw no context")
+        )
+    answer = next((r for r in counted if r.stage == "answer" and r.prompts), None)
+    basis = answer or counted[0]
+    if answer is not None:
+        mean, of = answer.prompt_tokens / answer.prompts, "the answer prompts'"
+    else:
+        mean = sum(r.prompt_tokens or 0 for r in counted) / max(
+            sum(r.prompts or 0 for r in counted), 1
+        )
+        of = "the counted prompts'"
     seen = {r.stage for r in counted}
     rows = []
-    for stage, per_question, cap in declared():
+    for stage, per_question, cap, *note in declared:
         if stage in seen:
             continue
-        n = per_question * answer.prompts
-        mean = answer.prompt_tokens / answer.prompts
+        n = per_question * questions
         row = StageForecast(
             stage, n, round(n * mean), n * cap,
             f"upper bound, not counted by a dry run (its prompts come from earlier answers): "
-            f"at most {per_question} per question, prompt tokens at the answer prompts' mean "
-            f"{mean:.0f}; completions: max_tokens {cap}",
-            model=answer.model,
+            f"at most {per_question} per question{''.join(f' ({x})' for x in note)}, prompt "
+            f"tokens at {of} mean {mean:.0f}; completions: max_tokens {cap}",
+            model=basis.model,
         )  # fmt: skip
         row.cost = price(cfg.models.llm, row.prompt_tokens, row.completion_tokens)
         rows.append(row)

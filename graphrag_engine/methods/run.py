@@ -377,7 +377,7 @@ def _run_batches(
         move_bar(bar, base + len(batch))
     bar.close()
     if dry_run:
-        return {"dry_run": True, "llm": ctx.ledger.summary()}
+        return {"dry_run": True, "questions": len(questions), "llm": ctx.ledger.summary()}
     seconds = time.perf_counter() - started
     return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share)
 

@@ -3,12 +3,13 @@ price from the config's per-million-token prices."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from graphrag_engine.config import LLMConfig
-from graphrag_engine.models.rates import measured
+from graphrag_engine.models.rates import Rates, calibrate, measured
 
 
 @dataclass
@@ -41,17 +42,61 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-def forecast_lines(rows: list[dict[str, Any]], what: str, nothing: str) -> list[str]:
-    """The lines a dry run prints: one per stage (with its time where the model's rates were
-    measured), the basis of the times, then the total of the stages forecast."""
+def calibrator(cfg: LLMConfig, mode: str = "auto") -> Callable[[str], Rates | None] | None:
+    """What a dry run calls to measure a model that has no recorded calls (None: it may not).
+    `mode` is `--calibrate`: auto for models in this process (transformers, vllm), yes for
+    servers too, no for never."""
+    if mode == "no" or cfg.backend == "none" or (mode == "auto" and cfg.backend == "openai"):
+        return None
+
+    def measure(model_id: str) -> Rates | None:
+        from graphrag_engine.models import make_backend  # a backend's libraries load late
+
+        backend = make_backend(cfg)
+        if backend.model_id != model_id:
+            return None
+        print(f"calibrating {model_id}: three short calls to measure its speed", file=sys.stderr)
+        rates = calibrate(backend, max(1, min(cfg.batch_size, 4)))
+        if rates is not None:
+            rates.basis = f"calibrated now; {rates.basis}"
+        return rates
+
+    return measure
+
+
+def _rates(model_id: str, measure: Callable[[str], Rates | None] | None) -> Rates | None:
+    """The model's recorded rates, else a calibration's when the dry run may run one."""
+    rates = measured(model_id)
+    return rates if rates is not None or measure is None else measure(model_id)
+
+
+def _no_rates(model_id: str, may_measure: bool) -> str:
+    how = (
+        "its calibration failed"
+        if may_measure
+        else "`--calibrate yes` measures it with three short calls (servers are not called "
+        "unless asked)"
+    )
+    return (
+        f"time: no measured calls of {model_id} yet, so no time is forecast ({how}); any real "
+        "run of an LLM stage with it records its speed"
+    )
+
+
+def forecast_lines(
+    rows: list[dict[str, Any]],
+    what: str,
+    nothing: str,
+    measure: Callable[[str], Rates | None] | None = None,
+) -> list[str]:
+    """The lines a dry run prints: one per stage (with its time from the model's measured
+    rates, calibrated now by `measure` where none are recorded), the basis of the times, then
+    the total of the stages forecast."""
     lines = []
     models = dict.fromkeys(r["model"] for r in rows if r.get("model") and r["prompts"] is not None)
-    rates_of = {m: measured(m) for m in models}  # the rates file is read once per model
+    rates_of = {m: _rates(m, measure) for m in models}  # the rates file is read once per model
     bases = {
-        m: rates.basis
-        if rates is not None
-        else f"time: no measured calls of {m} yet, so no time is forecast; any real run of an "
-        "LLM stage with it records its speed"
+        m: rates.basis if rates is not None else _no_rates(m, measure is not None)
         for m, rates in rates_of.items()
     }
     seconds: list[float] = []
@@ -85,6 +130,8 @@ def forecast_lines(rows: list[dict[str, Any]], what: str, nothing: str) -> list[
     unknown = len(rows) - len(known)
     if unknown:  # never "0 prompts" for a config whose stages could not be counted
         total = f"{total} and the prompts of {unknown} stage(s) not forecast above"
+    if any(r is not None and r.basis.startswith("calibrated now") for r in rates_of.values()):
+        nothing += " (apart from the calibration calls)"
     lines.append(
         f"dry run: {what} would send {total if rows else 'no LLM prompts'}{priced}; {nothing}"
     )

@@ -8,6 +8,9 @@ apart); when they cannot be told apart (one call, or calls of one shape) one ble
 all tokens is used, and the basis says so. The file is a cache, not an output: it lives in
 the user's cache folder (GRAPHRAG_RATES_FILE overrides it), and a failure to write it is
 ignored.
+
+A model with no recorded calls can be measured on the spot (`calibrate`): dry runs do so for
+backends that run in this process, and for servers when asked (`--calibrate yes`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.calibration import CALIBRATION_TEXTS
 
 KEEP = 200
 """Observations kept per model (the newest)."""
@@ -97,3 +104,30 @@ def measured(model_id: str) -> Rates | None:
 
 def _per_s(seconds_per_token: float) -> str:
     return "inf" if seconds_per_token <= 0 else f"{1 / seconds_per_token:,.0f}"
+
+
+CALIBRATION_BATCH = 4
+"""Prompts per calibration call: a small batch, as real stages send batches."""
+
+
+def calibrate(backend: Any, batch: int = CALIBRATION_BATCH) -> Rates | None:
+    """Measure a backend's speed with three short calls and record them: a warm-up (loads
+    weights, not recorded), a prompt-heavy batch (long prompt, one completion token) and a
+    completion-heavy batch (short prompt, 48 tokens), so the fit separates the two rates."""
+    long_prompt = "Summarise in one word:\n\n" + "\n\n".join(CALIBRATION_TEXTS[:6])
+    short = "Count from 1 to 60, separated by commas."
+    backend.generate([short], GenParams(max_tokens=2))  # warm-up: weights, kernels, server
+    for prompts, budget in (([long_prompt] * batch, 1), ([short] * batch, 48)):
+        started = time.perf_counter()
+        done = backend.generate(prompts, GenParams(max_tokens=budget))
+        seconds = time.perf_counter() - started
+        ok = [c for c in done if c.error is None]
+        if not ok:
+            return None  # the backend failed: no rate is better than a wrong one
+        record(
+            backend.model_id,
+            sum(c.prompt_tokens for c in ok),
+            sum(c.completion_tokens for c in ok),
+            seconds,
+        )
+    return measured(backend.model_id)

@@ -4,6 +4,7 @@ that an incremental add re-summarises only for the communities it touched."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -71,6 +72,15 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) ->
     lines = corpus_path().read_text().splitlines()
     base = tmp_path / "base.jsonl"
     base.write_text("\n".join(lines[:14]) + "\n")
+    # before any build: estimated from the NER graph of (here all of) the chunks
+    (tmp_path / "r.yaml").write_text(
+        "communities:\n  enabled: true\n  max_cluster_size: 6\n" + extra
+    )
+    first_dry = ["index", str(base), "--out", str(tmp_path / "none"), "--dry-run"]
+    assert main([*first_dry, "--config", str(tmp_path / "r.yaml")]) == 0
+    estimate = capsys.readouterr().out
+    assert "community_reports: " in estimate and "estimate for a first build" in estimate
+    assert not (tmp_path / "none").exists()
     out = build(tmp_path, "r", extra, corpus=base)
     first = open_index(out)
     stage = first.manifest["stats"]["stages"]["communities"]
@@ -85,6 +95,9 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) ->
     assert main([*dry, "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert f"community_reports: {n} prompts" in text and "scaled by corpus tokens (x1.00)" in text
+    # the first-build estimate came from the same kind of graph: the count it gave is close
+    guessed = int(re.search(r"community_reports: (\d+) prompts", estimate).group(1))
+    assert 0.5 * n <= guessed <= 2 * n, (guessed, n)
     before_ids = set(first.table("communities")["community_id"].to_pylist())
     new = tmp_path / "new.jsonl"
     new.write_text(

@@ -373,20 +373,40 @@ def test_dry_run_counts_prompts_and_writes_nothing(
     assert "pankrag_plan: 5 prompts" in text and "answer: 5 prompts" in text
     assert "pankrag_sub: 20 prompts" in text and "upper bound, not counted" in text
     assert not out.exists()
+    # ROGRAG's step lookups and logic-form verdicts follow its logic forms: bounded the same way
+    args[4] = "rograg"
+    assert main([*args, "--llm-backend", "transformers", "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "logic_form: 5 prompts" in text and "verify: 5 prompts" in text
+    assert "logic_step: 25 prompts" in text and "one lookup per retrieve step" in text
+    assert "verify_logic_form: 5 prompts" in text
+    # its dry-run verdicts saw no context, so it asked no answers: they get a bound too
+    assert "answer: 5 prompts" in text and "the dry run's verdicts saw no context" in text
+    assert not out.exists()
 
 
 @pytest.mark.slow
 def test_dry_run_forecasts_time_from_the_models_measured_calls(
     demo_index: Path, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    """No measured call of the model: the forecast says so and gives no time. After a real
-    run (which records its calls' tokens and seconds) the same dry run prints minutes and the
-    fitted prompt and completion rates it used."""
-    monkeypatch.setenv("GRAPHRAG_RATES_FILE", str(tmp_path / "rates.json"))
+    """No measured call of the model and no calibration: the forecast says so and gives no
+    time; with calibration (the default for a model in this process) three short calls time
+    it. After a real run (which records its calls' tokens and seconds) the same dry run prints
+    minutes and the fitted prompt and completion rates it used."""
+    monkeypatch.setenv("GRAPHRAG_RATES_FILE", str(tmp_path / "cal.json"))
     args = ["query", str(demo_index), "demo", "--method", "bm25", "--llm-backend", "transformers"]
-    assert main([*args, "--limit", "4", "--out", str(tmp_path / "d1"), "--dry-run"]) == 0
+    dry = [*args, "--limit", "4", "--out", str(tmp_path / "d1"), "--dry-run"]
+    assert main([*dry, "--calibrate", "no"]) == 0
     text = capsys.readouterr().out
     assert "no measured calls of" in text and "no time is forecast" in text
+    assert main(dry) == 0
+    text = capsys.readouterr().out
+    assert "calibrated now; time from 2 measured calls" in text and "tokens/s" in text
+    assert re.search(r"answer: 4 prompts, .*, ~[\d.]+ (s|min) ", text)
+    assert "nothing was sent or written (apart from the calibration calls)" in text
+    calibration = json.loads((tmp_path / "cal.json").read_text())
+    assert [len(rows) for rows in calibration.values()] == [2]
+    monkeypatch.setenv("GRAPHRAG_RATES_FILE", str(tmp_path / "rates.json"))
     cfg = tmp_path / "m.yaml"  # two stages of other shapes: long prompts, then long answers
     cfg.write_text("method: bm25\ngeneration:\n  max_tokens: 24\nretrieval:\n  top_k: 1\n")
     run = ["query", str(demo_index), "demo", "--llm-backend", "transformers", "--limit", "4"]

@@ -50,7 +50,7 @@ def test_generate_cli_with_dry_run_and_cache(llama_server, tmp_path: Path, run_c
     ]
     dry = run_cli(*common, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "would send 4 prompts" in dry.stdout and "nothing was sent" in dry.stdout
+    assert "would send 4 LLM prompts" in dry.stdout and "nothing was sent" in dry.stdout
     assert not out.exists()
     first = run_cli(*common, "--out", str(out))
     assert first.returncode == 0, first.stderr

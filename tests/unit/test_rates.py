@@ -76,3 +76,32 @@ def test_a_stage_that_cannot_be_counted_is_never_reported_as_zero_prompts() -> N
     text = "\n".join(forecast_lines(rows, "the index", "nothing was sent"))
     assert "community_reports: not forecast: why" in text
     assert "the prompts of 1 stage(s) not forecast above" in text
+
+
+def test_a_dry_run_calibrates_only_a_model_without_measured_calls(rates_file) -> None:
+    """The measure callback runs for the unmeasured model only, its basis says so, and the
+    total says calls were sent; which backends a dry run may calibrate follows --calibrate."""
+    from graphrag_engine.config import LLMConfig
+    from graphrag_engine.models.forecast import calibrator
+
+    rates.record("known", 1000, 10, 1.0)
+    asked = []
+
+    def measure(model_id: str) -> rates.Rates:
+        asked.append(model_id)
+        return rates.Rates(0.001, 0.01, f"calibrated now; 2 calls of {model_id}")
+
+    rows = [
+        {"stage": s, "prompts": 1, "prompt_tokens": 1000, "completion_tokens": 100,
+         "cost": None, "basis": "x", "model": m}
+        for s, m in (("a", "known"), ("b", "new"))
+    ]  # fmt: skip
+    text = "\n".join(forecast_lines(rows, "the index", "nothing was sent", measure))
+    assert asked == ["new"]
+    assert "b: 1 prompts, 1000 prompt tokens, ~100 completion tokens, ~2 s" in text
+    assert "nothing was sent (apart from the calibration calls)" in text
+    server = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:1/v1")
+    assert calibrator(server, "auto") is None and calibrator(server, "yes") is not None
+    assert calibrator(LLMConfig(backend="transformers"), "no") is None
+    assert calibrator(LLMConfig(backend="none"), "yes") is None
+    assert calibrator(LLMConfig(backend="transformers"), "auto") is not None

@@ -100,6 +100,27 @@ class ROGRAGConfig:
             return None
         return "method 'rograg'"
 
+    def unseen_stages(self) -> list[tuple[str, int, int, str]]:
+        """Stages a dry run cannot count, since their prompts come from the logic forms it
+        cannot make: (stage, most prompts per question, completion budget, note)."""
+        if "logic_form" not in self.stages:
+            return []
+        rows = [
+            (
+                "logic_step", self.max_steps, self.step_answer_tokens,
+                "one lookup per retrieve step; a filter step's lookups, one per item of the "
+                "list it filters, come on top",
+            )
+        ]  # fmt: skip
+        if self.check != "none":
+            rows.append(
+                (
+                    "verify_logic_form", 1, VERIFY_STAGE.max_tokens(),
+                    "one verdict on each logic form's context, on top of the verify row",
+                )
+            )  # fmt: skip
+        return rows
+
 
 VERDICT = Schema(json_object({"supported": {"type": "boolean"}}), lambda v: bool(v["supported"]))
 ARGUMENT_PROMPT = """Can the question be answered from the context below alone? Answer true only
