@@ -90,11 +90,25 @@ def relationships(g: EntityGraph, selected: list[int], cap: int) -> list[int]:
 
 def pick_entities(ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]) -> list[list[int]]:
     """The entities of every text: top-k by description embedding (one call), or linked NER."""
+    return [list(found) for found in scored_entities(ctx, cfg, texts)]
+
+
+def scored_entities(
+    ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]
+) -> list[dict[int, float]]:
+    """Per text, its entities (best first) with their retrieval scores: the cosine of the
+    entity's description to the text, or the link score of a named entity it mentions."""
     if cfg.entities == "ner":
         links, _ = link_entities(ctx, texts, top_k=1)
-        return [sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities] for lk in links]
-    ids, _ = search(ctx, texts, "entity_vectors", cfg.top_k_entities)
-    return [[e for e in row.tolist() if e >= 0] for row in ids]
+        return [
+            {e: float(lk[e]) for e in sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities]}
+            for lk in links
+        ]
+    ids, scores = search(ctx, texts, "entity_vectors", cfg.top_k_entities)
+    return [
+        {int(e): float(sc) for e, sc in zip(row.tolist(), srow.tolist(), strict=True) if e >= 0}
+        for row, srow in zip(ids, scores, strict=True)
+    ]
 
 
 def local_context(

@@ -35,14 +35,25 @@ def _ctx(index, tmp, **options) -> QueryContext:
     return QueryContext(index, cfg, tmp)
 
 
-def test_eq5_with_alpha_one_is_the_plain_ranking_and_beta_reorders() -> None:
+def test_eq5_combines_normalised_retrieval_scores_with_dependency_cosines() -> None:
+    """alpha = 1 orders by the retrieval score, alpha = 0 by the cosine to the dependencies;
+    in between, R is min-max normalised over the sub-question's chunks before it is mixed."""
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(12, 6)).astype(np.float32)
     chunks = [7, 3, 11, 0, 5]
+    retrieval = [0.9, 0.9, 0.7, 0.8, 0.5]  # chunks of one entity share its score
     dep = vecs[5] / np.linalg.norm(vecs[5])
-    assert combined_order(chunks, vecs, dep, 1.0)[0] == chunks
-    by_m, scores = combined_order(chunks, vecs, dep, 0.0)
+    assert combined_order(chunks, retrieval, vecs, dep, 1.0)[0] == [7, 3, 0, 11, 5]
+    by_m, scores = combined_order(chunks, retrieval, vecs, dep, 0.0)
     assert by_m[0] == 5 and list(scores) == sorted(scores, reverse=True)
+    unit = vecs[chunks] / np.linalg.norm(vecs[chunks], axis=1, keepdims=True)
+    r = (np.array(retrieval) - 0.5) / 0.4
+    want = 0.6 * r + 0.4 * (unit @ dep)
+    mixed, got = combined_order(chunks, retrieval, vecs, dep, 0.6)
+    assert np.allclose(sorted(want, reverse=True), got, atol=1e-6)
+    assert mixed == [chunks[i] for i in np.argsort(-want, kind="stable")]
+    # equal retrieval scores normalise to 1: the cosines alone decide
+    assert combined_order(chunks, [0.3] * 5, vecs, dep, 0.6)[0] == by_m
     assert round_robin([1, 2, 3], [4, 2], [5]) == [1, 4, 5, 2, 3]
 
 
@@ -103,24 +114,37 @@ def test_llm_plans_reask_cycles_and_dangling_steps_then_fall_back(subset) -> Non
         ctx.cfg.models.llm.backend = "openai"
         ctx.cfg.models.llm.parse_retries = 2
         ctx.cfg.models.llm.max_failed_share = 1.0  # the planted failures are recorded, not fatal
-        fault.plan = [cycle, good, "say:Ada Lovelace"]
+        rewritten = json.dumps({"question": "Where was Ada Lovelace, the club's founder, born?"})
+        fault.plan = [cycle, good, "say:Ada Lovelace", f"say:{rewritten}"]
         r1 = pankrag(ctx, questions[:1], StageClock())
+        rewrite_prompt = fault.requests[-1]["body"]["messages"][-1]["content"]
         fault.plan = [dangling] * 3
         r2 = pankrag(ctx, questions[1:2], StageClock())
-    e1, e2 = r1.extras[0], r2.extras[0]
+        # a rewrite that never validates keeps the step with the answer put in for "#1"
+        fault.plan = [good, "say:Ada Lovelace", "say:no json", "say:{}", "say:[1]"]
+        r3 = pankrag(ctx, questions[2:3], StageClock())
+    e1, e2, e3 = r1.extras[0], r2.extras[0], r3.extras[0]
     assert e1["plan_source"] == "llm" and not e1["plan_fallback"] and e1["levels"] == 2
+    # top-down disambiguation: the dependent step was rewritten by the LLM with its parent's
+    # answer (its prompt shows the parent step and answer), and that text was searched
+    assert "- #1: Who founded the club? -> Ada Lovelace" in rewrite_prompt
+    assert "Step to rewrite: Where was #1 born?" in rewrite_prompt
     assert [s["question"] for s in e1["plan"]] == [
         "Who founded the club?",
-        "Where was Ada Lovelace born?",
+        "Where was Ada Lovelace, the club's founder, born?",
     ]
+    assert e1["rewrite_fallbacks"] == 0 and r1.tokens[0]["pankrag_rewrite"] > 0
+    assert e3["plan"][1]["question"] == "Where was Ada Lovelace born?"
+    assert e3["rewrite_fallbacks"] == 1
     assert e1["edges"] == [[1, 2]] and e1["plan"][0]["answer"] == "Ada Lovelace"
     # no community reports in this index: the abstract step was served by local search, counted
     assert e1["plan"][0]["search"] == "local" and e1["abstract_as_local"] == 1
     assert r1.contexts[0].sections[0].items == ["Who founded the club? -> Ada Lovelace"]
+    assert ctx.llm.ledger.get("pankrag_rewrite", backend.model_id).parse_failures == 1
     assert e2["plan_source"] == "fallback" and e2["plan_fallback"]
     assert [s["question"] for s in e2["plan"]] == [questions[1].question]
     usage = ctx.llm.ledger.get("pankrag_plan", backend.model_id)
-    assert usage.parse_failures == 1 and usage.calls == 5
+    assert usage.parse_failures == 1 and usage.calls == 6  # 2 + 3 + 1 plans asked
     assert r1.tokens[0]["pankrag_plan"] > 0 and r1.tokens[0]["pankrag_sub_prompt"] > 0
 
 
@@ -177,6 +201,37 @@ def test_abstract_steps_search_reports_batched_as_one_at_a_time(demo_reports_ind
         e, c = batch.extras[i], batch.contexts[i]
         assert e["plan"][0]["search"] == "reports" and e["abstract_as_local"] == 0
         assert c.sections[0].title == "-----Reports-----" and 1 <= len(c.sections[0].items) <= 3
+        # the chunks behind the reports reach the answer prompt, in their ranked order
+        assert c.sections[1].title == "-----Sources-----" and c.sections[1].items
+        titled = ctx.chunks["titled"]
+        assert (
+            c.sections[1].items
+            == [titled[k] for k in batch.ranking.row(i)[0]][: len(c.sections[1].items)]
+        )
         assert batch.ranking.row(i)[0]  # the chunks of the reported communities' entities
         one = pankrag(ctx, [q], StageClock())
         assert one.contexts[0] == c and one.ranking.row(0)[0] == batch.ranking.row(i)[0]
+
+
+def test_eq5_changes_the_answer_context_not_only_the_ranking(subset) -> None:
+    """Gold plans, LLM-free: with reranking on, the final step's text units enter the answer
+    context in Eq. 5 order, so under the same budget another set of passages reaches the
+    prompt for some questions; a final step without dependencies is left as it was."""
+    index, questions, tmp = subset
+    qs = [q for q in questions if len(q.decomposition) > 1][:12]
+    on = pankrag(_ctx(index, tmp, rerank=True), qs, StageClock())
+    off = pankrag(_ctx(index, tmp, rerank=False), qs, StageClock())
+
+    def units(context) -> list[str]:
+        return [
+            i for sec in context.sections if sec.title == "-----Sources-----" for i in sec.items
+        ]
+
+    changed = 0
+    for q, a, b in zip(qs, on.contexts, off.contexts, strict=True):
+        final_depends = any("#" in d["question"] for d in q.decomposition[-1:])
+        if not final_depends:
+            assert a == b
+        elif set(units(a)) != set(units(b)):
+            changed += 1
+    assert changed >= 1

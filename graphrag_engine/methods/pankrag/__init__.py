@@ -9,7 +9,11 @@ whole batch, with dependency-aware reranking of what each sub-question retrieves
    oracle, so execution is measured apart from the planner); `plan: direct` is the paper's
    -Path ablation (the question is its only step).
 2. Level-synchronous execution (3.3): level 0 of every plan is retrieved in one batch, then
-   level 1 with the resolved answers substituted for "#k", and so on. A specific sub-question
+   level 1, and so on. Top-down disambiguation (3.2): before a level runs, each of its steps
+   that depends on earlier ones is rewritten by the LLM with its parents' answers into a
+   self-contained sub-question, one batched call per level (`rewrite: llm`); `substitute`
+   puts the answers in for "#k" without an LLM (the fallback of a rewrite that never
+   validates, and the default with gold answers). A specific sub-question
    uses GraphRAG-style local search (entities by description embedding, their relationships,
    community reports, text units); an abstract one uses hierarchical community-report search
    (`report_search`: leaf reports where they fit the sub-question better, broader ones
@@ -17,9 +21,11 @@ whole batch, with dependency-aware reranking of what each sub-question retrieves
    reports serves abstract steps by local search, counted in `abstract_as_local`.
 3. Dependency-aware reranking (3.3.2, Eq. 4-5), only for a sub-question with resolved
    dependencies: each retrieved chunk's score becomes alpha * R + beta * M, R its retrieval
-   score (the search's order as 1 / rank) and M the cosine between the chunk and the resolved
-   dependencies ("sub-question: answer"), one embedding and one similarity call per level
-   (`rerank: false`: the -Ank ablation).
+   score (the cosine of the entity, or the report, that brought the chunk to the sub-question,
+   min-max normalised over the sub-question's chunks) and M the cosine between the chunk and
+   the resolved dependencies ("sub-question: answer"), one embedding and one similarity call
+   per level (`rerank: false`: the -Ank ablation). The reranked chunks are the step's context
+   for abstract steps too, under the reports.
 4. Answers of intermediate steps: the LLM answers each level in one batched call
    (`sub_answers: llm`), or, with gold plans, the gold step answers stand in (`gold`: LLM-free).
 
@@ -41,17 +47,23 @@ from graphrag_engine.methods.answer import answer_batch
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.pankrag.plans import (
+    REWRITE_STAGE,
     Plan,
     Scope,
     direct,
     gold_plan,
     make_plans,
+    rewrite_steps,
     substitute,
 )
 from graphrag_engine.retrieve.communities import communities, report_search
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph, within_budget
-from graphrag_engine.retrieve.local_search import GraphRAGLocalConfig, local_context, pick_entities
+from graphrag_engine.retrieve.local_search import (
+    GraphRAGLocalConfig,
+    local_context,
+    scored_entities,
+)
 from graphrag_engine.retrieve.ranking import from_orders, round_robin
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
@@ -89,6 +101,18 @@ class PankRAGConfig:
     """Token budget of an abstract sub-question's reports."""
     sub_answer_tokens: int = 48
     """Completion tokens of one intermediate answer."""
+    rewrite: Literal["auto", "llm", "substitute"] = "auto"
+    """Top-down disambiguation of dependent steps: llm (one batched rewrite per level, the
+    paper), substitute (answers put in for "#k", LLM-free), auto (llm when the intermediate
+    answers come from the LLM, else substitute)."""
+    report_chunk_tokens: int = 2000
+    """Token budget of the chunks behind an abstract step's reports (Eq. 5 order)."""
+
+    def rewrites_by_llm(self) -> bool:
+        """Whether dependent steps are rewritten by the LLM."""
+        if self.rewrite == "auto":
+            return self.sub_answers == "llm" and self.plan != "direct"
+        return self.rewrite == "llm"
 
     def validate(self, where: str) -> None:
         """Weights in [0, 1]; gold answers need gold plans."""
@@ -96,8 +120,13 @@ class PankRAGConfig:
             raise ConfigError(f"{where}: pankrag.alpha_* must lie in [0, 1] (beta = 1 - alpha)")
         if self.sub_answers == "gold" and self.plan != "gold":
             raise ConfigError(f"{where}: pankrag.sub_answers 'gold' needs plan 'gold'")
-        if self.max_steps < 1 or self.top_k_reports < 1 or self.report_tokens < 1:
-            raise ConfigError(f"{where}: pankrag.max_steps, top_k_reports, report_tokens >= 1")
+        if (
+            min(self.max_steps, self.top_k_reports, self.report_tokens, self.report_chunk_tokens)
+            < 1
+        ):
+            raise ConfigError(
+                f"{where}: pankrag.max_steps, top_k_reports, report_tokens, report_chunk_tokens >= 1"
+            )
         self.local.validate(f"{where}: pankrag.local")
 
     def needs(self) -> set[Part]:
@@ -116,25 +145,37 @@ class PankRAGConfig:
             return "pankrag.plan 'llm'"
         if self.plan == "gold" and self.sub_answers == "llm":
             return "pankrag.sub_answers 'llm'"
+        if self.plan == "gold" and self.rewrites_by_llm():
+            return "pankrag.rewrite 'llm'"
         return None  # direct plans are one step: nothing to answer before the final answer
 
     def unseen_stages(self) -> list[tuple[str, int, int]]:
         """Stages a dry run cannot count, since their prompts come from earlier answers:
         (stage, most prompts per question, completion budget). An LLM plan's intermediate
         steps each ask one sub-answer, at most max_steps - 1 per question."""
+        rows = []
         if self.plan == "llm" and self.sub_answers == "llm":
-            return [("pankrag_sub", self.max_steps - 1, self.sub_answer_tokens)]
-        return []
+            rows.append(("pankrag_sub", self.max_steps - 1, self.sub_answer_tokens))
+        if self.plan == "llm" and self.rewrites_by_llm():
+            rows.append(("pankrag_rewrite", self.max_steps - 1, REWRITE_STAGE.max_tokens()))
+        return rows
 
 
 def combined_order(
-    chunks: list[int], chunk_vectors: np.ndarray, dependency: np.ndarray, alpha: float
+    chunks: list[int],
+    retrieval: list[float],
+    chunk_vectors: np.ndarray,
+    dependency: np.ndarray,
+    alpha: float,
 ) -> tuple[list[int], np.ndarray]:
-    """Eq. 4-5: chunks re-sorted by alpha * R + (1 - alpha) * M, R = 1 / rank of the original
-    order and M = cosine(chunk, resolved dependencies); stable on ties."""
+    """Eq. 4-5: chunks re-sorted by alpha * R + (1 - alpha) * M, R = the chunks' retrieval
+    scores min-max normalised over this sub-question (all 1 when they are equal) and M =
+    cosine(chunk, resolved dependencies); stable on ties."""
     if not chunks:
         return [], np.zeros(0)
-    r = 1.0 / (1.0 + np.arange(len(chunks)))
+    r = np.asarray(retrieval, dtype=np.float64)
+    span = r.max() - r.min()
+    r = (r - r.min()) / span if span > 1e-12 else np.ones_like(r)
     m = l2_normalize(chunk_vectors[chunks]) @ dependency
     score = alpha * r + (1.0 - alpha) * m
     order = np.lexsort((np.arange(len(chunks)), -np.round(score, 6)))
@@ -160,9 +201,13 @@ def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> 
     answers: list[dict[int, str]] = [{} for _ in questions]
     asked: list[dict[int, str]] = [{} for _ in questions]
     found: list[dict[int, Found]] = [{} for _ in questions]
+    rewrite_fallbacks = [0] * len(questions)
     for depth in range(max(map(len, levels), default=0)):
         jobs = [(q, s) for q, lv in enumerate(levels) if depth < len(lv) for s in lv[depth]]
-        texts = [substitute(plans[q].steps[s].text, answers[q]) for q, s in jobs]
+        with clock.stage("rewrite"):
+            texts = level_texts(
+                ctx, cfg, questions, plans, jobs, asked, answers, tokens, rewrite_fallbacks
+            )
         for (q, s), t in zip(jobs, texts, strict=True):
             asked[q][s] = t
         with clock.stage("search"):
@@ -189,6 +234,7 @@ def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> 
             orders.append(round_robin(*(found[q][s].chunks for s in range(len(plan.steps)))))
             extras.append(plan_extras(plan, scopes[q], levels[q], asked[q], answers[q], found[q]))
             extras[-1]["plan_fallback"] = fallback[q]
+            extras[-1]["rewrite_fallbacks"] = rewrite_fallbacks[q]
     depth = 2 * ctx.cfg.retrieval.candidates
     return Retrieved(from_orders(orders, depth), extras, tokens, clock.seconds, contexts)
 
@@ -201,6 +247,8 @@ class Found:
     search: str
     rows: list[int]
     chunks: list[int]
+    scores: list[float]
+    """Each chunk's retrieval score: the cosine of the entity or report that brought it."""
 
 
 def plan_all(
@@ -237,15 +285,28 @@ def search_level(
     wide = [i for i, sc in enumerate(scopes) if sc == "abstract" and reported]
     narrow = [i for i, sc in enumerate(scopes) if not (sc == "abstract" and reported)]
     out: list[Found | None] = [None] * len(texts)
-    picked = pick_entities(ctx, cfg.local, [texts[i] for i in narrow])
+    picked = scored_entities(ctx, cfg.local, [texts[i] for i in narrow])
     for i, ents in zip(narrow, picked, strict=True):
-        out[i] = Found("local", ents, chunks_by_entities(g, ents))
+        out[i] = Found("local", list(ents), *scored_chunks(g, ents))
     hits = report_search(ctx, comms, [texts[i] for i in wide], cfg.top_k_reports) if wide else []
     for i, reports in zip(wide, hits, strict=True):
-        rows = [c for c, _ in reports]
-        members = list(dict.fromkeys(e for c in rows for e in comms.members[c]))
-        out[i] = Found("reports", rows, chunks_by_entities(g, members))
+        members: dict[int, float] = {}  # each member entity scored by its best report
+        for c, score in reports:
+            for e in comms.members[c]:
+                members.setdefault(e, float(score))
+        out[i] = Found("reports", [c for c, _ in reports], *scored_chunks(g, members))
     return out
+
+
+def scored_chunks(g, entities: dict[int, float]) -> tuple[list[int], list[float]]:
+    """The chunks of `entities` (best first) in GraphRAG's text-unit order, each scored by the
+    best entity that brought it."""
+    chunks = chunks_by_entities(g, list(entities))
+    score: dict[int, float] = {}
+    for e, sc in entities.items():
+        for c in g.entity_chunks[e].tolist():
+            score.setdefault(c, sc)
+    return chunks, [score[c] for c in chunks]
 
 
 def rerank_level(
@@ -270,7 +331,9 @@ def rerank_level(
     for i, vec in zip(needs, l2_normalize(ctx.encode_queries(deps)), strict=True):
         q, s = jobs[i]
         alpha = cfg.alpha_specific if scopes[q][s] == "specific" else cfg.alpha_abstract
-        hits[i].chunks, _ = combined_order(hits[i].chunks, chunk_vecs, vec, alpha)
+        order = {c: k for k, c in enumerate(hits[i].chunks)}
+        hits[i].chunks, _ = combined_order(hits[i].chunks, hits[i].scores, chunk_vecs, vec, alpha)
+        hits[i].scores = [hits[i].scores[order[c]] for c in hits[i].chunks]
 
 
 def answer_level(
@@ -307,13 +370,55 @@ def answer_level(
 
 def step_context(ctx: QueryContext, cfg: PankRAGConfig, hit: Found) -> Context:
     """A step's context: local search's sections, or its reports (best first, whole) with the
-    chunks behind them."""
+    chunks behind them in their (reranked) order."""
     if hit.search == "local":
         return local_context(ctx, cfg.local, hit.rows, hit.chunks)[0]
     comms = communities(ctx)
     reports = [comms.report_text(c) for c in hit.rows]
     kept = within_budget(ctx, reports, cfg.report_tokens)
-    return Context([Section(kept, "-----Reports-----")])
+    titled = ctx.chunks["titled"]
+    sources = within_budget(ctx, [titled[c] for c in hit.chunks], cfg.report_chunk_tokens)
+    sections = [Section(kept, "-----Reports-----")]
+    if sources:
+        sections.append(Section(sources, "-----Sources-----"))
+    return Context(sections)
+
+
+def level_texts(
+    ctx: QueryContext,
+    cfg: PankRAGConfig,
+    questions: list[Question],
+    plans: list[Plan],
+    jobs: list[tuple[int, int]],
+    asked: list[dict[int, str]],
+    answers: list[dict[int, str]],
+    tokens: list[dict[str, int]],
+    fallbacks: list[int],
+) -> list[str]:
+    """The texts a level's steps search with: independent steps as planned; dependent ones
+    rewritten with their parents' answers (one batched LLM call for the level) or with the
+    answers substituted for "#k"."""
+    texts = [substitute(plans[q].steps[s].text, answers[q]) for q, s in jobs]
+    dependent = [i for i, (q, s) in enumerate(jobs) if plans[q].steps[s].depends_on]
+    if not dependent or not cfg.rewrites_by_llm():
+        return texts
+    parents = [
+        [(d + 1, asked[q][d], answers[q][d]) for d in plans[q].steps[s].depends_on]
+        for q, s in (jobs[i] for i in dependent)
+    ]
+    done = rewrite_steps(
+        ctx.llm,
+        [questions[jobs[i][0]].question for i in dependent],
+        parents,
+        [plans[q].steps[s].text for q, s in (jobs[i] for i in dependent)],
+        ctx.cfg.models.llm.parse_retries,
+    )
+    for i, text, spent, fell in zip(dependent, done.texts, done.tokens, done.fallback, strict=True):
+        q = jobs[i][0]
+        texts[i] = text
+        tokens[q]["pankrag_rewrite"] = tokens[q].get("pankrag_rewrite", 0) + spent
+        fallbacks[q] += int(fell)
+    return texts
 
 
 def plan_extras(

@@ -227,3 +227,84 @@ def gold_plan(question: Any, scope: Scope = "specific") -> Plan:
         return Plan(ordered(texts, [[] for _ in texts], [scope] * len(texts)), "gold")
     except ParseError as exc:
         raise ValueError(f"question {question.qid}: gold decomposition: {exc}") from None
+
+
+REWRITE = Schema(
+    json_object({"question": {"type": "string", "minLength": 3, "maxLength": 200}}),
+    lambda v: _worded(v["question"]),
+)
+"""The top-down rewrite's answer: one self-contained sub-question."""
+
+
+def _worded(text: str) -> str:
+    if not WORD.search(text):
+        raise ParseError(f"the rewritten question has no words ({text!r})")
+    return text.strip()
+
+
+REWRITE_PROMPT = """A question is being answered in steps. The step below relies on answers
+found by earlier steps ("#k" marks where step k's answer belongs). Rewrite the step as one
+question that stands on its own: put the earlier answers in by name, make vague or ambiguous
+wording explicit with their help, and keep what it asks unchanged. Reply with one JSON object
+of this form and nothing else: {format}
+
+Whole question: {question}
+Earlier steps and their answers:
+{resolved}
+Step to rewrite: {step}
+JSON:"""
+
+
+def rewrite_prompt(question: str, resolved: list[tuple[int, str, str]], step: str) -> str:
+    """The rewrite prompt of one dependent step: (step number, text, answer) of its parents."""
+    lines = "\n".join(f"- #{k}: {text} -> {answer}" for k, text, answer in resolved)
+    return REWRITE_PROMPT.format(
+        format=REWRITE.describe(), question=question, resolved=lines, step=step
+    )
+
+
+REWRITE_STAGE = structured_stage(
+    "pankrag_rewrite",
+    about="PankRAG's top-down disambiguation: a dependent sub-question rewritten with its "
+    "parents' answers",
+    prompt=rewrite_prompt,
+    schema=REWRITE,
+    max_tokens=64,
+)
+
+
+@dataclass
+class Rewritten:
+    """Per dependent step: its rewritten text (the substituted one where the answer never
+    validated), the tokens spent, and whether it fell back."""
+
+    texts: list[str]
+    tokens: list[int]
+    fallback: list[bool]
+
+
+def rewrite_steps(
+    llm: Any,
+    questions: list[str],
+    resolved: list[list[tuple[int, str, str]]],
+    steps: list[str],
+    retries: int,
+) -> Rewritten:
+    """Top-down disambiguation of one DAG level: every dependent step rewritten with its
+    parents' answers in one batched, schema-constrained call; an answer that never validates
+    keeps the step with the answers substituted for "#k", and is counted."""
+    prompts = [
+        REWRITE_STAGE.prompt(q, r, s) for q, r, s in zip(questions, resolved, steps, strict=True)
+    ]
+    run = generate_structured(
+        llm, prompts, REWRITE, GenParams(max_tokens=REWRITE_STAGE.max_tokens()),
+        stage="pankrag_rewrite", retries=retries,
+    )  # fmt: skip
+    out = Rewritten([], [], [])
+    for step, parents, res in zip(steps, resolved, run.results, strict=True):
+        ok = res.ok and res.value is not None
+        answers = {k - 1: a for k, _, a in parents}
+        out.texts.append(res.value if ok else substitute(step, answers))
+        out.tokens.append(res.tokens)
+        out.fallback.append(not ok)
+    return out
