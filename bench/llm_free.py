@@ -30,7 +30,7 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "graphrag_local": ("graphrag_local", {}),
     "rograg_dual_level_ner": (
         "rograg",
-        {"stages": ["dual_level"], "check": "none", "keys": "ner"},
+        {"stages": ["dual_level"], "check": "none", "keys": "ner", "analysis": False},
     ),
     "regraphrag_no_expansion": ("regraphrag", {"expansion": False}),
     "pankrag_no_path": ("pankrag", {"plan": "direct", "scope": "specific"}),

@@ -80,6 +80,7 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     cfg = query_config("rograg")
     cfg.generation.enabled = False
     cfg.options.keys, cfg.options.stages, cfg.options.check = "ner", ["dual_level"], "none"
+    cfg.options.analysis = False
     ctx = QueryContext(open_index(index), cfg, Path(work_dir("rograg-speed")))
     figures, _ = retrieval.batched_vs_single(rograg, ctx, qs)
     return figures

@@ -19,6 +19,7 @@ from graphrag_engine.store import open_index
 from tests.fault_server import FaultInjector
 
 KEYS = {"low_level_keywords": ["Port Calloway"], "high_level_keywords": ["founded"]}
+FACT = "say:" + json.dumps({"intent": "fact", "domain": "local history"})
 FORM = {
     "steps": [
         {
@@ -48,12 +49,13 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
         cfg.models.llm.backend = "openai"
         cfg.models.llm.parse_retries = 0
         ctx = QueryContext(open_index(demo_index), cfg, tmp_path, llm_backend=backend)
-        fault.plan = ["say:" + json.dumps(KEYS), "say:" + json.dumps(FORM), "say:Ada Vell"]
+        fault.plan = [FACT, "say:" + json.dumps(KEYS), "say:" + json.dumps(FORM), "say:Ada Vell"]
         fault.plan += ["say:" + json.dumps({"supported": v}) for v in verdicts]
         r = rograg(ctx, question, StageClock())
         assert not fault.plan  # every planted answer was asked for, no more
     e, c = r.extras[0], r.contexts[0]
     assert e["stage"] == stage and e["logic_form"] == ["retrieve"]
+    assert e["intent"] == "fact" and e["domain"] == "local history"
     assert r.tokens[0]["logic_step"] > 0 and r.tokens[0]["verify"] > 0
     ranked = [int(i) for i in r.ranking.ids[0] if i >= 0]
     if stage == "refused":
@@ -63,7 +65,14 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
         assert c.sections[0].items == ["Who founded Port Calloway? -> Ada Vell"]
         lookup = [[FORM["steps"][0]["query"]]]
         (m,) = match_keys(ctx, lookup, lookup, cfg.options.top_k, cfg.options.floor)
-        assert ranked == m.chunks[: len(ranked)] and ranked  # the lookup's chunks, in order
+        # Algorithm 1 chose some of the lookup's passages: they lead the ranking and are the
+        # context's sources; the rest of the lookup's chunks follow in their order
+        sources = c.sections[1]
+        assert sources.title == "-----Sources-----" and 1 <= len(sources.items) <= 8
+        titled = ctx.chunks["titled"]
+        assert [titled[k] for k in ranked[: len(sources.items)]] == sources.items
+        rest = [k for k in m.chunks if k not in ranked[: len(sources.items)]]
+        assert ranked[len(sources.items) :] == rest[: len(ranked) - len(sources.items)]
     else:
         assert [s.title for s in c.sections] == [
             "-----Entities-----",
@@ -87,8 +96,8 @@ def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) ->
     cfg = query_config("rograg")
     ctx = QueryContext(open_index(out), cfg, tmp_path / "run")
     g = entity_graph(ctx)
-    for exact in (True, False):
-        (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], 5, 0.4, exact=exact)
+    for match in ("name", "exact", "fuzzy"):
+        (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], 5, 0.4, match)
         assert "Orrin Vale" in {g.names[e] for e in m.entities}
         assert any(ctx.chunks["passage"][c] == "new-1" for c in m.chunks)
 
@@ -139,7 +148,7 @@ def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
         cfg.models.llm.backend = "openai"
         cfg.models.llm.parse_retries = 0
         ctx = QueryContext(open_index(demo_index), cfg, tmp_path, llm_backend=backend)
-        said = ["say:" + json.dumps(x) for x in (KEYS, KEYS, FORM, FORM)]
+        said = [FACT, FACT, *("say:" + json.dumps(x) for x in (KEYS, KEYS, FORM, FORM))]
         fault.plan = [*said, "say:Ada Vell", "say:first answer", "say:second answer"]
         fault.plan += ["say:" + json.dumps({"supported": v}) for v in (True, False)]
         fault.plan += ["say:third answer", "say:" + json.dumps({"supported": True})]
@@ -161,3 +170,80 @@ def test_the_verdict_prompt_carries_the_context_cut_like_the_answer_prompt(demo_
     prompt = _verdict_prompt(ctx, "Who founded Port Calloway?", Context([Section(items)]), None)
     assert "Fact 0:" in prompt and "Fact 199:" not in prompt
     assert len(ctx.tokenizer.encode(prompt).ids) < 120 + 120  # context budget + the prompt's words
+
+
+def test_analysis_refuses_a_message_that_asks_nothing_and_keeps_a_failed_one(
+    demo_index, tmp_path
+) -> None:
+    """Question analysis (Figure 2) through the fault server: the first message is read as
+    not a question and refused with no other call; the second's analysis never validates, is
+    recorded, and that question runs the chain (dual-level only, no verdicts)."""
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+
+    questions = load_questions(demo_questions_path())[:2]
+    with FaultInjector([]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        cfg = query_config("rograg")
+        cfg.generation.enabled = False
+        cfg.options.stages, cfg.options.check = ["dual_level"], "none"
+        cfg.models.llm.backend = "openai"
+        cfg.models.llm.parse_retries = 0
+        cfg.models.llm.max_failed_share = 1.0
+        ctx = QueryContext(open_index(demo_index), cfg, tmp_path, llm_backend=backend)
+        chat = "say:" + json.dumps({"intent": "not_a_question", "domain": "chat"})
+        fault.plan = [chat, "say:no json", "say:" + json.dumps(KEYS)]
+        r = rograg(ctx, questions, StageClock())
+        assert not fault.plan and len(fault.requests) == 3  # one keys call: the second question
+    first, second = r.extras
+    assert first == {"stage": "refused", "intent": "not_a_question", "domain": "chat"}
+    assert r.contexts[0].preset_answer == cfg.options.refusal and not r.contexts[0].sections
+    assert [int(i) for i in r.ranking.ids[0] if i >= 0] == []
+    assert second["intent"] is None and second["stage"] == "dual_level"
+    assert second["low_keys"] == KEYS["low_level_keywords"]
+    assert ctx.llm.ledger.get("rograg_analysis", backend.model_id).parse_failures == 1
+    assert r.tokens[0]["rograg_analysis"] > 0 and "keys" not in r.tokens[0]
+
+
+def test_fuzzy_matching_embeds_a_levels_keys_as_one_query(demo_index, tmp_path) -> None:
+    """Table 5's two matchings: fuzzy finds the top-k of the joined keys' one vector, exact
+    the union of each key's own top-k; with two keys about different things they differ."""
+    from graphrag_engine.retrieve.entity_graph import search
+
+    cfg = query_config("rograg")
+    ctx = QueryContext(open_index(demo_index), cfg, tmp_path)
+    low = [["Port Calloway", "Ada Vell"]]
+    (fuzzy,) = match_keys(ctx, low, [[]], 3, -1.0, "fuzzy")
+    (exact,) = match_keys(ctx, low, [[]], 3, -1.0, "exact")
+    joined, _ = search(ctx, ["Port Calloway; Ada Vell"], "entity_vectors", 3)
+    each, _ = search(ctx, low[0], "entity_vectors", 3)
+    assert fuzzy.entities[:3] == [int(e) for e in joined[0] if e >= 0]
+    assert exact.entities[: len({int(e) for e in each.ravel()})] == list(
+        dict.fromkeys(int(e) for e in each.ravel() if e >= 0)
+    )
+    assert set(fuzzy.entities[:3]) != set(exact.entities[:6])
+
+
+def test_a_supported_logic_form_is_answered_end_to_end(demo_index, tmp_path) -> None:
+    """`graphrag-engine query` with ROGRAG against the fault server: analysis, keys, a parsed
+    logic form, its step's answer and a supported verdict, then the answer prompt, which
+    carries the logic form's reasoning and its selected passages; the answer is written."""
+    from graphrag_engine.cli import main
+    from graphrag_engine.results import read_rows
+
+    with FaultInjector([]) as fault:
+        spec = tmp_path / "rograg.yaml"
+        spec.write_text(
+            "method: rograg\nmodels:\n  llm:\n    backend: openai\n    model: fault\n"
+            f"    base_url: {fault.url}\n    concurrency: 1\n    parse_retries: 0\n"
+        )
+        fault.plan = [FACT, "say:" + json.dumps(KEYS), "say:" + json.dumps(FORM)]
+        fault.plan += ["say:Ada Vell", "say:" + json.dumps({"supported": True}), "say:Ada Vell."]
+        out = tmp_path / "run"
+        args = ["query", str(demo_index), str(demo_questions_path()), "--method", str(spec)]
+        assert main([*args, "--limit", "1", "--out", str(out)]) == 0
+        answer_prompt = fault.requests[-1]["body"]["messages"][-1]["content"]
+        assert not fault.plan
+    (row,) = read_rows(out / "results.parquet")
+    assert row["answer"] == "Ada Vell." and row["extras"]["stage"] == "logic_form"
+    assert "Who founded Port Calloway? -> Ada Vell" in answer_prompt
+    assert "-----Sources-----" in answer_prompt

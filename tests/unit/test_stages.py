@@ -16,7 +16,7 @@ from tests.paths import REPO
 
 NAMES = {
     "units", "extract", "extract_gleaning", "extract_loop_check", "community_report",
-    "keywords", "perspectives", "pankrag_plan", "pankrag_rewrite", "logic_form", "verify", "global_rate",
+    "keywords", "perspectives", "pankrag_plan", "pankrag_rewrite", "rograg_analysis", "logic_form", "verify", "global_rate",
     "global_map", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
 }  # fmt: skip
 

@@ -3,17 +3,24 @@ whether a stage's context can answer, and a preset refusal when none can.
 
 For the whole batch at once:
 
+0. Question analysis (Figure 2, `analysis.py`): one batched call reads each question's intent
+   and domain; a message that asks nothing (the intent slot's not_a_question) is refused
+   without retrieval (`analysis: false` skips the call).
 1. Keys (3.2): low-level (entity) and high-level (relation) keys of every question, from one
    batched structured LLM call; `expand_low_keys` adds the question's named entities as more
    low-level keys, `long_query` adds the question itself as a high-level key (the paper's two
    levers, Figure 1 e).
-2. Dual-level retrieval: each low key matched to entities and each high key to relations
-   (`match: fuzzy`, top_k above `floor`; `exact`: by normalized name, Table 5's ablation),
-   merged into nodes, edges and chunk references without duplicates.
+2. Dual-level retrieval (6.1, Table 5): low keys matched to entities and high keys to
+   relations, merged into nodes, edges and chunk references without duplicates. `match:
+   fuzzy` (the paper's) embeds a level's keys joined into one query; `exact` matches each key
+   on its own; `name` (an engine option) matches entity names exactly.
 3. Logic form (Algorithm 2): one batched structured call turns each question into steps over
    the operator set (graphrag_engine/methods/rograg/logic_forms.py); retrieve steps of one level of every
    question are answered in one call from their own dual-level match; compare, arithmetic,
-   count, union and filter run in plain Python. The history is the stage's context.
+   count, union and filter run in plain Python. The history is the stage's context, with the
+   passages its lookups found chosen by Algorithm 1's add / remove loop: grow and prune the set
+   while its centroid moves closer to the question (`select`, graphrag_engine/kernels/
+   selection.py), at most `select_max` passages.
 4. Verification (Algorithm 4): `check: argument` asks, before answering, one batched verdict
    per question: does this stage's context support an answer? An unsupported question moves
    down the chain (`stages`: logic_form, then dual_level); `check: result` answers first and
@@ -28,9 +35,12 @@ from typing import Literal
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
+from graphrag_engine.kernels.selection import stepwise_select
+from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.answer import answer_batch, fit_context
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
+from graphrag_engine.methods.rograg.analysis import analyse
 from graphrag_engine.methods.rograg.dual_level import Matched, match_keys
 from graphrag_engine.methods.rograg.logic_forms import (
     LogicForm,
@@ -42,7 +52,7 @@ from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured, json_object
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import budgeted_sections, entity_graph
+from graphrag_engine.retrieve.entity_graph import budgeted_sections, entity_graph, within_budget
 from graphrag_engine.retrieve.keywords import llm_keywords, ner_keywords
 from graphrag_engine.retrieve.linking import query_mentions
 from graphrag_engine.retrieve.ranking import from_orders
@@ -64,8 +74,12 @@ class ROGRAGConfig:
     question's named entities (low) and the question itself (high), LLM-free."""
     refusal: str = "I cannot answer this from the knowledge base."
     """The answer given when no stage's context is judged to support one."""
-    match: Literal["fuzzy", "exact"] = "fuzzy"
-    """fuzzy: keys matched to entity/relation vectors (top_k above floor); exact: by normalized name."""
+    analysis: bool = True
+    """Analyse each question's intent and domain first (one batched call); a message that asks
+    nothing is refused without retrieval."""
+    match: Literal["fuzzy", "exact", "name"] = "fuzzy"
+    """fuzzy: a level's keys joined into one query (the paper); exact: each key matched on its
+    own; name: low keys by normalized entity name. Matches are the top_k above floor."""
     top_k: int = 10
     """Entities per low key and relations per high key."""
     floor: float = 0.4
@@ -84,19 +98,31 @@ class ROGRAGConfig:
     """Token budget of the dual-level Relations section."""
     chunk_tokens: int = 1000
     """Token budget of the dual-level Sources section."""
+    select: bool = True
+    """Choose the logic form's passages by Algorithm 1's add / remove loop (false: none)."""
+    select_max: int = 8
+    """Most passages the selection keeps for a logic form's context."""
 
     def validate(self, where: str) -> None:
         """A non-empty chain of known stages, positive sizes, a floor in [-1, 1]."""
         if not self.stages or any(s not in ("logic_form", "dual_level") for s in self.stages):
             raise ConfigError(f"{where}: rograg.stages lists logic_form and/or dual_level")
-        if min(self.top_k, self.max_steps, self.entity_tokens, self.chunk_tokens) < 1:
+        if (
+            min(self.top_k, self.max_steps, self.entity_tokens, self.chunk_tokens, self.select_max)
+            < 1
+        ):
             raise ConfigError(f"{where}: rograg sizes must be >= 1")
         if not -1 <= self.floor <= 1:
             raise ConfigError(f"{where}: rograg.floor must lie in [-1, 1]")
 
     def llm_use(self) -> str | None:
         """LLM keys, logic forms and verdicts need the LLM even with --retrieval-only."""
-        if self.keys == "ner" and self.stages == ["dual_level"] and self.check == "none":
+        if (
+            self.keys == "ner"
+            and self.stages == ["dual_level"]
+            and self.check == "none"
+            and not self.analysis
+        ):
             return None
         return "method 'rograg'"
 
@@ -169,10 +195,43 @@ JSON:"""
     needs_note="descriptions when an LLM extracted",
 )
 def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
-    """Every question through the stage chain, the verifier choosing where it stops."""
+    """Analyse every question, then run those that ask something through the stage chain,
+    the verifier choosing where each stops."""
     cfg: ROGRAGConfig = ctx.cfg.options
     texts = [q.question for q in questions]
     tokens: list[dict[str, int]] = [{} for _ in texts]
+    intents: list[str | None] = [None] * len(texts)
+    domains: list[str | None] = [None] * len(texts)
+    if cfg.analysis:
+        with clock.stage("analysis"):
+            seen = analyse(ctx.llm, texts, ctx.cfg.models.llm.parse_retries)
+            intents, domains = seen.intents, seen.domains
+            _add(tokens, "rograg_analysis", seen.tokens)
+    contexts = [Context(preset_answer=cfg.refusal) for _ in texts]
+    orders: list[list[int]] = [[] for _ in texts]
+    extras = [
+        {"stage": "refused", "intent": i, "domain": d}
+        for i, d in zip(intents, domains, strict=True)
+    ]
+    asking = [q for q, i in enumerate(intents) if i != "not_a_question"]
+    if asking:  # the token dicts are shared, so the chain's counts land on each question
+        chain = run_chain(ctx, cfg, [texts[q] for q in asking], [tokens[q] for q in asking], clock)
+        for q, (context, order, extra) in zip(asking, zip(*chain, strict=True), strict=True):
+            contexts[q], orders[q] = context, order
+            extras[q].update(extra)
+    depth = 2 * ctx.cfg.retrieval.candidates
+    return Retrieved(from_orders(orders, depth), extras, tokens, clock.seconds, contexts)
+
+
+def run_chain(
+    ctx: QueryContext,
+    cfg: ROGRAGConfig,
+    texts: list[str],
+    tokens: list[dict[str, int]],
+    clock: StageClock,
+) -> tuple[list[Context], list[list[int]], list[dict]]:
+    """Keys, dual-level match, logic forms and verdicts of a batch of questions: per question
+    its context (a refusal where no stage is supported), chunk order and extras."""
     with clock.stage("keys"):
         kw = llm_keywords(ctx, texts) if cfg.keys == "llm" else ner_keywords(ctx, texts)
         low, high = kw.low, kw.high
@@ -185,7 +244,7 @@ def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
             high = [[*k, t] for k, t in zip(high, texts, strict=True)]
         _add(tokens, "keys", kw.tokens)
     with clock.stage("dual_level"):
-        matched = match_keys(ctx, low, high, cfg.top_k, cfg.floor, cfg.match == "exact")
+        matched = match_keys(ctx, low, high, cfg.top_k, cfg.floor, cfg.match)
     stage_contexts: dict[str, list[Context]] = {
         "dual_level": [dual_context(ctx, cfg, m) for m in matched]
     }
@@ -218,8 +277,7 @@ def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
                 "relations": len(matched[q].relations),
             }
         )
-    depth = 2 * ctx.cfg.retrieval.candidates
-    return Retrieved(from_orders(orders, depth), extras, tokens, clock.seconds, contexts)
+    return contexts, orders, extras
 
 
 def dual_context(ctx: QueryContext, cfg: ROGRAGConfig, m: Matched) -> Context:
@@ -252,7 +310,9 @@ def logic_form_stage(
     looked_up: dict[str, tuple[list[int], int]] = {}  # lookup text -> (chunks, LLM tokens)
 
     def answer(subs: list[str]) -> list[str]:
-        found = match_keys(ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_k, cfg.floor)
+        found = match_keys(
+            ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_k, cfg.floor, cfg.match
+        )
         done = answer_batch(
             ctx.llm, ctx.tokenizer, subs, [dual_context(ctx, cfg, m) for m in found],
             ctx.cfg.generation.max_context_tokens, cfg.step_answer_tokens, stage="logic_step",
@@ -263,16 +323,42 @@ def logic_form_stage(
 
     histories = iter(execute(planned, answer))
     contexts, chunks = [], []
+    found = []
     for q, f in enumerate(forms):
         hist = next(histories) if f is not None else None
+        asked = lookups(f, hist) if hist else []
+        found.append(list(dict.fromkeys(c for a in asked for c in looked_up[a][0])))
+        tokens[q]["logic_step"] = sum(looked_up[a][1] for a in asked)
         lines = hist.lines() if hist else []
         contexts.append(
             Context([Section(lines, "-----Reasoning steps-----", True)] if lines else [])
         )
-        asked = lookups(f, hist) if hist else []
-        chunks.append(list(dict.fromkeys(c for a in asked for c in looked_up[a][0])))
-        tokens[q]["logic_step"] = sum(looked_up[a][1] for a in asked)
+    picked = select_passages(ctx, cfg, texts, found) if cfg.select else [[]] * len(texts)
+    for context, cands, kept in zip(contexts, found, picked, strict=True):
+        if context.sections and kept:
+            titled = [ctx.chunks["titled"][c] for c in kept]
+            sources = within_budget(ctx, titled, cfg.chunk_tokens)
+            context.sections.append(Section(sources, "-----Sources-----"))
+        chunks.append([*kept, *(c for c in cands if c not in set(kept))])
     return forms, contexts, chunks
+
+
+def select_passages(
+    ctx: QueryContext, cfg: ROGRAGConfig, texts: list[str], found: list[list[int]]
+) -> list[list[int]]:
+    """Algorithm 1 over each logic form's passages: the set whose centroid is nearest the
+    question, grown and pruned one passage at a time (one query embedding call)."""
+    asked = [q for q, cands in enumerate(found) if cands]
+    out: list[list[int]] = [[] for _ in texts]
+    if not asked:
+        return out
+    queries = l2_normalize(ctx.encode_queries([texts[q] for q in asked]))
+    vectors = ctx.vectors("chunk_vectors")
+    for q, vec in zip(asked, queries, strict=True):
+        cands = found[q]
+        keep = stepwise_select(l2_normalize(vectors[cands]), vec, cfg.select_max)
+        out[q] = [cands[i] for i in keep]
+    return out
 
 
 def verify(ctx, cfg, texts, stage_contexts, tokens) -> tuple[list[str | None], list[str | None]]:

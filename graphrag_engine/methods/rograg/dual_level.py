@@ -1,12 +1,20 @@
-"""ROGRAG's dual-level matching: each low-level key to entities and each high-level key to
-relations, one key at a time (fuzzy: top-k by embedding above a similarity floor; exact: the
-entity whose normalized name equals the key), merged and deduplicated into nodes, edges and
-chunk references. Every key of every question is one embedding call per level.
+"""ROGRAG's dual-level matching (section 6.1, Table 5): low-level keys to entities and
+high-level keys to relations, merged and deduplicated into nodes, edges and chunk references.
+
+- fuzzy (the paper's method): a level's keys joined into one text, embedded once, its top-k
+  rows above a similarity floor;
+- exact (the paper's alternative): each key embedded and matched on its own (its top-k above
+  the floor), so no key's meaning is blended with another's;
+- name (an engine option): low keys to the entities whose normalized name equals the key,
+  high keys as in exact.
+
+All texts of a level, every question's, go in one embedding call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
@@ -34,13 +42,19 @@ def match_keys(
     high: list[list[str]],
     top_k: int,
     floor: float,
-    exact: bool = False,
+    match: Literal["fuzzy", "exact", "name"] = "fuzzy",
 ) -> list[Matched]:
-    """Every question's keys matched to the graph: low keys to entities (fuzzy or exact),
-    high keys to relations (fuzzy), then the entities' relations and the relations' ends."""
+    """Every question's keys matched to the graph: low keys to entities and high keys to
+    relations (`match`: fuzzy, exact or name), then the entities' relations and the
+    relations' ends."""
     g = entity_graph(ctx)
-    low_hits = _exact(g, low) if exact else _fuzzy(ctx, low, "entity_vectors", top_k, floor)
-    high_hits = _fuzzy(ctx, high, "relation_vectors", top_k, floor)
+    if match == "fuzzy":
+        low, high = _joined(low), _joined(high)
+    if match == "name":
+        low_hits = _by_name(g, low)
+    else:
+        low_hits = _per_key(ctx, low, "entity_vectors", top_k, floor)
+    high_hits = _per_key(ctx, high, "relation_vectors", top_k, floor)
     out = []
     for ents, rels in zip(low_hits, high_hits, strict=True):
         from_ents = [r for e in ents for r in g.relations_of(e).tolist()]
@@ -60,7 +74,12 @@ def match_keys(
     return out
 
 
-def _fuzzy(ctx: QueryContext, keys: list[list[str]], table: str, top_k: int, floor: float):
+def _joined(keys: list[list[str]]) -> list[list[str]]:
+    """Per question, its keys as one text (none when it has no key)."""
+    return [["; ".join(ks)] if ks else [] for ks in keys]
+
+
+def _per_key(ctx: QueryContext, keys: list[list[str]], table: str, top_k: int, floor: float):
     """Per question, the rows the keys find (each key its top_k above `floor`), key by key."""
     flat = [k for ks in keys for k in ks]
     ids, sims = search(ctx, flat, table, top_k)
@@ -78,8 +97,8 @@ def _fuzzy(ctx: QueryContext, keys: list[list[str]], table: str, top_k: int, flo
     return out
 
 
-def _exact(g: EntityGraph, keys: list[list[str]]) -> list[list[int]]:
-    """Per question, the entities whose normalized name equals a key (Table 5's ablation)."""
+def _by_name(g: EntityGraph, keys: list[list[str]]) -> list[list[int]]:
+    """Per question, the entities whose normalized name equals a key."""
     by_name: dict[str, list[int]] = {}
     for e, name in enumerate(g.names):
         by_name.setdefault(normalize_name(name), []).append(e)
