@@ -83,6 +83,9 @@ class LLMConfig:
     """transformers: prompts generated together in one forward batch."""
     constrained: bool = True
     """transformers: decode prompts that carry a JSON schema under its grammar (llguidance)."""
+    context_window: int | None = None
+    """The model's context window in tokens; unset, it is asked of the backend where it can tell
+    (transformers: the model's config; vllm: max_model_len; a server: not known)."""
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's base URL, ending in /v1."""
     api_key_env: str | None = None
@@ -148,6 +151,9 @@ class EmbedderConfig:
     length fill batches of 2,048 padded tokens (at most 256 texts), 1.3-1.8x faster than 64
     texts a pass for MiniLM (`bench/embed_batch.py`); 256 on a GPU (sorted by length), 64 per
     request to an endpoint, 32 for bge-m3."""
+    context_window: int | None = None
+    """The model's context window in tokens; unset, it is asked of the backend where it can tell
+    (transformers: the model's config; vllm: max_model_len; a server: not known)."""
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's base URL, ending in /v1."""
     api_key_env: str | None = None
@@ -546,9 +552,18 @@ class GenerationConfig:
     enabled: bool = True
     """Generate answers (false: retrieval only, as --retrieval-only)."""
     max_tokens: int = 48
-    """Completion tokens of one answer."""
-    max_context_tokens: int = 2048
-    """Context passages are cut (whole passages) to fit this many tokens of the embedder's tokenizer."""
+    """Completion tokens of one answer, the same for every method of a comparison (raise it for
+    long answers)."""
+    answer_style: Literal["auto", "short", "long", "method"] = "auto"
+    """Which answer prompt: short (one shared few-words instruction for every method), long
+    (each method's paper prompt where it is a long-form one, else one shared long-form
+    prompt), method (each method's own prompt as registered), auto (long for question sets
+    without short gold answers: UltraDomain, MultiHop-RAG; short otherwise)."""
+    max_context_tokens: int | None = None
+    """The answer window: contexts are cut (whole passages) to fit this many tokens of the
+    embedder's tokenizer, and a method's published section budgets shrink in proportion when
+    they exceed it. Unset: the answering model's context window less the answer (where the
+    backend tells it), else unbounded (graphrag_engine/retrieve/budget.py)."""
 
 
 @dataclass

@@ -183,12 +183,19 @@ def pairwise_judge(
     return rows
 
 
+POSITION_BIAS_LIMIT = 0.9
+"""A comparison whose decided verdicts go to one shown position (first or second) more often
+than this is uninformative: its win rates say how the judge reads slots, not answers."""
+
+
 def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (pair, criterion): win rates of a and b and the tie rate, each averaged over the two
     answer orders (shares among parsed verdicts of that order); the judge's position bias: the
     share of decided verdicts won by the answer shown first, and the share of questions whose
     two orders name the same winner (a judge that always picks one slot scores 1.0 and 0.0 and
-    its win rates are exactly 50/50); plus unparsable counts."""
+    its win rates are exactly 50/50); whether the comparison is informative (its position
+    bias, the larger of the first- and second-shown shares, at most POSITION_BIAS_LIMIT);
+    plus unparsable counts."""
     out = []
     keys = sorted(
         {(r["run_a"], r["run_b"], r["criterion"]) for r in rows},
@@ -215,15 +222,19 @@ def win_rates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for v in by_qid.values()
             if "unparsable" not in (v.get("ab", "unparsable"), v.get("ba", "unparsable"))
         ]
+        first_share = first / len(decided) if decided else float("nan")
+        bias = max(first_share, 1 - first_share) if decided else float("nan")
         out.append(
             {
                 "run_a": a,
                 "run_b": b,
                 "criterion": c,
+                "position_bias": bias,
+                "informative": bool(decided) and bias <= POSITION_BIAS_LIMIT,
                 "win_a": mean["a"],
                 "win_b": mean["b"],
                 "tie": mean["tie"],
-                "first_shown": first / len(decided) if decided else float("nan"),
+                "first_shown": first_share,
                 "consistent": sum(v["ab"] == v["ba"] for v in both) / len(both)
                 if both
                 else float("nan"),
@@ -240,7 +251,10 @@ def win_rate_table(rows: list[dict[str, Any]]) -> list[str]:
         "## LLM judge: pairwise win rates (averaged over both answer orders)",
         "",
         '"first shown": decided verdicts won by the answer shown first (0.5 = no position bias);'
-        ' "consistent": questions whose two orders name the same winner.',
+        ' "consistent": questions whose two orders name the same winner. A comparison whose'
+        f" verdicts go to one shown position more than {POSITION_BIAS_LIMIT:.0%} of the time is"
+        " marked uninformative: its win rates measure the judge's slot preference, not the"
+        " answers.",
         "",
         "| run A | run B | criterion | A wins | B wins | ties | first shown | consistent | judged"
         " | unparsable |",
@@ -248,9 +262,14 @@ def win_rate_table(rows: list[dict[str, Any]]) -> list[str]:
     ]
     for w in win_rates(rows):
         pct = lambda x: "–" if x != x else f"{100 * x:.1f}%"  # noqa: E731
+        wins = (
+            (pct(w["win_a"]), pct(w["win_b"]))
+            if w["informative"]
+            else (f"uninformative (position bias {pct(w['position_bias'])})", "–")
+        )
         lines.append(
-            f"| {w['run_a']} | {w['run_b']} | {w['criterion']} | {pct(w['win_a'])} | "
-            f"{pct(w['win_b'])} | {pct(w['tie'])} | {pct(w['first_shown'])} | "
+            f"| {w['run_a']} | {w['run_b']} | {w['criterion']} | {wins[0]} | "
+            f"{wins[1]} | {pct(w['tie'])} | {pct(w['first_shown'])} | "
             f"{pct(w['consistent'])} | {w['judged']} | {w['unparsable']} |"
         )
     return lines

@@ -22,6 +22,40 @@ SYSTEM = (
 )
 WITH_CONTEXT = "Passages:\n{context}\n\nQuestion: {question}\nAnswer:"
 WITHOUT_CONTEXT = "Question: {question}\nAnswer:"
+LONG_SYSTEM = (
+    "You answer questions from the data given. Write a complete, well-organised answer of a "
+    "few paragraphs that draws on the data, say what the data does not cover, and add no fact "
+    "the data does not state. Answer in the language of the question."
+)
+LONG_KINDS = frozenset({"abstract", "evidence"})
+"""Question kinds without short gold answers (UltraDomain, MultiHop-RAG): long answers."""
+
+
+def answer_style(style: str, kinds: list[str]) -> str:
+    """The run's answer style: the configured one, or for `auto` long when every question is
+    of a long-answer kind, else short."""
+    if style != "auto":
+        return style
+    return "long" if kinds and all(k in LONG_KINDS for k in kinds) else "short"
+
+
+def prompt_for(spec: Any, style: str) -> PromptFn | None:
+    """The answer prompt of a method under a style (None: the shared short prompt): short
+    shares one instruction across methods; long takes the method's paper prompt when it is a
+    long-form one, else the shared long prompt; method keeps whatever it registered."""
+    if style == "method":
+        return spec.answer_prompt
+    if style == "long":
+        own = spec.answer_prompt if spec.prompt_style == "long" else None
+        return own or long_prompt
+    return None
+
+
+def long_prompt(question: str, texts: list[str] | None, options: Any = None) -> list[dict]:
+    """The shared long-form answer prompt (methods whose paper gives none)."""
+    data = "\n\n".join(f"[{i + 1}] {p}" for i, p in enumerate(texts or [])) or "(none)"
+    user = f"Data:\n{data}\n\nQuestion: {question}\nAnswer:"
+    return [{"role": "system", "content": LONG_SYSTEM}, {"role": "user", "content": user}]
 
 
 def fit_sections(
@@ -79,9 +113,10 @@ def answer_prompts(questions: list[str], contexts: list[list[str] | None]) -> li
     return prompts
 
 
-def clean_answer(text: str) -> str:
-    """First line of the model's answer, without an echoed "Answer:" label."""
-    line = text.strip().split("\n", 1)[0].strip()
+def clean_answer(text: str, whole: bool = False) -> str:
+    """First line of the model's answer (`whole`: all of it), without an echoed "Answer:"
+    label."""
+    line = text.strip() if whole else text.strip().split("\n", 1)[0].strip()
     if line.lower().startswith("answer:"):
         line = line[7:].strip()
     return line
@@ -110,12 +145,14 @@ def answer_batch(
     stage: str = "answer",
     keep_failures: bool = False,
     on_progress: Callable[[float], None] | None = None,
+    whole: bool = False,
 ) -> Answered:
     """Fit every context, prompt every question without a preset answer in one batched call
     (cached, resumable), and clean the answers; a None context means no retrieval. With
     `keep_failures` a prompt that fails after its retries leaves its answer None and says why
     in `failed` instead of raising. `on_progress` hears how many of the questions are
-    answered so far (preset answers count from the start)."""
+    answered so far (preset answers count from the start); `whole` keeps every line of an
+    answer (long answers), else its first."""
     fitted = [
         None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
     ]
@@ -138,7 +175,7 @@ def answer_batch(
     failed: list[str | None] = [None] * len(questions)
     tokens: list[dict[str, int]] = [{} for _ in questions]
     for q, c, t in zip(ask, done, llm_tokens(done, stage), strict=True):
-        answers[q] = clean_answer(c.text) if c.error is None else None
+        answers[q] = clean_answer(c.text, whole) if c.error is None else None
         failed[q] = c.error
         tokens[q] = t
     return Answered(answers, fitted, tokens, failed)

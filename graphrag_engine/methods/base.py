@@ -41,6 +41,8 @@ class MethodSpec:
     """Parts it reads when the index has them and does without otherwise."""
     needs_note: str = ""
     """What the settings change about the parts (the config's `needs()` computes it)."""
+    prompt_style: str = "short"
+    """The kind of answer `answer_prompt` asks for: short (a few words) or long (a report)."""
 
 
 METHODS: dict[str, MethodSpec] = {}
@@ -55,15 +57,18 @@ def register(
     needs: Iterable[Part] = (),
     uses: Iterable[Part] = (),
     needs_note: str = "",
+    prompt_style: str = "short",
 ) -> Callable[[MethodFn], MethodFn]:
     """`@register("bm25", paper=..., needs={Part.CHUNKS})` on a function (ctx, questions,
     clock) -> Retrieved; `config` is the method's own settings dataclass (YAML section
-    `name:`), `answer_prompt(question, texts, options)` replaces the shared answer prompt."""
+    `name:`), `answer_prompt(question, texts, options)` is the paper's answer prompt, of
+    `prompt_style` short or long (graphrag_engine.methods.answer.prompt_for picks it)."""
 
     def wrap(fn: MethodFn) -> MethodFn:
         METHODS[name] = MethodSpec(
-            name, fn, config, answer_prompt, paper, parts(needs), parts(uses), needs_note
-        )
+            name, fn, config, answer_prompt, paper, parts(needs), parts(uses), needs_note,
+            prompt_style,
+        )  # fmt: skip
         return fn
 
     return wrap

@@ -5,8 +5,8 @@ nothing; its usage ledger gives each stage's prompts and prompt tokens. Completi
 stage's budget (an upper bound); price and time follow from the config's prices and the
 model's measured rates (graphrag_engine.models.rates). Stages whose prompts are built from
 earlier answers cannot be counted that way: a method's config may declare them
-(`unseen_stages()`: stage, most prompts per question, budget, optional note), and they get an
-upper-bound row.
+(`unseen_stages()`: stage, most prompts per question, budget (None: the answer's, for a
+stage that writes the answers), optional note), and they get an upper-bound row.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def query_forecast_lines(
     the answers (prompts, tokens, completions at their budget, price, time where measured)."""
 
     def budget(name: str) -> int | None:
-        if name == "answer":
+        if name in ("answer", "global_reduce"):
             return cfg.generation.max_tokens
         try:
             return structured_stage(name).max_tokens()
@@ -60,8 +60,14 @@ def _unseen_stages(
     verifier that saw empty contexts refused every question), sized by the question count."""
     if not questions or not counted:
         return []
-    declared = list(getattr(cfg.options, "unseen_stages", list)())
-    if cfg.generation.enabled:
+    declared = [
+        (stage, n, cfg.generation.max_tokens if cap is None else cap, *note)
+        for stage, n, cap, *note in getattr(cfg.options, "unseen_stages", list)()
+    ]  # a budget of None is the answer's: that stage writes the answers
+    writes_answers = any(
+        cap is None for _, _, cap, *_ in getattr(cfg.options, "unseen_stages", list)()
+    )
+    if cfg.generation.enabled and not writes_answers:
         declared.append(
             ("answer", 1, cfg.generation.max_tokens, "the dry run's verdicts saw no context")
         )

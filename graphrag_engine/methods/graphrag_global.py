@@ -2,16 +2,22 @@
 
 For the whole batch at once:
 
-1. Reports: those at `community_level` (shuffled with `seed`, packed into batches of at most
-   `batch_tokens` tokens), or, with `dynamic: true`, the reports an LLM rates relevant
+1. Reports: the leaf-most reports at or below `community_level` (those at the level, and
+   those above it that never split further), shuffled with `seed` and packed into batches of
+   at most `batch_tokens` tokens, or, with `dynamic: true`, the reports an LLM rates relevant
    (>= `dynamic_threshold` of 10) walking down the hierarchy from the roots, all questions one
    level at a time, a relevant report giving way to its relevant children.
 2. Map: every (question, report batch) prompt in one batched structured LLM call; each answer
    is a list of key points with an importance score from 0 to 100 (schema-constrained where
    the backend allows, re-asked, failures counted).
 3. Reduce: every question's points with a score above 0, best first across batches, fill
-   `reduce_tokens`; the answer stage answers from them. A question left with no point gets
-   GraphRAG's "no data" answer without a prompt.
+   `reduce_tokens`, and the reduce prompt (its own stage, `global_reduce`, one batched call)
+   writes the answer from them: GraphRAG's report-style answer for long answers, the shared
+   short-answer instruction otherwise. A question left with no point gets GraphRAG's "no data"
+   answer without a prompt.
+
+Budgets are GraphRAG's (8,000 tokens of reports per map prompt, 8,000 of key points), shrunk
+in proportion to a smaller answer window (graphrag_engine/retrieve/budget.py).
 
 The index must hold community reports (`graphrag-engine index` with communities.enabled and
 communities.reports); without them the query exits 2 saying so.
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
+from graphrag_engine.methods.answer import answer_batch
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
@@ -84,15 +91,14 @@ JSON:"""
 
 @dataclass
 class GraphRAGGlobalConfig:
-    """GraphRAG's global search settings (batch and reduce budgets scaled down from its 8,000 /
-    8,000 tokens for small local models)."""
+    """GraphRAG's global search settings (its 8,000-token map batches and reduce context)."""
 
     community_level: int = 2
     """Reports at this level (the deepest the index has when it has fewer)."""
-    batch_tokens: int = 1500
+    batch_tokens: int = 8000
     """Report tokens per map prompt."""
-    reduce_tokens: int = 1500
-    """Tokens of key points in the final context."""
+    reduce_tokens: int = 8000
+    """Tokens of key points in the reduce prompt."""
     map_max_tokens: int = 300
     """Completion tokens of one map answer (its rated key points)."""
     dynamic: bool = False
@@ -108,6 +114,15 @@ class GraphRAGGlobalConfig:
             raise ConfigError(f"{where}: graphrag_global token budgets must be >= 1")
         if not 0 <= self.dynamic_threshold <= 10:
             raise ConfigError(f"{where}: graphrag_global.dynamic_threshold must lie in [0, 10]")
+
+    def context_budget(self) -> int:
+        """Published size of the largest prompt context (a map batch or the reduce points)."""
+        return max(self.batch_tokens, self.reduce_tokens)
+
+    def unseen_stages(self) -> list[tuple[str, int, int | None, str]]:
+        """The reduce step a dry run cannot count (its points come from the map answers); it
+        writes the answers, so its budget is the answer's (None)."""
+        return [("global_reduce", 1, None, "one reduce prompt per question with key points")]
 
     def llm_use(self) -> str:
         """The map step needs the LLM even with --retrieval-only."""
@@ -183,7 +198,7 @@ def _batches(
     texts = [_report(comms, c) for c in rows]
     out, part, used = [], [], 0
     for text, n in zip(texts, ctx.count_tokens(texts), strict=True):
-        if part and used + n > cfg.batch_tokens:
+        if part and used + n > ctx.scaled(cfg.batch_tokens):
             out.append("\n\n".join(part))
             part, used = [], 0
         part.append(text)
@@ -201,6 +216,44 @@ def reduce_points(ctx: QueryContext, points: list[tuple[str, int]], budget: int)
     if not kept:
         return Context(preset_answer=NO_DATA)
     return Context([Section(kept, title="-----Key points-----")])
+
+
+REDUCE_SYSTEM = """You answer a question from key points that analysts drew from the community
+reports of a knowledge graph; each point carries its importance (0-100). Write a complete,
+well-organised answer of a few paragraphs built on the most important points, merge points
+that say the same, say what the points do not cover, and add nothing they do not support.
+Answer in the language of the question."""
+
+
+def reduce_prompt(question: str, points: list[str] | None, options=None) -> list[dict]:
+    """GraphRAG's reduce prompt, in our words: the ranked key points, then the question."""
+    body = "\n".join(points or []) or "(none)"
+    user = f"Key points:\n{body}\n\nQuestion: {question}\nAnswer:"
+    return [{"role": "system", "content": REDUCE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def reduce_answers(
+    ctx: QueryContext, questions: list[str], contexts: list[Context]
+) -> list[dict[str, int]]:
+    """The reduce step as its own stage: every question with key points answered from them in
+    one batched call (GraphRAG's prompt for long answers, the shared short one otherwise); the
+    answer stage then sends nothing. Retrieval-only runs stop at the key points."""
+    gen = ctx.cfg.generation
+    ask = [q for q, c in enumerate(contexts) if c.preset_answer is None]
+    spent: list[dict[str, int]] = [{} for _ in questions]
+    if not gen.enabled or not ask:
+        return spent
+    long = gen.answer_style == "long"
+    done = answer_batch(
+        ctx.llm, ctx.tokenizer, [questions[q] for q in ask], [contexts[q] for q in ask],
+        ctx.context_tokens, gen.max_tokens, reduce_prompt if long else None,
+        stage="global_reduce", keep_failures=True, whole=long,
+    )  # fmt: skip
+    for q, answer, t in zip(ask, done.answers, done.tokens, strict=True):
+        spent[q] = t
+        if answer is not None:  # a failed reduce is asked again by the answer stage
+            contexts[q] = Context(contexts[q].sections, preset_answer=answer)
+    return spent
 
 
 @register(
@@ -241,7 +294,7 @@ def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageCl
     contexts, extras = [], []
     with clock.stage("reduce"):
         for q in range(len(texts)):
-            contexts.append(reduce_points(ctx, points[q], cfg.reduce_tokens))
+            contexts.append(reduce_points(ctx, points[q], ctx.scaled(cfg.reduce_tokens)))
             extras.append(
                 {
                     "reports": len(rows[q]),
@@ -251,8 +304,9 @@ def graphrag_global(ctx: QueryContext, questions: list[Question], clock: StageCl
                     "dynamic": cfg.dynamic,
                 }
             )
+        reduce_tokens = reduce_answers(ctx, texts, contexts)
     usage = [
-        {"global_map": t, **({"global_rate": r} if cfg.dynamic else {})}
-        for t, r in zip(tokens, rate_tokens, strict=True)
+        {"global_map": t, **({"global_rate": r} if cfg.dynamic else {}), **red}
+        for t, r, red in zip(tokens, rate_tokens, reduce_tokens, strict=True)
     ]
     return Retrieved(None, extras, usage, clock.seconds, contexts)

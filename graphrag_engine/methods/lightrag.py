@@ -54,12 +54,17 @@ class LightRAGConfig:
     """llm: one batched structured LLM call; ner: no LLM (entities low, the question high)."""
     top_k: int = 60
     """Entities (low level) and relations (high level) retrieved per question."""
-    entity_tokens: int = 500
-    """Token budget of the Entities section."""
-    relation_tokens: int = 500
-    """Token budget of the Relations section."""
-    chunk_tokens: int = 1000
-    """Token budget of the Sources section (its order is the chunk ranking for Recall@k)."""
+    entity_tokens: int = 4000
+    """Token budget of the Entities section (LightRAG's max_token_for_local_context)."""
+    relation_tokens: int = 4000
+    """Token budget of the Relations section (LightRAG's max_token_for_global_context)."""
+    chunk_tokens: int = 4000
+    """Token budget of the Sources section (LightRAG's max_token_for_text_unit; its order is
+    the chunk ranking for Recall@k)."""
+
+    def context_budget(self) -> int:
+        """Published total of the three sections."""
+        return self.entity_tokens + self.relation_tokens + self.chunk_tokens
 
     def validate(self, where: str) -> None:
         """Positive sizes."""
@@ -125,9 +130,13 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             vector_chunks = [dense.row(q)[0]] if dense is not None else []
             chunks = round_robin(*vector_chunks, *(f[2] for f in found))
             parts = [
-                ("Entities", [g.entity_line(e) for e in ents], cfg.entity_tokens),
-                ("Relations", [g.relation_line(r) for r in rels], cfg.relation_tokens),
-                ("Sources", [ctx.chunks["titled"][c] for c in chunks], cfg.chunk_tokens),
+                ("Entities", [g.entity_line(e) for e in ents], ctx.scaled(cfg.entity_tokens)),
+                ("Relations", [g.relation_line(r) for r in rels], ctx.scaled(cfg.relation_tokens)),
+                (
+                    "Sources",
+                    [ctx.chunks["titled"][c] for c in chunks],
+                    ctx.scaled(cfg.chunk_tokens),
+                ),
             ]
             contexts.append(Context(budgeted_sections(ctx, parts)))
             orders.append(chunks)

@@ -37,6 +37,7 @@ from graphrag_engine.methods.run import (
     run_batch,
     run_folder,
     warn_gold,
+    with_answer_style,
     write_part,
 )
 from graphrag_engine.progress import progress
@@ -106,6 +107,7 @@ def run_query_on_ray(
     summary. `on_start(actors)` is called once the actors exist (fault-injection tests);
     `question_pipeline` forces the question pipeline on or off (None: PIPELINE_MIN_QUESTIONS)."""
     out = Path(out)
+    cfg = with_answer_style(cfg, questions)
     with run_folder(index, cfg, out, questions_src, questions):
         gold_share = warn_gold(index, questions)
         bs = cfg.batch_size

@@ -40,7 +40,7 @@ from graphrag_engine.config import QueryConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.methods.answer import answer_batch
+from graphrag_engine.methods.answer import answer_batch, answer_style, prompt_for
 from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.results import part_table, read_rows, results_table
 from graphrag_engine.retrieve.context import QueryContext
@@ -250,6 +250,7 @@ def _answer_batch(
 ) -> list[dict[str, Any]]:
     """Answers and result rows of one retrieved batch."""
     cfg = ctx.cfg
+    spec, style = method_spec(cfg.method), cfg.generation.answer_style
     chunks = ctx.chunks if r.ranking is not None else None
     rows_of = _chunk_contexts(ctx, r, len(batch))
     if r.contexts is not None:
@@ -268,12 +269,13 @@ def _answer_batch(
                 ctx.tokenizer,
                 [q.question for q in batch],
                 contexts,
-                cfg.generation.max_context_tokens,
+                ctx.context_tokens,
                 cfg.generation.max_tokens,
-                method_spec(cfg.method).answer_prompt,
+                prompt_for(spec, style),
                 cfg.options,
                 keep_failures=not fail_fast,
                 on_progress=on_answer,
+                whole=style == "long" or (style == "method" and spec.prompt_style == "long"),
             )
         answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
         failed = list(done.failed)
@@ -326,6 +328,7 @@ def run_query(
     answer prompt that fails after every retry is recorded as that question's failure and the
     run goes on (summary `failed_questions`); `fail_fast` stops the run instead."""
     out = Path(out)
+    cfg = with_answer_style(cfg, questions)
     if dry_run:  # a dry run writes nothing
         return _run_batches(index, questions, cfg, out, dry_run, llm_backend, fail_fast)
     with run_folder(index, cfg, out, questions_src, questions):
@@ -379,7 +382,16 @@ def _run_batches(
     if dry_run:
         return {"dry_run": True, "questions": len(questions), "llm": ctx.ledger.summary()}
     seconds = time.perf_counter() - started
-    return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share)
+    return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share, ctx)
+
+
+def with_answer_style(cfg: QueryConfig, questions: list[Question]) -> QueryConfig:
+    """`cfg` with `generation.answer_style` resolved for this question set (auto: long for
+    question kinds without short gold answers), so every batch and worker answers alike."""
+    style = answer_style(cfg.generation.answer_style, [q.kind for q in questions])
+    return dataclasses.replace(
+        cfg, generation=dataclasses.replace(cfg.generation, answer_style=style)
+    )
 
 
 def part_path(out: Path, b: int, suffix: str = ".parquet") -> Path:
@@ -523,6 +535,7 @@ def finish_run(
     seconds: float,
     resumed: int,
     gold_share: float | None,
+    ctx: QueryContext | None = None,
 ) -> dict[str, Any]:
     """Merge the batch parts into results.parquet / results.jsonl and write summary.json; its
     LLM usage is the sum of every batch's, so it covers every process that worked on the run
@@ -565,6 +578,8 @@ def finish_run(
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
         "gold_in_index": None if gold_share is None else round(gold_share, 4),
+        "answer_style": cfg.generation.answer_style,
+        "context_budget": (ctx or QueryContext(index, cfg, out)).budget.as_dict(),
         "llm": run_usage(out, n_batches),
     }
     write_atomic(out / "llm_usage.json", json.dumps(summary["llm"], indent=2).encode())

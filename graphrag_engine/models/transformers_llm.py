@@ -171,6 +171,16 @@ class TransformersLLM:
     def grammar(self, value: SchemaGrammar | None) -> None:
         self._grammar, self._constrained = value, value is not None
 
+    def context_window(self) -> int | None:
+        """Tokens the model attends over (its config's max_position_embeddings), read from the
+        model's config without loading weights; None when the config does not say."""
+        from transformers import AutoConfig
+
+        name, kwargs = self._weights
+        config = AutoConfig.from_pretrained(name, local_files_only=True, **kwargs)
+        window = getattr(config, "max_position_embeddings", None)
+        return int(window) if window else None
+
     @property
     def model(self):
         """The model's weights, loaded on first use."""

@@ -76,6 +76,16 @@ class VLLMBackend:
             self._engine = VLLMEngine(**self._engine_args)
         return self._engine
 
+    def context_window(self) -> int | None:
+        """max_model_len when configured, else the model config's positions (engine not started)."""
+        if self._engine_args.get("max_model_len"):
+            return int(self._engine_args["max_model_len"])
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(self._engine_args["model"], local_files_only=True)
+        window = getattr(config, "max_position_embeddings", None)
+        return int(window) if window else None
+
     def count_tokens(self, prompts: list[Prompt]) -> list[int]:
         """Prompt tokens after the chat template."""
         return [len(prompt_ids(self.tokenizer, p)) for p in prompts]

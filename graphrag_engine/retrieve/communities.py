@@ -36,13 +36,17 @@ class Communities:
         return f"{title}\n{text}"
 
     def reported_at(self, level: int) -> list[int]:
-        """Rows of the communities with a report at `level` (the deepest level the index has
-        when it has fewer)."""
-        levels = [self.level[c] for c in self.report]
-        if not levels:
-            return []
-        at = min(level, max(levels))
-        return sorted(c for c in self.report if self.level[c] == at)
+        """Rows of the leaf-most reported communities at or below `level`, as GraphRAG selects
+        them: those at `level`, and those above it that never split into reported children
+        at or above `level` (so every part of the graph is covered once)."""
+        return sorted(
+            c
+            for c in self.report
+            if self.level[c] <= level
+            and not any(
+                self.level[k] <= level and k in self.report for k in self.children.get(c, [])
+            )
+        )
 
     @cached_property
     def children(self) -> dict[int, list[int]]:

@@ -28,6 +28,7 @@ from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from graphrag_engine.models.ner import entity_recognizer
 from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
 from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
+from graphrag_engine.retrieve.budget import ContextBudget, resolve_budget
 from graphrag_engine.store.index_store import Index
 
 T = TypeVar("T")
@@ -254,6 +255,33 @@ class QueryContext:
             backend=self._llm_backend,
             ledger=self.ledger,
         )
+
+    @cached_property
+    def budget(self) -> ContextBudget:
+        """The method's published context budget fitted to the run's answer window (said once
+        on stderr when it shrinks; summary.json keeps it)."""
+        gen, llm = self.cfg.generation, self.cfg.models.llm
+        declared = getattr(self.cfg.options, "context_budget", None)
+        total = declared() if declared is not None else None
+        window = llm.context_window
+        if window is None and gen.max_context_tokens is None and gen.enabled:
+            if llm.backend != "none":  # the backend knows its model's window, where it can tell
+                asks = getattr(self.llm.backend, "context_window", None)
+                window = asks() if asks is not None else None
+        budget = resolve_budget(total, gen.max_context_tokens, window, gen.max_tokens, gen.enabled)
+        note = budget.note(self.cfg.method)
+        if note and not self.dry_run:
+            print(note, file=sys.stderr)
+        return budget
+
+    def scaled(self, tokens: float) -> int:
+        """A section budget of the method's config, shrunk to the run's answer window."""
+        return max(int(tokens * self.budget.scale), 1)
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens a context may hold in the answer (and verdict) prompts."""
+        return self.budget.tokens
 
     @cached_property
     def ner(self):

@@ -51,13 +51,18 @@ class GraphRAGLocalConfig:
     """Relationships kept per selected entity."""
     community_level: int = 2
     """Reports of each entity's community at the deepest level <= this one."""
-    max_tokens: int = 2000
-    """Token budget of the whole local context (entities, relationships, reports, text units)."""
+    max_tokens: int = 12000
+    """Token budget of the whole local context (entities, relationships, reports, text units;
+    GraphRAG's local search default)."""
     text_unit_prop: float = 0.5
     """Share of max_tokens for text units."""
-    community_prop: float = 0.15
+    community_prop: float = 0.1
     """Shares of max_tokens for text units and community reports; entities and relationships
     get the rest. Without reports in the index their share goes to the text units."""
+
+    def context_budget(self) -> int:
+        """Published total of the local context."""
+        return self.max_tokens
 
     def validate(self, where: str) -> None:
         """Positive sizes and shares that leave room for entities."""
@@ -135,15 +140,15 @@ def local_context(
                 counts[community_of[e]] = counts.get(community_of[e], 0) + 1
         order = sorted(counts, key=lambda c: (-counts[c], -comms.report[c][2]))
         reports = [comms.report_text(c) for c in order]
-        sections.append(("Reports", reports, report_share * cfg.max_tokens))
+        sections.append(("Reports", reports, report_share * ctx.scaled(cfg.max_tokens)))
     rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
-    local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * cfg.max_tokens
+    local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * ctx.scaled(cfg.max_tokens)
     ent_lines = within_budget(ctx, [g.entity_line(e) for e in ents], int(local))
     sections.append(("Entities", ent_lines, local))
     used = sum(ctx.count_tokens(ent_lines))
     sections.append(("Relationships", [g.relation_line(r) for r in rels], local - used))
     sources = [ctx.chunks["titled"][c] for c in chunks]
-    sections.append(("Sources", sources, unit_share * cfg.max_tokens))
+    sections.append(("Sources", sources, unit_share * ctx.scaled(cfg.max_tokens)))
     extra = {
         "entities_by": cfg.entities,
         "entities": [g.names[e] for e in ents],

@@ -43,7 +43,17 @@ def test_verdict_parsing_and_position_bias_cancels() -> None:
     assert w["win_a"] == 1.0 and w["first_shown"] == 0.5 and w["consistent"] == 1.0
     (w,) = win_rates(rows + fair)
     assert w["win_a"] == 0.75 and w["first_shown"] == 0.75 and w["consistent"] == 0.5
-    assert "| 100.0% | 0.0% |" in "\n".join(win_rate_table(rows))
+    # ... so the comparison is marked uninformative instead of reported as a 50% win rate
+    assert not win_rates(rows)[0]["informative"] and win_rates(fair)[0]["informative"]
+    table = "\n".join(win_rate_table(rows))
+    assert "| uninformative (position bias 100.0%) | – |" in table and "| 50.0% |" not in table
+    assert "| 100.0% | 0.0% |" in "\n".join(win_rate_table(fair))
+    # a judge that always picks the second slot is as uninformative
+    second = [{**r, "verdict": "b" if r["order"] == "ab" else "a"} for r in rows[:2]]
+    assert win_rates(second)[0]["position_bias"] == 1.0
+    assert not win_rates(second)[0]["informative"]
+    (w,) = win_rates(rows + fair)
+    assert w["position_bias"] == 0.75 and w["informative"]
     rows.append({**rows[0], "verdict": "unparsable"})
     assert win_rates(rows)[0]["unparsable"] == 1
 

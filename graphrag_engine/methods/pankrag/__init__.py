@@ -97,16 +97,21 @@ class PankRAGConfig:
     """The local search of specific sub-questions (graphrag_local's keys)."""
     top_k_reports: int = 5
     """Community reports an abstract sub-question keeps."""
-    report_tokens: int = 2000
-    """Token budget of an abstract sub-question's reports."""
+    report_tokens: int = 8000
+    """Token budget of an abstract sub-question's reports (GraphRAG's 8,000 of report data)."""
     sub_answer_tokens: int = 48
     """Completion tokens of one intermediate answer."""
     rewrite: Literal["auto", "llm", "substitute"] = "auto"
     """Top-down disambiguation of dependent steps: llm (one batched rewrite per level, the
     paper), substitute (answers put in for "#k", LLM-free), auto (llm when the intermediate
     answers come from the LLM, else substitute)."""
-    report_chunk_tokens: int = 2000
-    """Token budget of the chunks behind an abstract step's reports (Eq. 5 order)."""
+    report_chunk_tokens: int = 4000
+    """Token budget of the chunks behind an abstract step's reports (Eq. 5 order); with the
+    reports, GraphRAG local search's 12,000."""
+
+    def context_budget(self) -> int:
+        """Published total of a step's context: local search's, or reports plus sources."""
+        return max(self.local.max_tokens, self.report_tokens + self.report_chunk_tokens)
 
     def rewrites_by_llm(self) -> bool:
         """Whether dependent steps are rewritten by the LLM."""
@@ -358,7 +363,7 @@ def answer_level(
         ctx.tokenizer,
         [asked[q][s] for q, s in inner],
         [step_context(ctx, cfg, found[q][s]) for q, s in inner],
-        ctx.cfg.generation.max_context_tokens,
+        ctx.context_tokens,
         cfg.sub_answer_tokens,
         stage="pankrag_sub",
     )
@@ -375,9 +380,11 @@ def step_context(ctx: QueryContext, cfg: PankRAGConfig, hit: Found) -> Context:
         return local_context(ctx, cfg.local, hit.rows, hit.chunks)[0]
     comms = communities(ctx)
     reports = [comms.report_text(c) for c in hit.rows]
-    kept = within_budget(ctx, reports, cfg.report_tokens)
+    kept = within_budget(ctx, reports, ctx.scaled(cfg.report_tokens))
     titled = ctx.chunks["titled"]
-    sources = within_budget(ctx, [titled[c] for c in hit.chunks], cfg.report_chunk_tokens)
+    sources = within_budget(
+        ctx, [titled[c] for c in hit.chunks], ctx.scaled(cfg.report_chunk_tokens)
+    )
     sections = [Section(kept, "-----Reports-----")]
     if sources:
         sections.append(Section(sources, "-----Sources-----"))

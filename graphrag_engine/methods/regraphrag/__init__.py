@@ -249,6 +249,7 @@ def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list
     "regraphrag",
     config=ReGraphRAGConfig,
     answer_prompt=answer_prompt,
+    prompt_style="long",
     paper="ReGraphRAG (2025): perspective expansion, graph reorganization, triplet reranking",
     needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
     needs_note="descriptions when an LLM extracted triples",

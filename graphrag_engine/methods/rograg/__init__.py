@@ -92,12 +92,12 @@ class ROGRAGConfig:
     """Most steps of one logic form."""
     step_answer_tokens: int = 32
     """Completion tokens of one retrieve step's answer."""
-    entity_tokens: int = 500
-    """Token budget of the dual-level Entities section."""
-    relation_tokens: int = 500
-    """Token budget of the dual-level Relations section."""
-    chunk_tokens: int = 1000
-    """Token budget of the dual-level Sources section."""
+    entity_tokens: int = 8000
+    """Token budget of the dual-level Entities section (Figure 1 d: 8k for nodes)."""
+    relation_tokens: int = 8000
+    """Token budget of the dual-level Relations section (8k for edges)."""
+    chunk_tokens: int = 12000
+    """Token budget of the Sources section (12k for chunks)."""
     select: bool = True
     """Choose the logic form's passages by Algorithm 1's add / remove loop (false: none)."""
     select_max: int = 8
@@ -114,6 +114,10 @@ class ROGRAGConfig:
             raise ConfigError(f"{where}: rograg sizes must be >= 1")
         if not -1 <= self.floor <= 1:
             raise ConfigError(f"{where}: rograg.floor must lie in [-1, 1]")
+
+    def context_budget(self) -> int:
+        """Published total of the dual-level context (8k + 8k + 12k)."""
+        return self.entity_tokens + self.relation_tokens + self.chunk_tokens
 
     def llm_use(self) -> str | None:
         """LLM keys, logic forms and verdicts need the LLM even with --retrieval-only."""
@@ -284,9 +288,9 @@ def dual_context(ctx: QueryContext, cfg: ROGRAGConfig, m: Matched) -> Context:
     """Nodes, edges and chunk texts as three whole sections under their budgets."""
     g = entity_graph(ctx)
     parts = [
-        ("Entities", [g.entity_line(e) for e in m.entities], cfg.entity_tokens),
-        ("Relations", [g.relation_line(r) for r in m.relations], cfg.relation_tokens),
-        ("Sources", [ctx.chunks["titled"][c] for c in m.chunks], cfg.chunk_tokens),
+        ("Entities", [g.entity_line(e) for e in m.entities], ctx.scaled(cfg.entity_tokens)),
+        ("Relations", [g.relation_line(r) for r in m.relations], ctx.scaled(cfg.relation_tokens)),
+        ("Sources", [ctx.chunks["titled"][c] for c in m.chunks], ctx.scaled(cfg.chunk_tokens)),
     ]
     return Context(budgeted_sections(ctx, parts))
 
@@ -315,7 +319,7 @@ def logic_form_stage(
         )
         done = answer_batch(
             ctx.llm, ctx.tokenizer, subs, [dual_context(ctx, cfg, m) for m in found],
-            ctx.cfg.generation.max_context_tokens, cfg.step_answer_tokens, stage="logic_step",
+            ctx.context_tokens, cfg.step_answer_tokens, stage="logic_step",
         )  # fmt: skip
         for sub, m, t in zip(subs, found, done.tokens, strict=True):
             looked_up[sub] = (m.chunks, sum(t.values()))
@@ -337,7 +341,7 @@ def logic_form_stage(
     for context, cands, kept in zip(contexts, found, picked, strict=True):
         if context.sections and kept:
             titled = [ctx.chunks["titled"][c] for c in kept]
-            sources = within_budget(ctx, titled, cfg.chunk_tokens)
+            sources = within_budget(ctx, titled, ctx.scaled(cfg.chunk_tokens))
             context.sections.append(Section(sources, "-----Sources-----"))
         chunks.append([*kept, *(c for c in cands if c not in set(kept))])
     return forms, contexts, chunks
@@ -395,7 +399,7 @@ def _check(
     spent: list[dict[str, int]] = [{} for _ in questions]
     if cfg.check == "result":
         done = answer_batch(
-            ctx.llm, ctx.tokenizer, questions, contexts, gen.max_context_tokens, gen.max_tokens
+            ctx.llm, ctx.tokenizer, questions, contexts, ctx.context_tokens, gen.max_tokens
         )
         given = list(done.answers)
         spent = [{"result_answer": sum(t.values())} for t in done.tokens]
@@ -418,7 +422,7 @@ def _verdict_prompt(ctx: QueryContext, question: str, context: Context, answer: 
     `generation.max_context_tokens` (a verdict on more than the answer sees would be moot, and
     could overflow the model's window)."""
     cfg: ROGRAGConfig = ctx.cfg.options
-    fitted = fit_context(context, ctx.tokenizer, ctx.cfg.generation.max_context_tokens)
+    fitted = fit_context(context, ctx.tokenizer, ctx.context_tokens)
     return VERIFY_STAGE.prompt(cfg.check, question, "\n".join(fitted.texts()), answer)
 
 
