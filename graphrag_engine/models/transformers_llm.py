@@ -141,6 +141,7 @@ class TransformersLLM:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._weights = (model, kwargs)
         self._model = None  # loaded on first generate: a dry run needs only the tokenizer
+        self._window: int | None = None
         self.device = device
         self.batch_size = batch_size
         self.model_id = (
@@ -174,12 +175,13 @@ class TransformersLLM:
     def context_window(self) -> int | None:
         """Tokens the model attends over (its config's max_position_embeddings), read from the
         model's config without loading weights; None when the config does not say."""
-        from transformers import AutoConfig
+        if self._window is None:
+            from transformers import AutoConfig
 
-        name, kwargs = self._weights
-        config = AutoConfig.from_pretrained(name, local_files_only=True, **kwargs)
-        window = getattr(config, "max_position_embeddings", None)
-        return int(window) if window else None
+            name, kwargs = self._weights
+            config = AutoConfig.from_pretrained(name, local_files_only=True, **kwargs)
+            self._window = int(getattr(config, "max_position_embeddings", 0) or 0)
+        return self._window or None
 
     @property
     def model(self):
