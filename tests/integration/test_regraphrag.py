@@ -170,3 +170,39 @@ def test_wrong_shaped_perspectives_are_reasked_then_fall_back_counted(demo) -> N
     assert r3.extras[0]["sub_queries"] == ["Port Calloway harbour"]
     usage = ctx.llm.ledger.get("perspectives", backend.model_id)
     assert usage.parse_failures == 1 and usage.calls == 6
+
+
+def test_reorganization_joins_the_subgraphs_of_an_expanded_question(demo) -> None:
+    """Expansion on (perspectives planted through the fault server): two perspectives of two
+    sub-queries about different people and places give four subgraphs; reorganization joins
+    each perspective's (paths, then bridges) into one component, where without it they stay
+    apart. The prompt carries the worked examples."""
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+
+    index, questions, tmp = demo
+    planted = {
+        "perspectives": [
+            {"perspective": "Founding", "queries": ["Who founded Port Calloway?", "Port Calloway harbour"]},
+            {"perspective": "People", "queries": ["Ilsa Varnholt", "Ada Vell"]},
+        ]
+    }  # fmt: skip
+    runs = {}
+    with FaultInjector([]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        for reorganize_on in (True, False):
+            ctx = _ctx(
+                index, tmp / f"join-{reorganize_on}", backend, expansion=True, perspectives=2,
+                sub_queries=2, top_k=3, reorganize=reorganize_on,
+            )  # fmt: skip
+            ctx.cfg.models.llm.backend = "openai"
+            fault.plan = ["say:" + json.dumps(planted)]
+            runs[reorganize_on] = regraphrag(ctx, questions[:1], StageClock())
+        prompt = fault.requests[0]["body"]["messages"][-1]["content"]
+    assert "Example 1. Question:" in prompt and "Example 2. Question:" in prompt
+    joined, apart = runs[True].extras[0], runs[False].extras[0]
+    # figures summed over the two perspectives: more subgraphs than perspectives to join
+    assert joined["perspectives"] == ["Founding", "People"]
+    assert joined["subgraphs"] == apart["subgraphs"] > 2
+    assert apart["node_components"] > 2 and apart["bridges_added"] == 0
+    assert joined["after_bridges"] == 2  # each perspective's subgraphs end as one component
+    assert joined["path_nodes_added"] + joined["bridges_added"] > 0

@@ -68,7 +68,12 @@ class ReGraphRAGConfig:
     """Reranking embeds each edge as its relation text with both ends' descriptions
     (`with_ends`, one batched call per batch), or reuses the index's relation vectors."""
     context_tokens: int = 1800
-    """Token budget of the triplet sections, shared equally among them."""
+    """Token budget of the triplet sections, shared equally among them (the paper gives none;
+    its compact triplet format needs few tokens, about 18,000 per question in all)."""
+
+    def context_budget(self) -> int:
+        """Total of the triplet sections."""
+        return self.context_tokens
 
     def validate(self, where: str) -> None:
         """Positive sizes (the paper sweeps m in 1..6, n in 1..4)."""
@@ -300,7 +305,7 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
     contexts, orders, extras = [], [], []
     with clock.stage("build_context"):
         for q, per_q in enumerate(found):
-            secs, chunks = sections(ctx, g, per_q, cfg.context_tokens)
+            secs, chunks = sections(ctx, g, per_q, ctx.scaled(cfg.context_tokens))
             contexts.append(Context(secs))
             orders.append(chunks)
             extras.append(

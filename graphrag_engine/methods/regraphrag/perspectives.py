@@ -15,6 +15,7 @@ perspectives, which `extras["perspectives"]` shows.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -60,14 +61,109 @@ needed to answer the question from that perspective. Keep the question's languag
 Reply with one JSON object of this form and nothing else:
 {format}
 
+{examples}
 Question: {question}
 JSON:"""
 
+EXAMPLES = (
+    (
+        "How does a long drought change the price of food in a country?",
+        (
+            (
+                "Farm output",
+                (
+                    "Which crops and livestock suffer most when rain fails for a season?",
+                    "How much do harvests fall in a severe drought?",
+                    "How long do farms take to recover after the rain returns?",
+                ),
+            ),
+            (
+                "Markets and trade",
+                (
+                    "How do shortages of a staple crop move its wholesale price?",
+                    "Do governments import food or restrict exports during droughts?",
+                    "How do world prices limit what importing food costs?",
+                ),
+            ),
+            (
+                "Households",
+                (
+                    "What share of their income do poor households spend on food?",
+                    "Which foods do families switch to when prices rise?",
+                    "How do food prices feed into overall inflation?",
+                ),
+            ),
+            (
+                "Past droughts",
+                (
+                    "Which recorded droughts caused the largest food price rises?",
+                    "What policies eased food prices in those droughts?",
+                    "How long did prices stay high after each one?",
+                ),
+            ),
+        ),
+    ),
+    (
+        "Why did the city's old tram network close?",
+        (
+            (
+                "Money",
+                (
+                    "Who owned and paid for the tram network?",
+                    "Did the network lose money in its last years?",
+                    "What did repairing the tracks and cars cost?",
+                ),
+            ),
+            (
+                "Competing transport",
+                (
+                    "When did buses start serving the same routes?",
+                    "How did car ownership in the city change at that time?",
+                    "Were the buses cheaper to run than the trams?",
+                ),
+            ),
+            (
+                "Politics",
+                (
+                    "Which council decision ended the tram service?",
+                    "Who argued for and against keeping the trams?",
+                    "Did national policy favour roads over rail then?",
+                ),
+            ),
+            (
+                "Later history",
+                (
+                    "When did the last tram run?",
+                    "What happened to the tracks and depots afterwards?",
+                    "Has the city since proposed bringing trams back?",
+                ),
+            ),
+        ),
+    ),
+)
+"""Worked examples in the manner of the paper's appendix A.2 (our own questions and words),
+cut to the stage's m perspectives and n sub-queries."""
+
+
+def examples_text(m: int, n: int) -> str:
+    """The worked examples as question and JSON answer pairs of m perspectives x n queries."""
+    blocks = []
+    for k, (question, views) in enumerate(EXAMPLES, 1):
+        answer = {
+            "perspectives": [
+                {"perspective": name, "queries": list(queries[:n])} for name, queries in views[:m]
+            ]
+        }
+        blocks.append(f"Example {k}. Question: {question}\nJSON: {json.dumps(answer)}\n")
+    return "\n".join(blocks)
+
 
 def perspectives_prompt(question: str, m: int, n: int) -> str:
-    """The perspective-expansion prompt of one question."""
+    """The perspective-expansion prompt of one question, with the worked examples."""
     fmt = perspectives(m, n).describe()
-    return PERSPECTIVES_PROMPT.format(m=m, n=n, format=fmt, question=question)
+    return PERSPECTIVES_PROMPT.format(
+        m=m, n=n, format=fmt, examples=examples_text(m, n), question=question
+    )
 
 
 @dataclass
