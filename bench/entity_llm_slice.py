@@ -32,9 +32,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import regraphrag
-import retrieval
-
+from bench import regraphrag, retrieval
 from bench.common import DATA, work_dir, write_result
 from graphrag_engine.cli import main as cli
 from graphrag_engine.models.llama_server import LlamaServer

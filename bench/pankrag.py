@@ -42,8 +42,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import retrieval
-
+from bench import retrieval
 from bench.common import work_dir, write_result
 from graphrag_engine.config import LLMConfig
 

@@ -35,8 +35,7 @@ import json
 import os
 from pathlib import Path
 
-import retrieval
-
+from bench import retrieval
 from bench.common import work_dir, write_result
 
 VARIANTS = {

@@ -26,8 +26,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import retrieval
-
+from bench import retrieval
 from bench.common import work_dir, write_result
 
 FREE = ["rog_fuzzy", "rog_exact"]

@@ -32,8 +32,7 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-import retrieval
-
+from bench import retrieval
 from bench.common import work_dir, write_result
 from graphrag_engine.cli import main as cli
 from graphrag_engine.models import llm_yaml as models_llm_yaml
