@@ -510,3 +510,44 @@ def test_query_bar_moves_with_each_answer_within_a_batch(
     assert main([*args, "--out", str(tmp_path / "run")]) == 0
     assert positions[-1] == 8 and positions == sorted(positions)
     assert any(0 < p < 4 for p in positions) and any(4 <= p < 8 for p in positions)
+
+
+def test_the_papers_budgets_shrink_to_the_answer_window_and_the_run_says_so(
+    demo_index: Path, tmp_path: Path, capsys, smollm
+) -> None:
+    """LightRAG-style hybrid (NER keys) with SmolLM2 answering in a 1,024-token window: its
+    published 12,000-token budgets shrink x0.09, once on stderr and in summary.json, and every
+    answer prompt's context stays within the window; the demo questions take the shared short
+    answer prompt. Without a window set, SmolLM2's own (8,192) less the answer bounds it."""
+    spec = tmp_path / "lr.yaml"
+    spec.write_text(
+        "method: lightrag\nlightrag:\n  keywords: ner\ngeneration:\n  max_context_tokens: 1024\n"
+        "models:\n  llm:\n    backend: transformers\n"
+    )
+    out = tmp_path / "run"
+    args = ["query", str(demo_index), "demo", "--method", str(spec), "--limit", "2"]
+    assert main([*args, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("lightrag: context budgets of 12,000 tokens (the paper's) shrink x0.09") == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["answer_style"] == "short"
+    budget = summary["context_budget"]
+    assert budget["declared"] == 12_000 and budget["window"] == 1024
+    assert budget["scale"] == pytest.approx(1024 / 12_000, abs=1e-4)
+    from graphrag_engine.models.tokenizer import load_tokenizer
+
+    tok = load_tokenizer()
+    for row in read_rows(out / "results.parquet"):
+        shown = "\n".join(row["context_text"] or [])
+        assert len(tok.encode(shown).ids) <= 1024 + 64  # titles and separators aside
+    # no window set: SmolLM2's own (8,192 positions) less the answer and the prompt's words
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.store import open_index
+
+    cfg = query_config("lightrag")
+    cfg.models.llm.backend = "transformers"
+    ctx = QueryContext(open_index(demo_index), cfg, tmp_path / "ctx", llm_backend=smollm)
+    assert (
+        ctx.budget.window == 8192 - 48 - 256 and "the model's window of 8,192" in ctx.budget.basis
+    )

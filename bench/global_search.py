@@ -1,0 +1,143 @@
+"""GraphRAG-style global search on a slice of UltraDomain CS, end to end with the packaged
+SmolLM2 (a floor: a 135M model writes the community reports, the map points and the reduce
+answers): what it costs per question, and which reports the level selection reads.
+
+    .venv/bin/python -m bench.global_search [--chars 20000] [--questions 8] [--level 1]
+        [--work DIR] [--batch-size 16]
+
+The slice is the first `--chars` characters of each of the four CS books. The index is LLM-free
+(spaCy entities, co-occurrence relations) with hierarchical Leiden communities and SmolLM2
+reports; the query runs `graphrag_global` over the first `--questions` CS questions with
+long answers (UltraDomain has no short gold answers) and the papers' budgets fitted to
+SmolLM2's window. The result holds the index's report cost, the reports selected at each
+level (leaf-most at or below it), and per question the map prompts, tokens by stage and
+seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from bench.common import DATA, read_jsonl, work_dir, write_result
+from graphrag_engine.cli import main as cli
+
+
+def slice_corpus(work: Path, chars: int) -> Path:
+    """The first `chars` characters of every CS book, as a JSONL corpus under `work`."""
+    out = work / f"cs-{chars}.jsonl"
+    if not out.exists():
+        rows = read_jsonl(DATA / "ultradomain_cs_corpus.jsonl")
+        with out.open("w") as f:
+            for r in rows:
+                cut = {"id": r["id"], "title": r["title"], "text": r["text"][:chars]}
+                f.write(json.dumps(cut) + "\n")
+    return out
+
+
+def configs(work: Path, batch_size: int, level: int) -> tuple[Path, Path]:
+    """The index config (communities with SmolLM2 reports) and the query config."""
+    llm = f"models:\n  llm:\n    backend: transformers\n    batch_size: {batch_size}\n"
+    index = work / "index.yaml"
+    index.write_text(
+        "communities:\n  enabled: true\n  max_cluster_size: 10\n  reports: true\n"
+        "  report_max_tokens: 160\n" + llm + "    max_failed_share: 1.0\n"
+    )
+    query = work / "global.yaml"
+    query.write_text(
+        f"method: graphrag_global\ngraphrag_global:\n  community_level: {level}\n"
+        "generation:\n  max_tokens: 200\n" + llm
+    )
+    return index, query
+
+
+def main() -> None:
+    """Index the slice, run global search, write bench/results/global_search.json."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chars", type=int, default=20_000)
+    ap.add_argument("--questions", type=int, default=8)
+    ap.add_argument("--level", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--work", default=work_dir("global_search"))
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = slice_corpus(work, args.chars)
+    index_cfg, query_cfg = configs(work, args.batch_size, args.level)
+    index = work / "idx"
+    if not (index / "manifest.json").exists():
+        assert cli(["index", str(corpus), "--out", str(index), "--config", str(index_cfg)]) == 0
+    run = work / "run"
+    questions = DATA / "ultradomain_cs_dev.jsonl"
+    query = ["query", str(index), str(questions), "--method", str(query_cfg)]
+    assert cli([*query, "--limit", str(args.questions), "--out", str(run)]) in (0, 3)
+    result = {
+        "chars_per_book": args.chars,
+        "index": index_figures(index),
+        "selection": selection(index),
+        "query": query_figures(run),
+    }
+    print(json.dumps(result, indent=2))
+    write_result("global_search", result)
+
+
+def index_figures(index: Path) -> dict:
+    """Chunks, entities, communities and the report stage's calls, tokens and seconds."""
+    manifest = json.loads((index / "manifest.json").read_text())
+    stages = manifest["stats"]["stages"]
+    c = stages["communities"]
+    keep = ("items", "levels", "reports", "parse_failures", "model_calls", "seconds")
+    return {
+        "chunks": stages["ingest_chunk"].get("items"),
+        "entities": stages["resolve_graphs"].get("items"),
+        "communities": {k: c.get(k) for k in keep},
+        "report_tokens": c.get("prompt_tokens", 0) + c.get("completion_tokens", 0),
+    }
+
+
+def selection(index: Path) -> dict:
+    """Per level: reported communities at that level, and the leaf-most ones global search
+    reads at or below it."""
+    from graphrag_engine.config import QueryConfig
+    from graphrag_engine.retrieve.communities import communities
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.store import open_index
+
+    ctx = QueryContext(open_index(index), QueryConfig(), Path(work_dir("global_search-ctx")))
+    comms = communities(ctx, need_reports=True)
+    levels = sorted({comms.level[c] for c in comms.report})
+    return {
+        str(lv): {
+            "at_level": sum(comms.level[c] == lv for c in comms.report),
+            "selected": len(comms.reported_at(lv)),
+        }
+        for lv in levels
+    }
+
+
+def query_figures(run: Path) -> dict:
+    """Per question: seconds, tokens by stage, map prompts and key points; the budget."""
+    from graphrag_engine.results import read_rows
+
+    summary = json.loads((run / "summary.json").read_text())
+    rows = read_rows(run / "results.parquet")
+    return {
+        "questions": summary["questions"],
+        "seconds_per_question": round(summary["seconds"] / summary["questions"], 2),
+        "stage_seconds": summary["stage_seconds"],
+        "tokens_per_question": summary["query_tokens_per_question"],
+        "answer_style": summary["answer_style"],
+        "context_budget": summary["context_budget"],
+        "map_prompts": [r["extras"]["map_prompts"] for r in rows],
+        "points": [r["extras"]["points"] for r in rows],
+        "reports_read": [r["extras"]["reports"] for r in rows],
+        "failed": summary["failed_questions"],
+        "answer_words": [len((r["answer"] or "").split()) for r in rows],
+    }
+
+
+if __name__ == "__main__":
+    main()

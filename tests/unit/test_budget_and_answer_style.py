@@ -1,0 +1,51 @@
+"""The papers' context budgets fitted to the answer window, and the fair answer protocol: which
+prompt each method answers with under each style."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphrag_engine.methods import method_spec, query_config
+from graphrag_engine.methods.answer import answer_style, long_prompt, prompt_for
+from graphrag_engine.retrieve.budget import PROMPT_ROOM, UNBOUNDED, resolve_budget
+
+
+def test_published_budgets_are_the_defaults() -> None:
+    assert query_config("lightrag").options.context_budget() == 12_000
+    assert query_config("graphrag_local").options.context_budget() == 12_000
+    assert query_config("rograg").options.context_budget() == 28_000
+    assert query_config("graphrag_global").options.context_budget() == 8_000
+    assert query_config("pankrag").options.context_budget() == 12_000
+
+
+def test_budgets_shrink_in_proportion_to_a_smaller_window_and_say_so() -> None:
+    b = resolve_budget(12_000, 2048, None, 48, True)
+    assert b.scale == pytest.approx(2048 / 12_000) and b.tokens == 2048
+    assert "shrink x0.17 to fit an answer window of 2,048 tokens" in b.note("lightrag")
+    assert b.as_dict()["scale"] == pytest.approx(0.1707, abs=1e-4)
+    # the model's own window, less the answer and the prompt's words
+    m = resolve_budget(12_000, None, 8192, 48, True)
+    assert m.window == 8192 - 48 - PROMPT_ROOM and "the model's window of 8,192" in m.basis
+    # a window that holds the published budgets changes nothing, and says nothing
+    big = resolve_budget(12_000, 32_000, None, 48, True)
+    assert big.scale == 1.0 and big.note("lightrag") is None
+    # unknown window, or retrieval only: unbounded
+    for answering, window in ((True, None), (False, 8192)):
+        free = resolve_budget(12_000, None, window, 48, answering)
+        assert free.scale == 1.0 and free.tokens == UNBOUNDED and free.window is None
+
+
+def test_answer_style_picks_one_shared_short_prompt_or_each_papers_long_one() -> None:
+    assert answer_style("auto", ["passage", "passage"]) == "short"
+    assert answer_style("auto", ["abstract", "abstract"]) == "long"
+    assert answer_style("auto", ["evidence"]) == "long"
+    assert answer_style("auto", ["abstract", "passage"]) == "short"
+    assert answer_style("method", ["abstract"]) == "method"
+    regraphrag, lightrag, clue = (method_spec(n) for n in ("regraphrag", "lightrag", "clue"))
+    # short: every method the shared instruction, even those that registered their own
+    assert all(prompt_for(s, "short") is None for s in (regraphrag, lightrag, clue))
+    # long: the paper's long-form prompt where it has one, else the shared long prompt
+    assert prompt_for(regraphrag, "long") is regraphrag.answer_prompt
+    assert prompt_for(lightrag, "long") is long_prompt
+    assert prompt_for(clue, "long") is long_prompt  # its paper prompt asks for a few words
+    assert prompt_for(clue, "method") is clue.answer_prompt
