@@ -169,13 +169,33 @@ def test_global_search_map_reduce_on_smollm_reports(demo_reports_index, tmp_path
             )
             if e["reports"] == 0:
                 assert c.preset_answer == NO_DATA
-            if c.preset_answer is None:
+            if c.sections:  # key points: the reduce stage answered from them, its own call
                 scores = [int(x.split(")")[0].split()[-1]) for x in c.sections[0].items]
                 assert scores == sorted(scores, reverse=True) and min(scores) > 0
+                assert c.preset_answer and c.preset_answer != NO_DATA
+                assert t["global_reduce_prompt"] > 0
             else:
-                assert c.preset_answer == NO_DATA
-        if not dynamic:
-            assert len({e["reports"] for e in r.extras}) == 1  # one level, the same reports
+                assert c.preset_answer == NO_DATA and "global_reduce_prompt" not in t
+        if not dynamic:  # the leaf-most reports at or below the level, the same for each
+            assert {e["reports"] for e in r.extras} == {len(comms_at(ctx, 2))}
+
+
+def comms_at(ctx, level: int) -> list[int]:
+    """The reported communities global search reads at `level`, checked against their
+    definition: at the level, or above it with no reported child at or above it."""
+    from graphrag_engine.retrieve.communities import communities
+
+    comms = communities(ctx, need_reports=True)
+    rows = comms.reported_at(level)
+    for c in comms.report:
+        kids = [k for k in comms.children.get(c, []) if k in comms.report]
+        leafmost = comms.level[c] == level or (
+            comms.level[c] < level and not any(comms.level[k] <= level for k in kids)
+        )
+        assert (c in rows) == leafmost
+    covered = {e for c in rows for e in comms.members[c]}
+    assert covered == {e for c in comms.report for e in comms.members[c]}  # all of the graph
+    return rows
 
 
 def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
