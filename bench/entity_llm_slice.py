@@ -173,7 +173,7 @@ def query_all(
         out = work / "runs" / method
         spec = retrieval.method_spec(method, work)
         q = ["query", str(index), str(questions), "--method", spec, "--retrieval-only"]
-        assert cli([*q, *llm_flags, "--out", str(out)]) == 0
+        assert cli([*q, *llm_flags, "--label", method, "--out", str(out)]) == 0
         runs.append(out)
     report = work / "report"
     assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0

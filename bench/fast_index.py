@@ -53,7 +53,7 @@ def recall(index: Path, questions: Path, work: Path) -> dict[str, dict]:
     for method in METHODS:
         out = work / method
         args = ["query", str(index), str(questions), "--method", method, "--retrieval-only"]
-        assert cli([*args, "--out", str(out)]) == 0
+        assert cli([*args, "--label", method, "--out", str(out)]) == 0
         runs.append(str(out))
     report = work / "report"
     assert cli(["eval", *runs, "--out", str(report), "--k", "2,5"]) == 0

@@ -162,7 +162,10 @@ def main() -> None:
             spec = answer_config(work, name, args.answer_tokens, args.batch_size)
             q = ["query", str(index), str(questions), "--method", str(spec)]
             out = work / "runs" / name
-            assert cli([*q, "--limit", str(args.limit), *flags, "--out", str(out)]) == 0
+            assert (
+                cli([*q, "--limit", str(args.limit), *flags, "--label", name, "--out", str(out)])
+                == 0
+            )
             print(f"{name}: answered in {time.perf_counter() - t0:.0f} s")
         for a, b in pairs:
             t0 = time.perf_counter()

@@ -49,7 +49,7 @@ def missing_model(text: str) -> str | None:
 def run(config: Path, index: str, questions: Path, limit: int, out: Path) -> dict:
     """One retrieval-only query run; its per-metric means from `graphrag-engine eval`."""
     args = ["query", index, str(questions), "--method", str(config), "--limit", str(limit)]
-    assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
+    assert cli([*args, "--retrieval-only", "--label", out.name, "--out", str(out)]) == 0
     report = out.parent / f"{out.name}-report"
     assert cli(["eval", str(out), "--out", str(report), "--k", "5"]) == 0
     means = {r["metric"]: float(r["mean"]) for r in csv.DictReader((report / "summary.csv").open())}

@@ -219,13 +219,39 @@ def run_with_llm(
             labels[name] = label
             args = ["query", str(index), str(questions), "--method", str(spec)]
             assert (
-                cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(runs[-1])]) == 0
+                cli(
+                    [
+                        *args,
+                        "--limit",
+                        str(limit),
+                        "--retrieval-only",
+                        "--label",
+                        name,
+                        "--out",
+                        str(runs[-1]),
+                    ]
+                )
+                == 0
             )
     for name in others:
         runs.append(runs_dir / name)
         labels[name] = METHODS[name][0]
         args = ["query", str(index), str(questions), "--method", method_spec(name, work)]
-        assert cli([*args, "--limit", str(limit), "--retrieval-only", "--out", str(runs[-1])]) == 0
+        assert (
+            cli(
+                [
+                    *args,
+                    "--limit",
+                    str(limit),
+                    "--retrieval-only",
+                    "--label",
+                    name,
+                    "--out",
+                    str(runs[-1]),
+                ]
+            )
+            == 0
+        )
     report = work / "reports" / f"musique-{tag}{limit}"
     assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
     summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
@@ -324,7 +350,7 @@ def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[
     for method in methods:
         out = work / "runs" / name / method
         args = ["query", str(index), str(DATA / questions), "--method", method_spec(method, work)]
-        assert cli([*args, "--retrieval-only", "--out", str(out)]) == 0
+        assert cli([*args, "--retrieval-only", "--label", method, "--out", str(out)]) == 0
         runs.append(str(out))
     report = work / "reports" / name
     assert cli(["eval", *runs, "--out", str(report), "--k", "1,2,5,10"]) == 0
@@ -365,7 +391,9 @@ def answer_set(name: str, work: Path, limit: int) -> list[dict]:
         out = work / "answers" / name / method
         spec = method_spec(method, work) if method in METHODS else method
         args = ["query", str(index), str(questions), "--method", spec, "--limit", str(limit)]
-        assert cli([*args, "--llm-backend", "transformers", "--out", str(out)]) == 0
+        assert (
+            cli([*args, "--llm-backend", "transformers", "--label", method, "--out", str(out)]) == 0
+        )
         runs.append(str(out))
     report = work / "reports" / f"{name}-answers"
     assert cli(["eval", *runs, "--out", str(report), "--k", "5"]) == 0

@@ -159,7 +159,7 @@ def main() -> None:
             )  # fmt: skip
             out = work / "runs" / run
             query = ["query", str(work / "idx" / index), str(questions), "--method", str(spec)]
-            assert cli([*query, "--out", str(out)]) == 0
+            assert cli([*query, "--label", run, "--out", str(out)]) == 0
             rows[label] = confusion(out, holed, golds)
     none = rows["no check"]
     right = none["accuracy_answered_answerable"]  # no check answers every answerable question
