@@ -235,6 +235,35 @@ class Engine:
                 for label, cfg in zip(labels, configs, strict=True)
             }
 
+    def compare(
+        self,
+        methods: Sequence[str | QueryConfig],
+        questions: str | Path | Sequence[Question],
+        out: str | Path,
+        ks: Sequence[int] = (1, 2, 5, 10),
+        limit: int | None = None,
+        labels: Sequence[str] | None = None,
+        fail_fast: bool = False,
+        ray: RayPlacement | None = None,
+        **overrides: Any,
+    ) -> tuple[dict[str, Run], Path]:
+        """Run every method over the same questions (`out`/runs/<label>, every method's needs
+        checked against the index and the questions before the first runs) and evaluate them
+        into one report (`out`/report); returns the runs and the path of report.md."""
+        from graphrag_engine.eval.report import evaluate_runs, write_staged
+
+        root = Path(out)
+        runs = self.run_many(
+            methods, questions, root / "runs", limit=limit, fail_fast=fail_fast, ray=ray,
+            labels=labels, **overrides,
+        )  # fmt: skip
+        folders = [str(r.folder) for r in runs.values()]
+        (root / "report").mkdir(parents=True, exist_ok=True)
+        report = write_staged(
+            root / "report", lambda staging: evaluate_runs(folders, staging, list(ks))
+        )
+        return runs, report
+
     def ask(
         self,
         question: str,

@@ -330,6 +330,34 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run several methods over one question file and evaluate them into one report."""
+    from graphrag_engine.api import Engine
+
+    if len(args.method) < 2:
+        raise BadInputError("compare: give two or more --method (one method is `query`)")
+    overrides = {
+        "retrieval_only": args.retrieval_only,
+        "llm_backend": args.llm_backend,
+        "llm_model": args.llm_model,
+        "base_url": args.base_url,
+        "batch_size": args.batch_size,
+    }
+    engine = Engine(args.index)
+    for method in args.method:  # every config checked before anything is read or written
+        engine.config(method, **overrides)
+    writable_folder(args.out)
+    runs, report = engine.compare(
+        args.method, args.questions, args.out, cutoffs(args.k), limit=args.limit,
+        labels=args.label, fail_fast=args.fail_fast, **overrides,
+    )  # fmt: skip
+    print(report.read_text())
+    for label, r in runs.items():
+        print(f"{label}: {r.summary['questions']} questions -> {r.folder}", file=sys.stderr)
+    print(f"report: {report}", file=sys.stderr)
+    return 3 if any(r.summary["failed_questions"] for r in runs.values()) else 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """Score query runs (or compare two) and write a report folder."""
     from graphrag_engine.eval.report import compare_runs, evaluate_runs, write_staged
@@ -427,6 +455,7 @@ COMMANDS = {
     "export": cmd_export,
     "methods": cmd_methods,
     "eval": cmd_eval,
+    "compare": cmd_compare,
     "bench_hint": _bench_hint,
 }
 """Each parser command's function (graphrag_engine/cli_parser.py names them)."""

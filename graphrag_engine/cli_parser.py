@@ -219,6 +219,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("methods", help="list the registered methods, their papers and indexes")
     p.set_defaults(command="methods")
 
+    p = sub.add_parser("compare", help="run several methods over one question file into one report")
+    p.add_argument("index", help="index directory")
+    p.add_argument("questions", help="question JSONL, or 'demo'")
+    p.add_argument(
+        "--method",
+        required=True,
+        action="append",
+        help="a registered method or a method config YAML; give two or more",
+    )
+    p.add_argument("--out", required=True, help="folder for runs/<label>/ and report/")
+    p.add_argument("--label", action="append", help="one per --method: the run's name in reports")
+    p.add_argument("--k", default="1,2,5,10", help="cut-offs for Recall@k and Hit@k")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
+    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--llm-model")
+    p.add_argument("--base-url", dest="base_url")
+    p.add_argument("--batch-size", type=int, help="questions per batch")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed answer")
+    p.set_defaults(command="compare")
+
     p = sub.add_parser("eval", help="score query runs into a report (tables, CSV, plots)")
     p.add_argument("runs", nargs="+", help="run folders written by `query`")
     p.add_argument("--out", required=True, help="report folder")
