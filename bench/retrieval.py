@@ -186,7 +186,9 @@ def llm_variant_config(
         lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
     path = work / "configs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n")
+    # a bench measures how often answers fail to parse: failures are recorded, not fatal
+    failures = "    max_failed_share: 1.0\n"
+    path.write_text("\n".join(lines) + "\n" + llm_yaml + f"    cache: {cache}\n" + failures)
     return path
 
 
