@@ -91,7 +91,7 @@ def index_figures(index: Path) -> dict:
     c = stages["communities"]
     keep = ("items", "levels", "reports", "parse_failures", "model_calls", "seconds")
     return {
-        "chunks": stages["ingest_chunk"].get("items"),
+        "chunks": stages["ingest_chunk"].get("chunks"),
         "entities": stages["resolve_graphs"].get("items"),
         "communities": {k: c.get(k) for k in keep},
         "report_tokens": c.get("prompt_tokens", 0) + c.get("completion_tokens", 0),

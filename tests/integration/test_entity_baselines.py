@@ -136,6 +136,41 @@ def test_global_search_reduce_keeps_the_top_scored_points(demo) -> None:
     assert reduce_points(ctx, [], 60).preset_answer == NO_DATA
 
 
+@pytest.mark.parametrize("style", ["short", "long"])
+def test_the_reduce_step_is_its_own_stage_and_prompt(demo_index, tmp_path, style) -> None:
+    """Against the FAULT INJECTOR (planted answers): questions with key points get one reduce
+    prompt each, in one batched call under its own stage, GraphRAG's report-style prompt for
+    long answers and the shared short instruction otherwise; its answer is the question's
+    (kept whole when long); a question without points sends nothing."""
+    from graphrag_engine.methods.graphrag_global import NO_DATA, reduce_answers, reduce_points
+    from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
+    from tests.fault_server import FaultInjector
+
+    cfg = query_config("graphrag_global")
+    cfg.models.llm.backend = "openai"
+    cfg.generation.answer_style = style
+    with FaultInjector(["say:Port Calloway was founded by Ada Vell.\nShe came by sea."]) as fault:
+        backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
+        ctx = QueryContext(open_index(demo_index), cfg, tmp_path / style, llm_backend=backend)
+        contexts = [
+            reduce_points(ctx, [("Ada Vell founded Port Calloway", 90)], 500),
+            reduce_points(ctx, [("nothing", 0)], 500),
+        ]
+        spent = reduce_answers(ctx, ["Who founded Port Calloway?", "Why?"], contexts)
+        (request,) = fault.requests
+    system = request["body"]["messages"][0]["content"]
+    assert ("key points that analysts drew" in system) == (style == "long")
+    assert (
+        "(importance 90) Ada Vell founded Port Calloway"
+        in request["body"]["messages"][-1]["content"]
+    )
+    whole = "Port Calloway was founded by Ada Vell.\nShe came by sea."
+    assert contexts[0].preset_answer == (whole if style == "long" else whole.split("\n")[0])
+    assert contexts[1].preset_answer == NO_DATA and spent[1] == {}
+    assert spent[0]["global_reduce_prompt"] > 0
+    assert ctx.llm.ledger.get("global_reduce", backend.model_id).calls == 1
+
+
 def test_global_search_needs_reports(run_cli, demo_index, tmp_path) -> None:
     res = run_cli(
         "query", str(demo_index), "demo", "--method", "graphrag_global", "--llm-backend",
