@@ -108,7 +108,12 @@ def bias_lines(work: Path, pairs: list[tuple[str, str]]) -> list[str]:
         with (work / "reports" / f"{a}_vs_{b}" / "judge_verdicts.csv").open() as f:
             rows = list(csv.DictReader(f))
         (w,) = [w for w in win_rates(rows) if w["criterion"] == "overall"]
-        cells = [f"{100 * w[k]:.1f}%" for k in ("win_a", "first_shown", "consistent")]
+        wins = (
+            f"{100 * w['win_a']:.1f}%"
+            if w["informative"]
+            else f"uninformative (position bias {100 * w['position_bias']:.1f}%)"
+        )
+        cells = [wins, *(f"{100 * w[k]:.1f}%" for k in ("first_shown", "consistent"))]
         lines.append(f"| {a} vs {b} | {' | '.join(cells)} | {w['judged']} ({w['unparsable']}) |")
     return lines
 
