@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from graphrag_engine.config import QueryConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
+from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
 from graphrag_engine.methods.needs import check_needs
 from graphrag_engine.methods.run import run_query, write_atomic
@@ -250,8 +251,6 @@ class Engine:
         """Run every method over the same questions (`out`/runs/<label>, every method's needs
         checked against the index and the questions before the first runs) and evaluate them
         into one report (`out`/report); returns the runs and the path of report.md."""
-        from graphrag_engine.eval.report import evaluate_runs, write_staged
-
         root = Path(out)
         runs = self.run_many(
             methods, questions, root / "runs", limit=limit, fail_fast=fail_fast, ray=ray,
