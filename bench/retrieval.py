@@ -213,47 +213,21 @@ def run_with_llm(
     runs_dir = work / "runs" / f"musique-{tag}{limit}"
     cache = work / cache_name
     runs, labels = [], {}
+
+    def retrieve(spec: str, name: str) -> None:  # one retrieval-only run, labelled `name`
+        runs.append(runs_dir / name)
+        q = ["query", str(index), str(questions), "--method", spec, "--limit", str(limit)]
+        assert cli([*q, "--retrieval-only", "--label", name, "--out", str(runs[-1])]) == 0
+
     with ExitStack() as stack:
         section = llm_yaml(**local.keys(stack, work / "llama-server.log"))
         for name, (label, overrides) in variants.items():
             spec = llm_variant_config(work, base, name, overrides, section, cache)
-            runs.append(runs_dir / name)
             labels[name] = label
-            args = ["query", str(index), str(questions), "--method", str(spec)]
-            assert (
-                cli(
-                    [
-                        *args,
-                        "--limit",
-                        str(limit),
-                        "--retrieval-only",
-                        "--label",
-                        name,
-                        "--out",
-                        str(runs[-1]),
-                    ]
-                )
-                == 0
-            )
+            retrieve(str(spec), name)
     for name in others:
-        runs.append(runs_dir / name)
         labels[name] = METHODS[name][0]
-        args = ["query", str(index), str(questions), "--method", method_spec(name, work)]
-        assert (
-            cli(
-                [
-                    *args,
-                    "--limit",
-                    str(limit),
-                    "--retrieval-only",
-                    "--label",
-                    name,
-                    "--out",
-                    str(runs[-1]),
-                ]
-            )
-            == 0
-        )
+        retrieve(method_spec(name, work), name)
     report = work / "reports" / f"musique-{tag}{limit}"
     assert cli(["eval", *map(str, runs), "--out", str(report), "--k", "2,5"]) == 0
     summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}

@@ -223,20 +223,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     """Run one or several methods over a question file against an index; results land in
     --out (with several methods, one run folder per method under it)."""
-    from graphrag_engine.api import Engine
     from graphrag_engine.methods.forecast import query_forecast_lines
     from graphrag_engine.models.base import outcome_lines
 
-    overrides = {
-        "retrieval_only": args.retrieval_only,
-        "llm_backend": args.llm_backend,
-        "llm_model": args.llm_model,
-        "base_url": args.base_url,
-        "batch_size": args.batch_size,
-    }
-    engine = Engine(args.index)
-    for method in args.method:  # every config checked before anything is read or written
-        engine.config(method, **overrides)
+    overrides = _query_overrides(args)
+    engine = _checked_engine(args.index, args.method, overrides)
     if not args.dry_run:
         writable_folder(args.out)
     ray = None
@@ -330,22 +321,35 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    """Run several methods over one question file and evaluate them into one report."""
-    from graphrag_engine.api import Engine
-
-    if len(args.method) < 2:
-        raise BadInputError("compare: give two or more --method (one method is `query`)")
-    overrides = {
+def _query_overrides(args: argparse.Namespace) -> dict:
+    """The config overrides `query` and `compare` take from their flags."""
+    return {
         "retrieval_only": args.retrieval_only,
         "llm_backend": args.llm_backend,
         "llm_model": args.llm_model,
         "base_url": args.base_url,
         "batch_size": args.batch_size,
     }
-    engine = Engine(args.index)
-    for method in args.method:  # every config checked before anything is read or written
+
+
+def _checked_engine(index: str, methods: list[str], overrides: dict):
+    """An Engine on `index` with every method's config checked before anything is read or
+    written."""
+    from graphrag_engine.api import Engine
+
+    engine = Engine(index)
+    for method in methods:
         engine.config(method, **overrides)
+    return engine
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run several methods over one question file and evaluate them into one report."""
+
+    if len(args.method) < 2:
+        raise BadInputError("compare: give two or more --method (one method is `query`)")
+    overrides = _query_overrides(args)
+    engine = _checked_engine(args.index, args.method, overrides)
     writable_folder(args.out)
     runs, report = engine.compare(
         args.method, args.questions, args.out, cutoffs(args.k), limit=args.limit,

@@ -52,6 +52,20 @@ def _add_build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-field", help="field holding the text")
 
 
+def _method_args(p: argparse.ArgumentParser, how_many: str) -> None:
+    """--method (repeatable) and the retrieval-only and LLM flags of ask and compare."""
+    p.add_argument(
+        "--method",
+        required=True,
+        action="append",
+        help=f"a registered method or a method config YAML; {how_many}",
+    )
+    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
+    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
+    p.add_argument("--llm-model")
+    p.add_argument("--base-url", dest="base_url")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `graphrag-engine` console script."""
     parser = argparse.ArgumentParser(prog="graphrag-engine", description=DESCRIPTION)
@@ -188,16 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", help="answer one question typed here with one or more methods")
     p.add_argument("index", help="index directory")
     p.add_argument("question", help="the question, quoted as one argument")
-    p.add_argument(
-        "--method",
-        required=True,
-        action="append",
-        help="a registered method or a method config YAML; repeat it to compare methods",
-    )
-    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
-    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
-    p.add_argument("--llm-model")
-    p.add_argument("--base-url", dest="base_url")
+    _method_args(p, "repeat it to compare methods")
     p.add_argument("--out", help="keep the run folders here (default: a temporary folder)")
     p.add_argument("--width", type=int, default=160, help="characters shown per context item")
     p.set_defaults(command="ask")
@@ -222,20 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="run several methods over one question file into one report")
     p.add_argument("index", help="index directory")
     p.add_argument("questions", help="question JSONL, or 'demo'")
-    p.add_argument(
-        "--method",
-        required=True,
-        action="append",
-        help="a registered method or a method config YAML; give two or more",
-    )
+    _method_args(p, "give two or more")
     p.add_argument("--out", required=True, help="folder for runs/<label>/ and report/")
     p.add_argument("--label", action="append", help="one per --method: the run's name in reports")
     p.add_argument("--k", default="1,2,5,10", help="cut-offs for Recall@k and Hit@k")
     p.add_argument("--limit", type=int, help="only the first N questions")
-    p.add_argument("--retrieval-only", action="store_true", help="rank passages, generate nothing")
-    p.add_argument("--llm-backend", choices=["none", "transformers", "openai", "vllm"])
-    p.add_argument("--llm-model")
-    p.add_argument("--base-url", dest="base_url")
     p.add_argument("--batch-size", type=int, help="questions per batch")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed answer")
     p.set_defaults(command="compare")
