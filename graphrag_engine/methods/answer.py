@@ -51,6 +51,11 @@ def prompt_for(spec: Any, style: str) -> PromptFn | None:
     return None
 
 
+def keeps_whole(spec: Any, style: str) -> bool:
+    """Whether the answers of a method under a style are long ones, kept whole (all lines)."""
+    return style == "long" or (style == "method" and spec.prompt_style == "long")
+
+
 def long_prompt(question: str, texts: list[str] | None, options: Any = None) -> list[dict]:
     """The shared long-form answer prompt (methods whose paper gives none)."""
     data = "\n\n".join(f"[{i + 1}] {p}" for i, p in enumerate(texts or [])) or "(none)"

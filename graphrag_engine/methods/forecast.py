@@ -60,13 +60,12 @@ def _unseen_stages(
     verifier that saw empty contexts refused every question), sized by the question count."""
     if not questions or not counted:
         return []
+    own = getattr(cfg.options, "unseen_stages", list)()
     declared = [
         (stage, n, cfg.generation.max_tokens if cap is None else cap, *note)
-        for stage, n, cap, *note in getattr(cfg.options, "unseen_stages", list)()
+        for stage, n, cap, *note in own
     ]  # a budget of None is the answer's: that stage writes the answers
-    writes_answers = any(
-        cap is None for _, _, cap, *_ in getattr(cfg.options, "unseen_stages", list)()
-    )
+    writes_answers = any(cap is None for _, _, cap, *_ in own)
     if cfg.generation.enabled and not writes_answers:
         declared.append(
             ("answer", 1, cfg.generation.max_tokens, "the dry run's verdicts saw no context")

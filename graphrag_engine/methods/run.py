@@ -40,7 +40,7 @@ from graphrag_engine.config import QueryConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.methods.answer import answer_batch, answer_style, prompt_for
+from graphrag_engine.methods.answer import answer_batch, answer_style, keeps_whole, prompt_for
 from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.results import part_table, read_rows, results_table
 from graphrag_engine.retrieve.context import QueryContext
@@ -275,7 +275,7 @@ def _answer_batch(
                 cfg.options,
                 keep_failures=not fail_fast,
                 on_progress=on_answer,
-                whole=style == "long" or (style == "method" and spec.prompt_style == "long"),
+                whole=keeps_whole(spec, style),
             )
         answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
         failed = list(done.failed)
