@@ -3,6 +3,8 @@
     python -m bench.tables            # (re)write docs/benchmarks/*.md
     python -m bench.tables --check    # exit 1 naming every page that is stale or missing
 
+It also rewrites the README's headline results (bench/headline.py).
+
 One page per bench: each of its result files (one per tag) with the command that wrote it, the
 commit, date and machine, then its figures as tables. Nothing here is typed by hand: a figure
 that is not in a result file is not in the docs."""
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench import headline
 from bench.common import REPO, RESULTS
 
 DOCS = REPO / "docs" / "benchmarks"
@@ -118,8 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when stale")
     args = ap.parse_args(argv)
+    readme = headline.README.read_text()
     if args.check:
         bad = stale()
+        if headline.readme_with_headline(readme) != readme:
+            bad.append("README.md (the headline results; python -m bench.tables rewrites it)")
         if bad:
             print(
                 f"stale benchmark pages in {DOCS.relative_to(REPO)}: {', '.join(bad)}; "
@@ -135,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             p.unlink()
     for name, text in pages.items():
         (DOCS / name).write_text(text)
-    print(f"wrote {len(pages)} pages to {DOCS.relative_to(REPO)}")
+    headline.README.write_text(headline.readme_with_headline(readme))
+    print(f"wrote {len(pages)} pages to {DOCS.relative_to(REPO)} and the README's headline")
     return 0
 
 

@@ -292,11 +292,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Index the demo corpus and run a few of its questions through three methods side by side."""
-    from graphrag_engine.tour import run_tour
+    """Index the demo corpus and compare every method that can run on it, with a report."""
+    from graphrag_engine.tour import run_demo
 
     writable_folder(args.out)
-    run_tour(args.out, questions=args.questions, answers=not args.no_answers)
+    run_demo(args.out, questions=args.questions, answers=not args.no_answers, methods=args.methods)
     return 0
 
 

@@ -73,12 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(
-        "demo", help="index the demo corpus and compare three methods on a few of its questions"
+        "demo",
+        help="index the demo corpus and compare every method on its questions, with a report",
     )
     p.add_argument("--out", default="demo", help="folder for the index and run folders")
-    p.add_argument("--questions", type=int, default=5, help="demo questions to run (of 45)")
+    p.add_argument(
+        "--questions", type=int, default=6, help="demo questions every method answers (of 45)"
+    )
     p.add_argument(
         "--no-answers", action="store_true", help="rank passages only, even with SmolLM2 installed"
+    )
+    p.add_argument(
+        "--method",
+        action="append",
+        dest="methods",
+        metavar="NAME",
+        help="run only these registered methods (repeat; default: every one that can run)",
     )
     p.set_defaults(command="demo")
 

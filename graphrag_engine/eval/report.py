@@ -1,8 +1,9 @@
 """`graphrag-engine eval`: score query runs and write a report folder.
 
 The report holds `report.md` (one table per metric, a row per run, mean with its 95%
-bootstrap interval), `summary.csv` and `per_question.csv`, and PNG plots (bars with error
-bars per metric group; Recall@k curves). `compare_runs` gives paired differences with a
+bootstrap interval) with the cost table and the plots at the top (quality against cost per
+question, Recall@k curves, bars with error bars per metric group), `summary.csv` and
+`per_question.csv`. `compare_runs` gives paired differences with a
 sign-flip permutation test on the questions both runs answered.
 """
 
@@ -34,6 +35,7 @@ from graphrag_engine.eval.metrics import (
     recall_at_k,
     token_f1,
 )
+from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
 from graphrag_engine.results import read_rows
 from graphrag_engine.staging import staging_beside
 
@@ -230,30 +232,28 @@ def evaluate_runs(
         "Mean per question (%, except tokens), 95% bootstrap interval in brackets (2,000 "
         "resamples); seconds per question as median and 90th percentile."
     )
-    lines += ["", "| run | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    top = [m for m in metrics if m.startswith(TOP_METRICS)] or metrics
+    lines += ["", "| run | " + " | ".join(top) + " |", "|---" * (len(top) + 1) + "|"]
     for label in labels:
-        lines.append(f"| {label} | " + " | ".join(cell(m, label) for m in metrics) + " |")
+        lines.append(f"| {label} | " + " | ".join(cell(m, label) for m in top) + " |")
+    if len(top) < len(metrics):
+        lines += ["", "Every other metric has its own table below the plots."]
+    cost = {label: _cost(summary, rows) for label, summary, rows in loaded}
+    lines += ["", *_cost_table(loaded, cost)]
+    plotted = metric_plots(out, labels, metrics, table, ks)
+    scatter = cost_quality_plot(out, labels, table, cost)
+    images = [(f"{name} (95% bootstrap CI)", f"{name}.png") for name in plotted]
+    if (out / "recall_at_k.png").exists():
+        images.insert(0, ("Recall@k", "recall_at_k.png"))
+    if scatter:
+        images.insert(0, ("quality against cost per question", scatter))
+    if images:
+        lines += ["", "## plots", ""] + [f"![{title}]({png})" for title, png in images]
     for m in metrics:
         unit = "" if m.startswith(("query_tokens", "seconds")) else " (%)"
         lines += ["", f"## {m}{unit}", "", "| run | value | n |", "| --- | --- | --- |"]
         for label in labels:
             lines.append(f"| {label} | {cell(m, label)} | {table[m][label][3]} |")
-    lines += [
-        "",
-        "## throughput and cost",
-        "",
-        "| run | questions | seconds | questions/s | query tokens / question | index tokens "
-        "| gold passages in index |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for label, summary, rows in loaded:
-        gold = summary.get("gold_in_index")
-        lines.append(
-            f"| {label} | {len(rows)} | {summary.get('seconds', '–')} | "
-            f"{summary.get('questions_per_s', '–')} | "
-            f"{sum(summary.get('query_tokens_per_question', {}).values()):.0f} | "
-            f"{summary.get('index_tokens', '–')} | {'–' if gold is None else f'{gold:.0%}'} |"
-        )
     if pairwise and judge_llm is not None:
         verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
         _write_csv(out / "judge_verdicts.csv", verdicts)
@@ -281,11 +281,42 @@ def evaluate_runs(
                 }
             )
     _write_csv(out / "per_question.csv", per_q)
-    _plots(out, labels, metrics, table, ks)
     if judge_llm is not None and (pairwise or ragas):
         lines += ["", *_judge_usage(out, judge_llm.ledger.summary())]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out / "report.md"
+
+
+TOP_METRICS = ("exact_match", "f1", "accuracy", "hr@1", "recall@")
+"""The metrics of the report's first table (answers and retrieval); the rest follow below."""
+
+
+def _cost(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:
+    """A run's seconds and LLM tokens per question (0 when it asked no LLM)."""
+    n = max(1, len(rows))
+    return {
+        "seconds": float(summary.get("seconds") or 0.0) / n,
+        "query_tokens": float(sum(summary.get("query_tokens_per_question", {}).values())),
+    }
+
+
+def _cost_table(loaded: list, cost: dict[str, dict[str, float]]) -> list[str]:
+    """The cost of each run beside its quality: seconds, questions/s and tokens per question."""
+    lines = [
+        "## cost",
+        "",
+        "| run | questions | seconds / question | questions/s | LLM tokens / question "
+        "| index tokens | gold passages in index |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, summary, rows in loaded:
+        gold = summary.get("gold_in_index")
+        lines.append(
+            f"| {label} | {len(rows)} | {cost[label]['seconds']:.3g} | "
+            f"{summary.get('questions_per_s', '–')} | {cost[label]['query_tokens']:.0f} | "
+            f"{summary.get('index_tokens', '–')} | {'–' if gold is None else f'{gold:.0%}'} |"
+        )
+    return lines
 
 
 def _judge_usage(out: Path, usage: dict[str, dict[str, Any]]) -> list[str]:
@@ -337,66 +368,6 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-
-
-def _plots(
-    out: Path, labels: list[str], metrics: list[str], table: dict, ks: list[int]
-) -> dict[str, list[str]]:
-    """Bars with bootstrap error bars per metric group (only the runs that have the group's
-    metrics), and Recall@k curves; returns each written group's runs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    groups = {
-        "answers": [m for m in metrics if m in ("exact_match", "f1", "accuracy", "hr@1")],
-        "subgraph": [m for m in metrics if m.startswith("entity_")],
-        "retrieval": [m for m in metrics if m.startswith(("recall@", "hit@"))],
-        "ragas": [m for m in metrics if m.startswith(("faith", "context_"))],
-    }
-    plotted: dict[str, list[str]] = {}
-    for name, ms in groups.items():
-        runs = [lb for lb in labels if any(not math.isnan(table[m][lb][0]) for m in ms)]
-        if not ms or not runs:
-            continue  # a run without answers (retrieval only) has no bar among the answers
-        fig, ax = plt.subplots(figsize=(min(12, max(5, 0.3 * len(ms) * len(runs) + 1.5)), 3.6))
-        width = 0.8 / len(runs)
-        for j, label in enumerate(runs):
-            rows = [table[m][label] for m in ms]
-            means = [0.0 if math.isnan(r[0]) else r[0] for r in rows]
-            err = [
-                [0.0 if math.isnan(r[0]) else max(0.0, r[0] - r[1]) for r in rows],
-                [0.0 if math.isnan(r[0]) else max(0.0, r[2] - r[0]) for r in rows],
-            ]
-            xs = [i + (j - (len(runs) - 1) / 2) * width for i in range(len(ms))]  # centred
-            ax.bar(xs, means, width, yerr=err, capsize=3, label=label)
-        ax.set_xticks(range(len(ms)), ms, rotation=30, ha="right")
-        ax.set_ylim(0, 1.08)  # room above 1.0 for the error bars' caps
-        ax.legend(fontsize=7)
-        ax.set_title(f"{name} (95% bootstrap CI)")
-        fig.tight_layout()
-        fig.savefig(out / f"{name}.png", dpi=110)
-        plt.close(fig)
-        plotted[name] = runs
-    rec = [f"recall@{k}" for k in sorted(ks) if f"recall@{k}" in table]
-    if rec:
-        fig, ax = plt.subplots(figsize=(5, 3.6))
-        xs = [int(m.split("@")[1]) for m in rec]
-        for label in labels:
-            ys = [table[m][label][0] for m in rec]
-            lo = [table[m][label][1] for m in rec]
-            hi = [table[m][label][2] for m in rec]
-            ax.plot(xs, ys, marker="o", label=label)
-            ax.fill_between(xs, lo, hi, alpha=0.15)
-        ax.set_xlabel("k")
-        ax.set_ylabel("Recall@k")
-        ax.set_ylim(0, 1.05)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "recall_at_k.png", dpi=110)
-        plt.close(fig)
-    return plotted
 
 
 def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path:

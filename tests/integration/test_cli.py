@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_engine.cli import main
-from graphrag_engine.demo import corpus_path, questions_path
+from graphrag_engine.demo import corpus_path
 from graphrag_engine.store import open_index
 
 
@@ -140,31 +140,57 @@ def test_index_into_a_damaged_target_stops_first_and_force_rebuilds(tmp_path: Pa
     assert main(["info", str(out)]) == 0
 
 
-def test_demo_tour_prints_questions_gold_and_recall_per_method(
-    demo_index: Path, tmp_path: Path, capsys
-) -> None:
-    """`graphrag-engine demo` (answers off here; the README's first command runs it with
-    SmolLM2) reuses a whole index in OUT and prints each question with its gold answer and
-    every method's Recall@5, then recall and time per method, equal to the runs' own rows."""
+def test_demo_picks_every_method_that_can_run_on_its_index(demo_index: Path) -> None:
+    """The demo runs every registered method but the closed-book one, LEGO on the index's
+    entity graph; global search is left out naming the community reports it lacks."""
+    from graphrag_engine.api import Engine
+    from graphrag_engine.methods import method_names
+    from graphrag_engine.tour import demo_configs
+
+    configs, skipped = demo_configs(Engine(demo_index), llm=True, answers=True)
+    assert set(configs) == set(method_names()) - {"none", "graphrag_global"}
+    assert "community_reports" in skipped["graphrag_global"]
+    assert configs["lego"].options.graph == "index"
+    assert all(c.models.llm.backend == "transformers" for c in configs.values())
+    assert all(c.generation.enabled for c in configs.values())
+    without, skipped = demo_configs(Engine(demo_index), llm=False, answers=False)
+    assert {"hyde", "pankrag", "rograg", "regraphrag", "lightrag"} <= set(skipped)
+    assert "bm25" in without and not without["bm25"].generation.enabled
+
+
+def test_demo_table_and_report_match_the_runs(demo_index: Path, tmp_path: Path, capsys) -> None:
+    """`graphrag-engine demo` reuses a whole index in OUT, runs the chosen methods (SmolLM2
+    plans PankRAG's steps and answers), prints one row per method equal to its run's own
+    rows, and writes the report with its plots."""
     import shutil
 
     import pyarrow.parquet as pq
 
-    from graphrag_engine.eval.datasets import load_questions
-    from graphrag_engine.eval.metrics import recall_at_k
+    from graphrag_engine.eval.metrics import recall_at_k, token_f1
 
     shutil.copytree(demo_index, tmp_path / "index")
-    assert main(["demo", "--out", str(tmp_path), "--questions", "3", "--no-answers"]) == 0
+    methods = ["bm25", "lego", "pankrag"]
+    args = ["demo", "--out", str(tmp_path), "--questions", "2"]
+    assert main([*args, *(x for m in methods for x in ("--method", m))]) == 0
     out = capsys.readouterr().out
     assert "already holds the demo index" in out
-    for q in load_questions(questions_path(), limit=3):
-        assert q.question in out and f"gold:   {q.answers[0]}" in out
-    for method in ("bm25", "naive", "hipporag"):
+    assert "running 3 methods over 2 demo questions" in out
+    for method in methods:
         rows = pq.read_table(tmp_path / "runs" / method / "results.parquet").to_pylist()
-        assert len(rows) == 3
-        mean = sum(recall_at_k(r["retrieved_ids"], r["supporting_ids"], 5) for r in rows) / 3
-        line = next(x for x in out.splitlines() if x.startswith(method + " "))
-        assert float(line.split()[1]) == pytest.approx(mean, abs=0.005)
+        assert len(rows) == 2 and all(r["answer"] is not None for r in rows)
+        recall = sum(recall_at_k(r["retrieved_ids"], r["supporting_ids"], 5) for r in rows) / 2
+        f1 = sum(token_f1(r["answer"], r["gold_answers"]) for r in rows) / 2
+        cells = next(x for x in out.splitlines() if x.startswith(method + " ")).split()
+        assert float(cells[1]) == pytest.approx(recall, abs=0.005)
+        assert float(cells[3]) == pytest.approx(f1, abs=0.005)
+    lego = pq.read_table(tmp_path / "runs" / "lego" / "results.parquet").to_pylist()
+    assert all(r["retrieved_ids"] for r in lego), "LEGO on the index ranks its paths' passages"
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert (
+        "## cost" in report and "![quality against cost per question](cost_quality.png)" in report
+    )
+    for png in ("cost_quality.png", "recall_at_k.png"):
+        assert (tmp_path / "report" / png).stat().st_size > 1000
 
 
 def test_ask_answers_one_typed_question_with_each_method(

@@ -58,8 +58,12 @@ def test_report_tables_csv_and_plots(two_runs: dict[str, Path], tmp_path: Path) 
         assert float(got["ci_low"]) <= expect <= float(got["ci_high"])
         assert int(got["n"]) == 45
     header = next(line for line in md.splitlines() if line.startswith("| run | recall@2"))
-    assert "hit@5" in header and "seconds" in header  # one wide table of runs x metrics on top
-    assert md.index(header) < md.index("## recall@2 (%)")
+    assert "recall@5" in header and "hit@5" not in header  # answers and recall on top
+    assert md.index(header) < md.index("## cost") < md.index("## plots") < md.index("## hit@5 (%)")
+    cost = md.split("## cost", 1)[1].split("| bm25 |", 1)[1].splitlines()[0].split("|")
+    summary_bm25 = json.loads((two_runs["bm25"] / "summary.json").read_text())
+    assert float(cost[1]) == pytest.approx(summary_bm25["seconds"] / 45, rel=0.01)
+    assert "![Recall@k](recall_at_k.png)" in md
     seconds_row = md.split("## seconds", 1)[1].split("| bm25 |", 1)[1].splitlines()[0]
     assert "median" in seconds_row and "p90" in seconds_row
     per_q = list(csv.DictReader((out / "per_question.csv").open()))

@@ -292,11 +292,25 @@ def test_lego_on_the_index_entity_graph(musique_subset: dict, minilm, tmp_path) 
     ctx = QueryContext(index, cfg, tmp_path)
     ctx.__dict__["embedder"] = minilm
     r = lego(ctx, questions, StageClock())
-    assert r.ranking is None and len(r.contexts) == 6
-    for e in r.extras:
+    assert r.ranking is not None and len(r.contexts) == 6
+    rel = index.table("relations", ["src", "dst", "chunk_ids"]).to_pydict()
+    chunk_ids = ctx.chunks["ids"]
+    name_of = dict(zip(index.table("entities")["entity_id"].to_pylist(),
+                       index.table("entities")["name"].to_pylist(), strict=True))  # fmt: skip
+    behind: dict[frozenset, set[str]] = {}
+    for s, d, cids in zip(rel["src"], rel["dst"], rel["chunk_ids"], strict=True):
+        behind.setdefault(frozenset((name_of[s], name_of[d])), set()).update(cids)
+    for q, e in enumerate(r.extras):
+        ranked = [chunk_ids[i] for i in r.ranking.row(q)[0]]
+        assert len(ranked) == len(set(ranked)), "each passage once"
         if e["topic_entities"]:
             assert e["module_counts"]["se_nodes"] <= 200 + len(e["topic_entities"])
             assert e["paths"] and all(p.split(" ")[0] for p in e["paths"])
+        # every ranked passage is the source of a relation between two entities of its paths
+        on_paths = set(e["retrieved_entities"])
+        allowed = set().union(*(c for ends, c in behind.items() if ends <= on_paths), set())
+        assert set(ranked) <= allowed
+        assert bool(ranked) == any(" -[" in p or "]- " in p for p in e["paths"])
     assert any(e["paths"] for e in r.extras)
 
 

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from bench import common, tables
+from bench import common, headline, tables
 from tests.paths import REPO
 
-HELPERS = ("__init__", "common", "tables", "llm_free", "gpu_carry")
+HELPERS = ("__init__", "common", "tables", "headline", "llm_free", "gpu_carry")
 """bench modules that measure nothing themselves: shared pieces and the GPU machine's packer."""
 BENCHES = sorted(p for p in (REPO / "bench").glob("*.py") if p.stem not in HELPERS)
 
@@ -78,3 +78,10 @@ def test_a_stale_page_is_reported(tmp_path) -> None:
     assert tables.stale(docs, results) == []
     (docs / "x.md").write_text("edited by hand\n")
     assert tables.stale(docs, results) == ["x.md"]
+
+
+def test_readme_headline_is_current() -> None:
+    """The README's headline tables are what bench/results/ gives (`python -m bench.tables`)."""
+    text = headline.README.read_text()
+    assert headline.START in text and headline.END in text
+    assert headline.readme_with_headline(text) == text, "run `python -m bench.tables`"

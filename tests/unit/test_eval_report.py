@@ -73,14 +73,14 @@ def test_ragas_steps_declare_their_schemas() -> None:
 
 def test_plots_leave_out_runs_without_the_groups_metrics(tmp_path: Path) -> None:
     """A retrieval-only run gets no bar among the answer metrics; retrieval bars show both."""
-    from graphrag_engine.eval.report import _plots
+    from graphrag_engine.eval.plots import metric_plots
 
     nan = float("nan")
     table = {
         "f1": {"ret": (nan, nan, nan, 0), "gen": (0.4, 0.3, 0.5, 10)},
         "recall@2": {"ret": (1.0, 1.0, 1.0, 10), "gen": (0.5, 0.4, 0.6, 10)},
     }
-    plotted = _plots(tmp_path, ["ret", "gen"], ["f1", "recall@2"], table, [2])
+    plotted = metric_plots(tmp_path, ["ret", "gen"], ["f1", "recall@2"], table, [2])
     assert plotted == {"answers": ["gen"], "retrieval": ["ret", "gen"]}
     for png in ("answers.png", "retrieval.png", "recall_at_k.png"):
         assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"

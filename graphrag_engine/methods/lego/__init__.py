@@ -25,7 +25,9 @@ from graphrag_engine.methods.base import register
 from graphrag_engine.methods.lego.graph import (
     PathText,
     index_graph,
+    path_passages,
     question_graphs,
+    relation_chunks,
     topic_entities_by_name,
 )
 from graphrag_engine.methods.lego.modules import (
@@ -39,6 +41,7 @@ from graphrag_engine.methods.lego.modules import (
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.linking import link_entities
+from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.scoring import LLM_SCORERS, make_scorer
 from graphrag_engine.retrieve.types import Context, Retrieved, StageClock
 
@@ -188,7 +191,12 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
     for e in extras:
         e["module_seconds"] = per_q
     contexts = [Context.of(e["paths"]) for e in extras]
-    return Retrieved(None, extras, tokens, clock.seconds, contexts)
+    ranking = None
+    if cfg.graph == "index":  # passage QA: the passages behind the paths, in path order
+        chunks = ctx.memo("lego_relation_chunks", lambda: relation_chunks(ctx))
+        orders = [path_passages(sub, refined[q].paths, chunks) for q in range(n_q)]
+        ranking = from_orders(orders, 2 * ctx.cfg.retrieval.candidates)
+    return Retrieved(ranking, extras, tokens, clock.seconds, contexts)
 
 
 def _names_on(tg, paths: list[tuple[int, ...]]) -> list[str]:

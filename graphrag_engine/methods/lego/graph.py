@@ -241,3 +241,30 @@ class PathText:
             parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self._between(u, v)))
             parts.append(tg.names[v])
         return " ".join(parts)
+
+
+def relation_chunks(ctx) -> dict[tuple[int, int], list[int]]:
+    """The chunk rows each relation of the index graph comes from, keyed by its two entity rows
+    (both orders), for the passages behind a path."""
+    row = {e: i for i, e in enumerate(ctx.entities["entity_id"])}
+    chunk_row = {c: i for i, c in enumerate(ctx.chunks["ids"])}
+    rel = ctx.index.table("relations", ["src", "dst", "chunk_ids"]).to_pydict()
+    out: dict[tuple[int, int], list[int]] = {}
+    for s, d, cids in zip(rel["src"], rel["dst"], rel["chunk_ids"], strict=True):
+        rows = [chunk_row[c] for c in cids if c in chunk_row]
+        for key in ((row[s], row[d]), (row[d], row[s])):
+            out.setdefault(key, []).extend(rows)
+    return out
+
+
+def path_passages(
+    sub: TripleGraph, paths: list[tuple[int, ...]], chunks: dict[tuple[int, int], list[int]]
+) -> list[int]:
+    """The chunk rows behind a question's paths (each hop's relation), in path order, once."""
+    seen: dict[int, None] = {}
+    for path in paths:
+        nodes = sub.origin[list(path)].tolist()
+        for a, b in zip(nodes, nodes[1:], strict=False):
+            for c in chunks.get((a, b), []):
+                seen.setdefault(c, None)
+    return list(seen)
