@@ -3,7 +3,8 @@
 Two small tables: retrieval quality of the methods on MuSiQue dev over the LLM-free index (the
 rows of the PankRAG and ROGRAG benches, which share one index and one question set), and
 questions/s of every LLM-free method on a GPU against the same machine's CPU cores (the GPU
-pipeline bench). Each says the command and machine it came from. The README holds the text
+pipeline bench). Each says the command and machine it came from; commits and dates are on the
+generated pages in docs/benchmarks/, not in the README. The README holds the text
 between its two markers; `python -m bench.tables --check` fails when that text is stale."""
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _quality(results: Path) -> list[str]:
         if not path.exists():
             continue
         rec = json.loads(path.read_text())
-        sources.append(f"`{rec['command']}` ({_machine(rec['machine'])}, commit {rec['commit']})")
+        sources.append(f"`{rec['command']}` ({_machine(rec['machine'])})")
         for row in rec["figures"].get("rows", []):
             label = row["method"].strip()
             if row.get("R@5") is not None and not label.startswith(("-", "gold plans,")):
@@ -82,7 +83,7 @@ def _throughput(results: Path) -> list[str]:
             f"| {row['method']} | {row['cuda q/s']:,.0f} | {row['cpu q/s']:,.0f} | "
             f"{row['x cpu']:.2f} | {row['top-5 identical']:.2f} |"
         )
-    out += ["", f"From `{rec['command']}` (commit {rec['commit']})."]
+    out += ["", f"From `{rec['command']}`."]
     return out
 
 

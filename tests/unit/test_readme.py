@@ -18,3 +18,27 @@ def test_ci_runs_the_readme_commands() -> None:
     assert test in ci_lines
     assert "graphrag-engine demo" in install and "pytest" in test
     assert "CMAKE_ARGS" not in install, "the first command compiles nothing"
+
+
+def test_readme_is_a_front_door() -> None:
+    """At most about 300 lines, no dates, commit hashes or issue numbers (history lives in
+    CHANGELOG.md), and every page it links to exists."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b", readme), "a date: put history in CHANGELOG.md"
+    assert not re.search(r"\bcommit [0-9a-f]{7}", readme), "a commit hash: keep it in docs/"
+    assert not re.search(r"\bissues? \d+", readme, flags=re.I), "an issue number"
+    links = re.findall(r"\]\(([^)#][^)]*)\)", readme)
+    local = [link for link in links if not link.startswith("http")]
+    assert len(local) >= 10
+    for link in local:
+        assert (REPO / link).exists(), f"README links to {link}, which does not exist"
+
+
+def test_readme_methods_table_lists_every_method() -> None:
+    """The README's methods table has a row for every registered method."""
+    from graphrag_engine.methods import method_names  # why: registers every method on import
+
+    readme = (REPO / "README.md").read_text()
+    for name in method_names():
+        assert f"| `{name}` |" in readme, f"README's methods table lacks {name}"
