@@ -94,7 +94,9 @@ def main() -> None:
         title = text.splitlines()[0].split("): ", 1)[-1]  # "SE ... | PF ... | PR ..."
         why = missing_model(text)
         if why:
-            print(f"skipping instance {i:02d}: {why} (see docs/querying.md, LEGO-GraphRAG instances)")
+            print(
+                f"skipping instance {i:02d}: {why} (see docs/querying.md, LEGO-GraphRAG instances)"
+            )
             results.append({"instance": i, "title": title, "skipped": why})
             continue
         uses_llm = "scorer: llm" in text
