@@ -267,6 +267,9 @@ class CommunitiesConfig:
     """Leiden's random seed (same seed, same communities)."""
     reports: bool = False
     """Write an LLM report (title, summary, rating) per community (needs models.llm)."""
+    extractive_reports: bool = True
+    """Without LLM reports, write an extractive report per community: a title from its central
+    entities, a summary and findings from its own sentences and relations (no LLM)."""
     report_max_tokens: int = 512
     """Completion tokens of one report."""
 

@@ -26,6 +26,7 @@ from graphrag_engine.config import IndexConfig
 from graphrag_engine.exec import make_executor
 from graphrag_engine.index.communities import community_reports, detect_communities
 from graphrag_engine.index.extract import extract_configured, summarize_descriptions
+from graphrag_engine.index.extractive_reports import extractive_reports
 from graphrag_engine.index.graphs import build_graphs
 from graphrag_engine.index.resolve import resolve
 from graphrag_engine.index.units import llm_units, select_core_chunks, unit_batches
@@ -69,6 +70,7 @@ class Build:
     extracted: list | None = None
     entities: list[dict] = field(default_factory=list)
     relations: list[dict] = field(default_factory=list)
+    unit_entity: pa.Table | None = None  # (unit_id, entity_id): which entities each unit names
 
     def unit_texts(self) -> Iterator[list[str]]:
         """Every unit's text in table order, read back from staging WINDOW at a time."""
@@ -288,6 +290,7 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
             yield from zip(*(c.to_pylist() for c in ids.columns), found, strict=True)
 
     b.entities, unit_entity, b.relations = resolve(unit_mentions(), b.extracted)
+    b.unit_entity = unit_entity
     b.stats["stages"]["ner"]["mentions"] = mentions_seen
     x = b.config.extraction
     if b.extracted is not None and x.summarize_above > 0:
@@ -305,11 +308,16 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
 
 
 def _communities(b: Build) -> dict[str, Any]:
-    """Hierarchical Leiden communities, and their LLM reports when asked."""
+    """Hierarchical Leiden communities, and their LLM reports when asked (else extractive
+    reports, unless those are turned off too)."""
     c = b.config.communities
     rows = detect_communities(b.relations, c.max_cluster_size, c.seed)
     b.writer.write_table("communities", rows)
     values: dict[str, Any] = {"items": len(rows), "levels": len({r["level"] for r in rows})}
+    if not c.reports and c.extractive_reports:
+        reports = extractive_reports(rows, b.entities, b.relations, _unit_entities(b))
+        b.writer.write_table("reports", reports)
+        values.update(reports=len(reports), reports_kind="extractive")
     if c.reports:
         reports, failures = community_reports(
             b.stage_llm(),
@@ -320,8 +328,20 @@ def _communities(b: Build) -> dict[str, Any]:
             b.config.models.llm.parse_retries,
         )
         b.writer.write_table("reports", reports)
-        values.update(reports=len(reports), parse_failures=failures)
+        values.update(reports=len(reports), reports_kind="llm", parse_failures=failures)
     return values
+
+
+def _unit_entities(b: Build) -> Iterator[tuple[str, list[str]]]:
+    """Every knowledge unit's text with the entity ids it names, in table order."""
+    named: dict[str, list[str]] = {}
+    if b.unit_entity is not None:
+        for unit, entity in zip(*(c.to_pylist() for c in b.unit_entity.columns), strict=True):
+            named.setdefault(unit, []).append(entity)
+    ids = iter(b.unit_ids.column("unit_id").to_pylist()) if b.unit_ids is not None else iter(())
+    for texts in b.unit_texts():
+        for text, unit in zip(texts, ids, strict=False):
+            yield text, named.get(unit, [])
 
 
 def _embed(b: Build) -> dict[str, Any]:

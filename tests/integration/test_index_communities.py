@@ -121,3 +121,41 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) ->
     assert stage2["cached_calls"] >= kept
     assert stage2["model_calls"] + stage2["cached_calls"] == len(after_ids)
     assert 0 < stage2["model_calls"] <= len(after_ids - before_ids)
+
+
+def test_extractive_reports_serve_global_search_and_report_search(tmp_path: Path, smollm) -> None:
+    """An LLM-free build with communities writes an extractive report for every community;
+    PankRAG's report search finds the community of a question's entity among them, and
+    global search maps them with SmolLM2 as it maps LLM reports."""
+    from graphrag_engine.eval.datasets import Question
+    from graphrag_engine.index.extractive_reports import KIND_LINE
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.graphrag_global import graphrag_global
+    from graphrag_engine.retrieve.communities import communities, report_search
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.retrieve.types import StageClock
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("communities:\n  enabled: true\n  max_cluster_size: 6\n")
+    assert main(["index", "--demo", "--out", str(tmp_path / "idx"), "--config", str(cfg)]) == 0
+    idx = open_index(tmp_path / "idx")
+    stats = idx.manifest["stats"]["stages"]["communities"]
+    assert stats["reports_kind"] == "extractive" and stats["reports"] == stats["items"]
+    reports = idx.table("reports").to_pylist()
+    assert {r["community_id"] for r in reports} == {
+        c["community_id"] for c in idx.table("communities").to_pylist()
+    }
+    assert all(r["full_text"].startswith(KIND_LINE) and r["title"] for r in reports)
+    assert all(0.0 <= r["rating"] <= 10.0 for r in reports)
+
+    qcfg = query_config("graphrag_global")
+    qcfg.models.llm.backend = "transformers"
+    qcfg.options.community_level = 0
+    qcfg.options.map_max_tokens = 64
+    ctx = QueryContext(idx, qcfg, tmp_path / "run", llm_backend=smollm)
+    comms = communities(ctx, need_reports=True)
+    question = "Who designed the Quillon Opera House?"
+    found = report_search(ctx, comms, [question], top_k=3)[0]
+    assert found and any("Quillon" in comms.report_text(c) for c, _ in found)
+    r = graphrag_global(ctx, [Question("q1", question, ["Hana Lirrow"])], StageClock())
+    assert r.extras[0]["map_prompts"] >= 1 and r.tokens[0]["global_map"] > 0
