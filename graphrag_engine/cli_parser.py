@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default="demo", help="folder for the index and run folders")
     p.add_argument(
-        "--questions", type=int, default=4, help="demo questions every method answers (of 45)"
+        "--questions", type=int, default=3, help="demo questions every method answers (of 45)"
     )
     p.add_argument(
         "--no-answers", action="store_true", help="rank passages only, even with SmolLM2 installed"

@@ -28,7 +28,7 @@ from graphrag_engine.index.pipeline import build_index
 from graphrag_engine.methods import method_names
 from graphrag_engine.store import open_index
 
-QUESTIONS = 4
+QUESTIONS = 3
 """Questions every method answers by default: on 2 CPU cores all methods, their SmolLM2 stages
 and answers included, finish within about five minutes of install (the README gives the time)."""
 SETTINGS: dict[str, dict[str, object]] = {

@@ -92,13 +92,13 @@ def metric_plots(
 def cost_quality_plot(
     out: Path, labels: list[str], table: dict, cost: dict[str, dict[str, float]]
 ) -> str | None:
-    """Each run's quality (Recall@5 and answer F1, whichever every run has, with intervals)
+    """Each run's quality (Recall@5 and answer F1, for the runs that have them, with intervals)
     against its cost per question (seconds; LLM tokens too when a run used an LLM), log
     scale, one panel per pair; the file name, or None without a shared quality metric."""
     qualities = [
         m
         for m in QUALITY_AXES
-        if m in table and all(not math.isnan(table[m][lb][0]) for lb in labels)
+        if m in table and any(not math.isnan(table[m][lb][0]) for lb in labels)
     ][:2]
     axes = [(k, name) for k, name in COST_AXES if any(cost[lb].get(k, 0) > 0 for lb in labels)]
     if not qualities or not axes or not labels:
@@ -112,6 +112,8 @@ def cost_quality_plot(
             ax = grid[r][c]
             for i, label in enumerate(labels):
                 mean, lo, hi, _ = table[quality][label]
+                if math.isnan(mean):
+                    continue  # a run without this metric (e.g. no passages ranked)
                 x = max(cost[label].get(key, 0.0), 1e-4)
                 style = _style(i)
                 ax.errorbar(

@@ -126,7 +126,8 @@ def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[floa
         out.setdefault(name, []).append(value)
 
     have_answers = any(r["answer"] is not None for r in rows)
-    have_support = any(r["supporting_ids"] for r in rows)
+    # recall needs gold passages and a run that ranks passages (global search ranks none)
+    have_support = any(r["supporting_ids"] for r in rows) and any(r["retrieved_ids"] for r in rows)
     for r in rows:
         gold, pred = r["gold_answers"] or [], r["answer"]
         extras = r["extras"]
