@@ -6,8 +6,8 @@ LEGO-GraphRAG on the index's entity graph, Clue-RAG) and the baselines. Where a 
 stages (plans, keywords, logic forms, perspectives, hypothetical passages, global search's map
 and reduce) and for every answer, the packaged SmolLM2-135M serves them in process. The index
 has extractive community reports (no LLM), which global search and PankRAG's abstract steps
-read. A method left out (its index part missing, or too slow for the demo: SLOW) is listed
-with why.
+read. A method whose index part is missing (an index reused from elsewhere) is listed with
+why.
 Ends with one comparison table (Recall@5, answer EM / F1, tokens and seconds per question) and
 the evaluation report (`OUT/report/report.md`, with its plots).
 """
@@ -25,7 +25,8 @@ from graphrag_engine.demo import corpus_path
 from graphrag_engine.errors import BadInputError, GraphRAGError
 from graphrag_engine.eval.report import score_rows
 from graphrag_engine.index.pipeline import build_index
-from graphrag_engine.methods import method_names
+from graphrag_engine.methods import method_names, method_spec
+from graphrag_engine.methods.needs import SOURCES, missing_part
 from graphrag_engine.store import open_index
 
 QUESTIONS = 3
@@ -38,8 +39,6 @@ SETTINGS: dict[str, dict[str, object]] = {
 """Per-method settings the demo changes (it prints them): LEGO-GraphRAG walks the index's
 entity graph (its default, the questions' own KBQA graphs, is not in the demo set); global
 search maps the top-level reports with short key-point lists, to fit the demo's time."""
-SLOW: dict[str, str] = {}
-"""Methods the default demo leaves out to finish in about five minutes, and why."""
 CONTEXT_TOKENS = 512
 """The answer prompt's context for SmolLM2 on a CPU (each method's sections shrink to it in
 proportion to its paper's budget)."""
@@ -118,23 +117,12 @@ def demo_configs(
         cfg.models.llm.parse_retries = PARSE_RETRIES
         cfg.generation.max_tokens = ANSWER_TOKENS
         cfg.validate(name)
-        try:
-            engine.check_needs([(name, cfg)], questions)
-        except BadInputError as err:
-            skipped[name] = _missing(str(err))
-            continue
-        if not methods and name in SLOW:
-            skipped[name] = SLOW[name]
+        part = missing_part(method_spec(name), cfg.options, engine.index, questions)
+        if part is not None:
+            skipped[name] = f"needs {part.value}, which comes from {SOURCES[part].provided_by}"
             continue
         runnable[name] = cfg
     return runnable, skipped
-
-
-def _missing(message: str) -> str:
-    """`needs PART, which comes from SOURCE` out of check_needs' message."""
-    part = message.split(" needs ", 1)[1].split(" (", 1)[0]
-    source = message.split("; it comes from ", 1)[-1].removesuffix(". Nothing was run")
-    return f"needs {part}, which comes from {source}"
 
 
 def run_demo(

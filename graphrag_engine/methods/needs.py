@@ -116,15 +116,23 @@ def method_parts(spec: Any, options: Any) -> frozenset[Part]:
     return spec.needs
 
 
+def missing_part(spec: Any, options: Any, index: Any, questions: Sequence[Question]) -> Part | None:
+    """The first part (in name order) a method with these options needs and the index and
+    questions lack, or None when it can run."""
+    return next(
+        (p for p in sorted(method_parts(spec, options)) if not has_part(p, index, questions)),
+        None,
+    )
+
+
 def check_needs(
     runs: Sequence[tuple[str, Any, Any]], index: Any, questions: Sequence[Question]
 ) -> None:
     """For (label, spec, options) of every method of a run: BadInputError (exit 2) naming the
     first method whose index part or question field is missing, before anything runs."""
     for label, spec, options in runs:
-        for part in sorted(method_parts(spec, options)):
-            if has_part(part, index, questions):
-                continue
+        part = missing_part(spec, options, index, questions)
+        if part is not None:
             src = SOURCES[part]
             if src.question_field is not None:
                 lacking = sum(1 for q in questions if not getattr(q, src.question_field))
