@@ -67,6 +67,13 @@ METHODS = {  # run name: (label, --method)
         "configs/methods/rograg_ner.yaml",
         "match: exact",
     ),
+    # LinearRAG and its two ablations (bench/linearrag.py chose its threshold on train)
+    "linearrag": ("LinearRAG", "configs/methods/linearrag.yaml"),
+    "linearrag_no_activation": ("  w/o activation", "configs/methods/linearrag_no_activation.yaml"),
+    "linearrag_no_dense_seeds": (
+        "  w/o dense seeds",
+        "configs/methods/linearrag_no_dense_seeds.yaml",
+    ),
 }
 """run name: (label, --method, and optionally `key: value` lines, each replacing the one in
 that method section of the config)."""
@@ -79,11 +86,16 @@ def method_spec(method: str, work: Path) -> str:
         return spec
     if not overrides:
         return str(REPO / spec)
+    return config_variant(spec, overrides, work / "configs" / f"{method}.yaml")
+
+
+def config_variant(spec: str, overrides: list[str] | tuple[str, ...], path: Path) -> str:
+    """A method YAML of the repo with each `key: value` override replacing that key's line in
+    its method section, written to `path`."""
     lines = (REPO / spec).read_text().splitlines()
     for override in overrides:
         key = override.split(":")[0]
         lines = [f"  {override}" if x.strip().startswith(f"{key}:") else x for x in lines]
-    path = work / "configs" / f"{method}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return str(path)

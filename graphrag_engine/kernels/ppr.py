@@ -36,7 +36,9 @@ import numpy as np
 from graphrag_engine.kernels.graph import CSRGraph, torch_csr
 from graphrag_engine.kernels.segments import dense_topk, segment_rank, segment_topk
 
-SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray
+SeedSpec = Mapping[int, float] | Sequence[int] | np.ndarray | tuple[np.ndarray, np.ndarray]
+"""One query's seeds: {node: weight}, node ids (equal weights), or (node ids, weights) arrays
+(a seed set over a whole part of the graph, without a Python dict of it)."""
 
 
 def normalize_seeds(
@@ -48,6 +50,11 @@ def normalize_seeds(
         if isinstance(spec, Mapping):
             nodes = np.fromiter(spec.keys(), dtype=np.int64, count=len(spec))
             weights = np.fromiter(spec.values(), dtype=np.float64, count=len(spec))
+        elif isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], np.ndarray):
+            nodes = np.asarray(spec[0], dtype=np.int64).ravel()
+            weights = np.asarray(spec[1], dtype=np.float64).ravel()
+            if nodes.size != weights.size:
+                raise ValueError(f"query {q}: {nodes.size} seed nodes but {weights.size} weights")
         else:
             nodes = np.asarray(spec, dtype=np.int64).ravel()
             weights = np.ones(nodes.size)

@@ -21,6 +21,7 @@ from graphrag_engine.methods import (  # noqa: F401  (register them)
     hipporag,
     lego,
     lightrag,
+    linearrag,
     pankrag,
     regraphrag,
     rograg,

@@ -12,8 +12,8 @@ import pytest
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.clue_rag import answer_prompt, clue_rag
-from graphrag_engine.methods.clue_rag.cue import cue_adjacency
 from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.cue_graph import cue_adjacency
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
 

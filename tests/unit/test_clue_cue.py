@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphrag_engine.kernels.segments import csr_from_pairs
-from graphrag_engine.methods.clue_rag.cue import CueAdjacency
+from graphrag_engine.retrieve.cue_graph import CueAdjacency
 
 
 def test_expand_equals_item_by_item_reference() -> None:

@@ -145,6 +145,18 @@ def test_bad_seeds_rejected() -> None:
         personalized_pagerank(g, [[1]], damping=1.0)
 
 
+def test_seed_arrays_equal_the_same_seeds_as_a_dict() -> None:
+    _, _, _, g = random_graph(3, n=40, m=120)
+    nodes, weights = np.array([2, 7, 11]), np.array([0.5, 0.2, 0.3])
+    as_dict = personalized_pagerank(
+        g, [dict(zip(nodes.tolist(), weights.tolist(), strict=True))], 0.5
+    )
+    as_arrays = personalized_pagerank(g, [(nodes, weights)], 0.5)
+    np.testing.assert_allclose(as_arrays.to_dense(), as_dict.to_dense(), atol=1e-12)
+    with pytest.raises(ValueError, match="weights"):
+        personalized_pagerank(g, [(nodes, weights[:2])])
+
+
 @pytest.mark.gpu
 def test_exact_on_cuda_matches_cpu() -> None:
     torch = pytest.importorskip("torch")

@@ -32,11 +32,11 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.segments import segment_topk
 from graphrag_engine.kernels.similarity import l2_normalize, rowwise_dot
 from graphrag_engine.methods.base import register
-from graphrag_engine.methods.clue_rag.cue import cue_adjacency
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.rerank import Scorer
 from graphrag_engine.retrieve.beam import beam_step
 from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.cue_graph import cue_adjacency
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.linking import link_entities
 from graphrag_engine.retrieve.ranking import lead_then_fill

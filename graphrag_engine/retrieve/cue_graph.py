@@ -1,5 +1,5 @@
-"""Batch operators over Clue-RAG's chunk-unit-entity graph: adjacency as CSR arrays, candidate
-gathering for a whole batch."""
+"""Batch operators over the chunk-unit-entity graph (Clue-RAG's cue graph; LinearRAG's
+entity-sentence-passage graph): adjacency as CSR arrays, candidate gathering for a whole batch."""
 
 from __future__ import annotations
 
