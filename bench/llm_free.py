@@ -35,6 +35,7 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "regraphrag_no_expansion": ("regraphrag", {"expansion": False}),
     "pankrag_no_path": ("pankrag", {"plan": "direct", "scope": "specific"}),
     "lego_index": ("lego", {"graph": "index"}),
+    "linearrag": ("linearrag", {}),
 }
 """bench name: (registered method, settings of its section that keep it LLM-free)."""
 

@@ -207,8 +207,9 @@ class GraphConfig:
     """Run the stages after chunking (false: documents and chunks only, for BM25-style methods)."""
     alpha: float = 0.0
     """Clue-RAG token budget for LLM-extracted units, in [0, 1]; 0 uses no LLM at all."""
-    ner: Literal["auto", "spacy", "rules"] = "auto"
-    """Entity recognizer of units: spacy (packaged small English model), rules, or auto (spacy when installed)."""
+    ner: Literal["auto", "spacy", "spacy_concepts", "rules"] = "auto"
+    """Entity recognizer of units: spacy (packaged small English model), spacy_concepts (its
+    named entities and concept noun phrases), rules, or auto (spacy when installed)."""
     embed: bool = True
     """Embed chunks, units, entities and relations (dense methods need it)."""
     unit_max_tokens: int = 512
@@ -218,6 +219,19 @@ class GraphConfig:
     searches relations (LightRAG-style global/hybrid, ROGRAG, ReGraphRAG), kept in the index's
     embedding cache for later runs. Lazy saves a build the most texts of an LLM-free index
     (46k of MuSiQue's 78k); methods that never search relations then never pay for them."""
+    entity_sentences: int = 3
+    """Without an LLM description, an entity is described by up to this many of the sentences
+    (knowledge units) that mention it, those naming the most entities first (0: no description)."""
+    relation_sentences: int = 2
+    """Without an LLM description, a relation is described by up to this many of the sentences
+    where its two ends co-occur, and its keywords are their content words (0: no description,
+    keyword "co-occurrence"). Such a relation's vector is the mean of its sentences' unit
+    vectors (no embedding of its text), unless unit_vectors is lazy and relation_vectors is not."""
+    synonym_threshold: float = 0.8
+    """Entities whose name vectors have at least this cosine are joined by a synonym edge
+    (graph_synonym; HippoRAG 2's threshold); above 1: no synonym edges."""
+    synonym_top_k: int = 10
+    """Nearest entities by name looked at per entity for synonym edges."""
     unit_vectors: Literal["index", "lazy"] = "index"
     """When knowledge-unit texts are embedded: 'index' at build time; 'lazy' by the first query
     that needs them (Clue-RAG), kept in the index's embedding cache as relation vectors are.
@@ -228,6 +242,12 @@ class GraphConfig:
         """alpha is a share of the corpus tokens."""
         if not 0.0 <= self.alpha <= 1.0:
             raise ConfigError(f"{where}: graph.alpha must lie in [0, 1], got {self.alpha}")
+        if self.synonym_top_k < 1:
+            raise ConfigError(f"{where}: graph.synonym_top_k must be >= 1")
+        if self.entity_sentences < 0 or self.relation_sentences < 0:
+            raise ConfigError(
+                f"{where}: graph.entity_sentences and relation_sentences must be >= 0"
+            )
 
 
 @dataclass

@@ -27,8 +27,9 @@ from graphrag_engine.exec import make_executor
 from graphrag_engine.index.communities import community_reports, detect_communities
 from graphrag_engine.index.extract import extract_configured, summarize_descriptions
 from graphrag_engine.index.extractive_reports import extractive_reports
-from graphrag_engine.index.graphs import build_graphs
+from graphrag_engine.index.graphs import build_graphs, edge_table
 from graphrag_engine.index.resolve import resolve
+from graphrag_engine.index.synonyms import synonym_edges
 from graphrag_engine.index.units import llm_units, select_core_chunks, unit_batches
 from graphrag_engine.models import make_llm
 from graphrag_engine.models.base import Usage, outcome_line
@@ -283,13 +284,16 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
     def unit_mentions():  # each unit's mentions, read back from the NER cache a window at a time
         nonlocal mentions_seen
         lo = 0
-        for found in cache.mentions(model, b.unit_texts()):
+        for found, texts in zip(cache.mentions(model, b.unit_texts()), b.unit_texts(), strict=True):
             ids = b.unit_ids.slice(lo, len(found))  # the window's ids, held since the units stage
             lo += len(found)
             mentions_seen += sum(map(len, found))
-            yield from zip(*(c.to_pylist() for c in ids.columns), found, strict=True)
+            yield from zip(*(c.to_pylist() for c in ids.columns), found, texts, strict=True)
 
-    b.entities, unit_entity, b.relations = resolve(unit_mentions(), b.extracted)
+    g = b.config.graph
+    b.entities, unit_entity, b.relations = resolve(
+        unit_mentions(), b.extracted, g.entity_sentences, g.relation_sentences
+    )
     b.unit_entity = unit_entity
     b.stats["stages"]["ner"]["mentions"] = mentions_seen
     x = b.config.extraction
@@ -346,48 +350,117 @@ def _unit_entities(b: Build) -> Iterator[tuple[str, list[str]]]:
 
 def _embed(b: Build) -> dict[str, Any]:
     """Vectors of units, entities ("name: description") and relations ("src - dst: description"),
-    but not of a table the config leaves lazy (a query embeds it when it first asks)."""
+    but not of a table the config leaves lazy (a query embeds it when it first asks). A relation
+    described by its sentences (no LLM description) gets their units' mean vector instead of an
+    embedding of its text, when the unit vectors are built too: the same sentences, without
+    embedding each of them again once per pair of entities it names."""
     cache, g = b.cache, b.config.graph
     hits0, miss0 = cache.hits, cache.misses
     entity_texts = [entity_text(e["name"], e["description"]) for e in b.entities]
+    derive = (
+        g.relation_vectors == "index"
+        and g.unit_vectors == "index"
+        and any(r.get("sentence_units") for r in b.relations)
+    )
     tables = {
         "unit_vectors": (b.unit_ids.num_rows, b.unit_texts) if g.unit_vectors == "index" else None,
         "entity_vectors": (len(entity_texts), lambda: windows(entity_texts)),
         "relation_vectors": (len(b.relations), lambda: _relation_texts(b))
-        if g.relation_vectors == "index"
+        if g.relation_vectors == "index" and not derive
         else None,
     }
     built = {name: texts for name, texts in tables.items() if texts is not None}
-    _write_vectors(b, built)
+    llm_rows = _llm_relations(b) if derive else []
+    also = (len(llm_rows), lambda: _relation_texts(b, llm_rows)) if derive else None
+    _write_vectors(b, built, also)
+    if derive:
+        _derived_relation_vectors(b)
     return {
-        "items": sum(n for n, _ in built.values()),
+        "items": sum(n for n, _ in built.values()) + (len(b.relations) if derive else 0),
         "cached": cache.hits - hits0,
         "embedded": cache.misses - miss0,
-        "lazy": [name for name, texts in tables.items() if texts is None],
+        "derived_relation_vectors": sum(bool(r.get("sentence_units")) for r in b.relations)
+        if derive
+        else 0,
+        "lazy": [name for name, texts in tables.items() if texts is None and not derive],
     }
 
 
-def _relation_texts(b: Build) -> Iterator[list[str]]:
-    """What each relation's vector embeds ("src - dst: description"), WINDOW at a time."""
+def _llm_relations(b: Build) -> list[int]:
+    """Rows of the relations whose vectors embed their text (an LLM described them)."""
+    return [i for i, r in enumerate(b.relations) if not r.get("sentence_units")]
+
+
+def _relation_texts(b: Build, rows: list[int] | None = None) -> Iterator[list[str]]:
+    """What each relation's vector embeds ("src - dst: description"), WINDOW at a time; only
+    the relations at `rows` when given."""
     name_of = {e["entity_id"]: e["name"] for e in b.entities}
-    for lo in range(0, len(b.relations), WINDOW):
+    rels = b.relations if rows is None else [b.relations[i] for i in rows]
+    for lo in range(0, len(rels), WINDOW):
         yield [
             relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
-            for r in b.relations[lo : lo + WINDOW]
+            for r in rels[lo : lo + WINDOW]
         ]
+
+
+def _derived_relation_vectors(b: Build) -> None:
+    """Relation vectors, WINDOW at a time: the normalised mean of the unit vectors of a
+    sentence-described relation's sentences, the cached embedding of an LLM-described one's text."""
+    units = b.writer.staged_vectors("unit_vectors")
+    model = b.embedder.model_id
+    name_of = {e["entity_id"]: e["name"] for e in b.entities}
+    with b.writer.vector_sink("relation_vectors", len(b.relations), model) as sink:
+        for lo in range(0, len(b.relations), WINDOW):
+            rels = b.relations[lo : lo + WINDOW]
+            block = np.zeros((len(rels), units.shape[1]), dtype=np.float32)
+            texts = [i for i, r in enumerate(rels) if not r.get("sentence_units")]
+            if texts:
+                wanted = [
+                    relation_text(
+                        name_of[rels[i]["src"]], name_of[rels[i]["dst"]], rels[i]["description"]
+                    )
+                    for i in texts
+                ]
+                block[texts] = np.stack(next(b.cache.stored(model, iter([wanted]))))
+            for i, r in enumerate(rels):
+                if r.get("sentence_units"):
+                    mean = np.asarray(units[r["sentence_units"]], dtype=np.float32).mean(axis=0)
+                    block[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+            sink.append(block)
+
+
+def _synonyms(b: Build) -> dict[str, Any]:
+    """Synonym edges between entities whose names embed close together (graph_synonym)."""
+    g = b.config.graph
+    names = [e["name"] for e in b.entities]
+    vectors = b.cache.encode(b.embedder, names, "entity names")
+    src, dst, cosine = synonym_edges(vectors, g.synonym_threshold, g.synonym_top_k)
+    b.writer.write_table("graph_synonym", edge_table(src, dst, cosine))
+    n = len(names)
+    b.stats["graphs"]["graph_synonym"] = {
+        "nodes": n,
+        "directed": False,
+        "parts": {"entity": [0, n]},
+        "edges": int(src.size),
+    }
+    return {"items": n, "edges": int(src.size)}
 
 
 TextWindows = tuple[int, Callable[[], Windows]]
 """A vector table's rows and what reads its texts, a window at a time (called once per pass)."""
 
 
-def _write_vectors(b: Build, tables: dict[str, TextWindows]) -> None:
-    """Embed the texts of every table in one pass (one fill, so one pipeline and model load on
-    Ray for a corpus under PENDING_CHARS), then stream each table's vectors from the cache into
-    its file, a window at a time: no build holds a whole vector table or its texts."""
+def _write_vectors(
+    b: Build, tables: dict[str, TextWindows], also: TextWindows | None = None
+) -> None:
+    """Embed the texts of every table (and `also`'s, into the cache only) in one pass (one fill,
+    so one pipeline and model load on Ray for a corpus under PENDING_CHARS), then stream each
+    table's vectors from the cache into its file, a window at a time: no build holds a whole
+    vector table or its texts."""
     label = "+".join(VECTOR_TABLE_KINDS[n] for n in tables)
-    every_window = (w for _, texts in tables.values() for w in texts())
-    b.cache.embed(b.embedder, every_window, label, total=sum(n for n, _ in tables.values()))
+    passes = [*tables.values(), *([also] if also else [])]
+    every_window = (w for _, texts in passes for w in texts())
+    b.cache.embed(b.embedder, every_window, label, total=sum(n for n, _ in passes))
     for name, (rows, texts) in tables.items():
         with b.writer.vector_sink(name, rows, b.embedder.model_id) as sink:
             b.cache.stream(b.embedder.model_id, texts(), sink)
@@ -432,6 +505,13 @@ STAGES: list[Stage] = [
         ("unit_vectors", "entity_vectors", "relation_vectors"),
         _embed,
         enabled=lambda cfg: cfg.graph.embed,
+    ),
+    Stage(
+        "synonyms",
+        ("entities",),
+        ("graph_synonym",),
+        _synonyms,
+        enabled=lambda cfg: cfg.graph.embed and cfg.graph.synonym_threshold <= 1.0,
     ),
 ]
 """The index stages after chunking, in order."""

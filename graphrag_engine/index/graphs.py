@@ -26,7 +26,9 @@ def _positions(values: pa.ChunkedArray | pa.Array, of: pa.ChunkedArray | pa.Arra
     return found.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _table(src: np.ndarray | list, dst: np.ndarray | list, weight: np.ndarray | list) -> pa.Table:
+def edge_table(
+    src: np.ndarray | list, dst: np.ndarray | list, weight: np.ndarray | list
+) -> pa.Table:
     """An edge table of the GRAPH_EDGES schema."""
     return pa.table(
         {
@@ -51,7 +53,7 @@ def build_graphs(
     e_idx = {e["entity_id"]: i for i, e in enumerate(entities)}
     n_c, n_u, n_e = len(chunk_ids), units.num_rows, len(entities)
 
-    ent = _table(
+    ent = edge_table(
         [e_idx[r["src"]] for r in relations],
         [e_idx[r["dst"]] for r in relations],
         [r["weight"] for r in relations],
@@ -62,7 +64,7 @@ def build_graphs(
     link_entity = _positions(
         unit_entity["entity_id"], pa.array([e["entity_id"] for e in entities], pa.string())
     )
-    cue = _table(
+    cue = edge_table(
         np.concatenate([unit_chunk, n_c + link_unit]),
         np.concatenate([n_c + np.arange(n_u), n_c + n_u + link_entity]),
         np.ones(n_u + len(link_unit)),
@@ -71,7 +73,7 @@ def build_graphs(
     pair_codes, counts = np.unique(
         unit_chunk[link_unit] * max(n_e, 1) + link_entity, return_counts=True
     )
-    pe = _table(pair_codes // max(n_e, 1), n_c + pair_codes % max(n_e, 1), counts)
+    pe = edge_table(pair_codes // max(n_e, 1), n_c + pair_codes % max(n_e, 1), counts)
 
     layouts = {
         "graph_entity": {"nodes": n_e, "directed": False, "parts": {"entity": [0, n_e]}},

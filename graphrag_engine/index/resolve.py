@@ -10,13 +10,16 @@ from itertools import combinations
 
 import pyarrow as pa
 
+from graphrag_engine.descriptions import SentencePicks, content_words
 from graphrag_engine.names import normalize_name
 from graphrag_engine.store.schemas import schema_for
 
 LINK_BATCH = 1 << 16
 """unit_entity rows gathered as Python strings before they become one Arrow batch."""
-UnitMentions = tuple[str, str, Sequence[tuple[str, str]]]
-"""(unit id, chunk id, the unit's (surface, label) mentions)."""
+UnitMentions = (
+    tuple[str, str, Sequence[tuple[str, str]]] | tuple[str, str, Sequence[tuple[str, str]], str]
+)
+"""(unit id, chunk id, the unit's (surface, label) mentions[, the unit's text])."""
 
 
 def entity_id(key: str) -> str:
@@ -33,6 +36,8 @@ def relation_id(src: str, dst: str) -> str:
 def resolve(
     unit_mentions: Iterable[UnitMentions],
     extracted: list[tuple[str, object]] | None = None,
+    entity_sentences: int = 0,
+    relation_sentences: int = 0,
 ) -> tuple[list[dict], pa.Table, list[dict]]:
     """(entities, unit_entity, relations) from NER mentions per unit and, optionally, LLM
     extractions per chunk (`(chunk_id, ChunkExtraction)` pairs). The units are read once, as
@@ -43,6 +48,11 @@ def resolve(
     entities in the same unit get a co-occurrence relation (weight: shared units); extracted
     relations add their strength to the weight of the same pair and bring descriptions and
     keywords. Every entity and relation keeps the chunk ids it came from.
+
+    Without an LLM description, an entity is described by up to `entity_sentences` of the
+    units that mention it and a relation by up to `relation_sentences` of the units where its
+    ends co-occur, its keywords then the content words of those (graphrag_engine/descriptions.py);
+    that needs the units' texts as the fourth item of `unit_mentions`.
     """
     names: dict[str, Counter] = defaultdict(Counter)
     types: dict[str, Counter] = defaultdict(Counter)
@@ -68,6 +78,9 @@ def resolve(
     rel_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
     rel_desc: dict[tuple[str, str], list[str]] = defaultdict(list)
     rel_keys: dict[tuple[str, str], list[str]] = defaultdict(list)
+    entity_picks = SentencePicks(entity_sentences)
+    relation_picks = SentencePicks(relation_sentences)
+    marker = "" if relation_sentences > 0 else "co-occurrence"  # sentences bring keywords
 
     def mention(surface: str, label: str, chunk_id: str) -> str | None:
         key = normalize_name(surface)
@@ -93,7 +106,8 @@ def resolve(
             if k.strip() and k.strip() not in rel_keys[pair]:
                 rel_keys[pair].append(k.strip())
 
-    for unit_id, chunk_id, found in unit_mentions:
+    for row, (unit_id, chunk_id, found, *text) in enumerate(unit_mentions):
+        sentence = text[0] if text else ""
         ids: list[str] = []
         for surface, label in found:
             eid = mention(surface, label, chunk_id)
@@ -103,8 +117,11 @@ def resolve(
         link_entities.extend(ids)
         if len(link_units) >= LINK_BATCH:
             seal_links()
+        for eid in ids:
+            entity_picks.offer(eid, sentence, len(ids), row)
         for a, b in combinations(sorted(ids), 2):
-            relate(a, b, 1.0, chunk_id, keywords="co-occurrence")
+            relate(a, b, 1.0, chunk_id, keywords=marker)
+            relation_picks.offer((a, b), sentence, len(ids), row)
     for chunk_id, ex in extracted or []:
         for name, label, desc in ex.entities:
             eid = mention(name, label, chunk_id)
@@ -119,23 +136,32 @@ def resolve(
             "entity_id": eid,
             "name": names[eid].most_common(1)[0][0],
             "type": _best_type(types[eid]),
-            "description": "\n".join(descriptions[eid]) or None,
+            "description": "\n".join(descriptions[eid])
+            or " ".join(entity_picks.texts(eid))
+            or None,
             "chunk_ids": sorted(chunks[eid]),
         }
         for eid in sorted(names)
     ]
-    relations = [
-        {
-            "rel_id": relation_id(a, b),
-            "src": a,
-            "dst": b,
-            "description": "\n".join(rel_desc[(a, b)]) or None,
-            "keywords": ", ".join(rel_keys[(a, b)]) or None,
-            "weight": float(w),
-            "chunk_ids": sorted(rel_chunks[(a, b)]),
-        }
-        for (a, b), w in sorted(weight.items())
-    ]
+    relations = []
+    for (a, b), w in sorted(weight.items()):
+        description, keywords, rows = rel_desc[(a, b)], rel_keys[(a, b)], []
+        if not description:  # no LLM said what the relation is: the sentences say it
+            description, rows = relation_picks.texts((a, b)), relation_picks.rows((a, b))
+            ends = (names[a].most_common(1)[0][0], names[b].most_common(1)[0][0])
+            keywords = keywords or content_words(description, ends)
+        relations.append(
+            {
+                "sentence_units": rows,  # not a column: what the build's vectors derive from
+                "rel_id": relation_id(a, b),
+                "src": a,
+                "dst": b,
+                "description": "\n".join(description) or None,
+                "keywords": ", ".join(keywords) or None,
+                "weight": float(w),
+                "chunk_ids": sorted(rel_chunks[(a, b)]),
+            }
+        )
     seal_links()
     return entities, pa.Table.from_batches(link_batches, schema=link_schema), relations
 

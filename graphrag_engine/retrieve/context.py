@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from graphrag_engine.config import EmbedderConfig, QueryConfig
+from graphrag_engine.descriptions import relation_picks
 from graphrag_engine.errors import BadInputError, IndexFormatError
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.models import make_embedder, make_llm
@@ -144,6 +145,23 @@ class QueryContext:
         index, so only the first run pays; an index folder this process cannot write embeds
         them for this run alone."""
         texts = LAZY_TEXTS[name](self.index)
+        rows = self._sentence_rows() if name == "relation_vectors" else []
+        if not any(rows):
+            return self._embed_lazy(name, texts)
+        embedded = [i for i, r in enumerate(rows) if not r]
+        units = self.unit_vectors
+        out = np.zeros((len(texts), units.shape[1]), dtype=np.float32)
+        if embedded:
+            out[embedded] = self._embed_lazy(name, [texts[i] for i in embedded])
+        for i, r in enumerate(rows):
+            if r:
+                mean = np.asarray(units[r], dtype=np.float32).mean(axis=0)
+                out[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        return out
+
+    def _embed_lazy(self, name: str, texts: list[str]) -> np.ndarray:
+        """Vectors of `texts` through the embedding cache beside the index (for this run alone
+        where the folder is read-only)."""
         kinds = VECTOR_TABLE_KINDS[name]
         root = Path(self.index.root)
         if not os.access(root, os.W_OK):
@@ -154,6 +172,28 @@ class QueryContext:
             )
             return np.asarray(self.embedder.encode(texts), dtype=np.float32)
         return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kinds)
+
+    def _sentence_rows(self) -> list[list[int]]:
+        """Per relation, the unit rows of the sentences that describe it (empty where an LLM
+        described it, or the index kept no sentences): the build's picks, replayed."""
+        k = int(built_config(self.index, "graph").get("relation_sentences", 0) or 0)
+        rels = self.index.table("relations", ["src", "dst", "description"]).to_pydict()
+        if k <= 0:
+            return [[] for _ in rels["src"]]
+        units = self.index.table("units", ["unit_id", "text"]).to_pydict()
+        links = self.index.table("unit_entity").to_pydict()
+        named: dict[str, list[str]] = {}
+        for unit, entity in zip(links["unit_id"], links["entity_id"], strict=True):
+            named.setdefault(unit, []).append(entity)
+        picks = relation_picks(
+            ((t, named.get(u, [])) for u, t in zip(units["unit_id"], units["text"], strict=True)),
+            k,
+        )
+        rows = []
+        for src, dst, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True):
+            texts = picks.texts((src, dst))
+            rows.append(picks.rows((src, dst)) if texts and desc == "\n".join(texts) else [])
+        return rows
 
     @cached_property
     def units(self) -> dict[str, list]:
@@ -288,7 +328,8 @@ class QueryContext:
         """The entity recognizer the index used (its manifest's NER backend; "auto" for an
         index built without NER)."""
         backend = self.built_with.get("ner", "auto").split(":")[0]
-        return entity_recognizer(backend if backend in ("spacy", "rules") else "auto")
+        known = ("spacy", "spacy_concepts", "rules")
+        return entity_recognizer(backend if backend in known else "auto")
 
     @cached_property
     def tokenizer(self):

@@ -1,0 +1,135 @@
+"""Text without an LLM, decided on the train sets: each train corpus (MuSiQue, HotpotQA) is
+indexed three times in the same run, with nothing cached, once as before (relations "source -
+target" with no description, entities with none, no synonym edges) and once with today's
+defaults (sentence descriptions, content-word keywords, sentence-mean relation vectors,
+synonym edges), and once more with concept noun phrases among the entities (`graph.ner:
+spacy_concepts`); the build times and their ratio, then R@2 / R@5 (95% bootstrap intervals) of
+BM25, dense and every LLM-free entity-graph method on both indexes, HippoRAG-style PPR with
+and without the synonym edges, and ReGraphRAG reranking with its edge texts or the relation
+vectors.
+
+    .venv/bin/python -m bench.descriptions [--sets musique,hotpotqa] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import time
+from pathlib import Path
+
+from bench.common import DATA, work_dir, write_result
+from bench.linearrag import TRAIN_SETS
+from bench.llm_free import METHODS, method_config, time_method
+from graphrag_engine.cli import main as cli
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.eval.metrics import bootstrap_ci, recall_at_k
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.store import open_index
+
+BUILDS = {
+    "before": (
+        "graph:\n  alpha: 0.0\n  entity_sentences: 0\n  relation_sentences: 0\n"
+        "  synonym_threshold: 2.0\n"
+    ),
+    "sentences": "graph:\n  alpha: 0.0\n",
+    "concepts": "graph:\n  alpha: 0.0\n  ner: spacy_concepts\n",
+}
+"""Index configs: as the LLM-free index was, today's defaults, and today's defaults with the
+concept noun phrases among the entities."""
+RUNS = {
+    "bm25": METHODS["bm25"],
+    "naive": METHODS["naive"],
+    "hipporag": METHODS["hipporag"],
+    "hipporag_no_synonyms": ("hipporag", {"synonyms": False}),
+    "linearrag": METHODS["linearrag"],
+    "lightrag_hybrid_ner": METHODS["lightrag_hybrid_ner"],
+    "lightrag_mix_ner": ("lightrag", {"keywords": "ner", "mode": "mix"}),
+    "graphrag_local": METHODS["graphrag_local"],
+    "rograg_dual_level_ner": METHODS["rograg_dual_level_ner"],
+    "regraphrag_no_expansion": METHODS["regraphrag_no_expansion"],
+    "regraphrag_no_expansion_relation_vectors": (
+        "regraphrag",
+        {"expansion": False, "edge_text": "relation"},
+    ),
+    "pankrag_no_path": METHODS["pankrag_no_path"],
+}
+"""run name: (registered method, its LLM-free settings)."""
+
+
+def build(name: str, corpus: Path, config: str, work: Path) -> tuple[Path, dict]:
+    """A fresh index of `corpus` (nothing cached) and its wall seconds and stage seconds."""
+    out = work / "idx" / f"{name}_train-{config}"
+    shutil.rmtree(out, ignore_errors=True)
+    cfg = work / f"descriptions-{config}.yaml"
+    cfg.write_text(BUILDS[config])
+    t0 = time.perf_counter()
+    assert cli(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    seconds = time.perf_counter() - t0
+    stages = open_index(out).manifest["stats"]["stages"]
+    figures = {
+        "seconds": round(seconds, 1),
+        "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
+    }
+    return out, figures
+
+
+def recall_rows(
+    index: Path, questions: Path, work: Path, per_question: bool = False
+) -> list[dict] | tuple[list[dict], dict[str, list[float]]]:
+    """R@2 / R@5 with intervals and questions/s of every run on one index (and, with
+    `per_question`, each run's R@5 per question for paired comparisons)."""
+    qs = load_questions(questions)
+    rows, r5 = [], {}
+    for run, (method, settings) in RUNS.items():
+        METHODS.setdefault(run, (method, settings))
+        ctx = QueryContext(open_index(index), method_config(run, "cpu"), work / "runs")
+        timing = time_method(ctx, qs)
+        passage = ctx.chunks["passage"]
+        row: dict = {"method": run}
+        for k in (2, 5):
+            values = []
+            for q, chunks in zip(qs, timing.rankings, strict=True):
+                ranked = list(dict.fromkeys(passage[c] for c in chunks))
+                values.append(recall_at_k(ranked, q.supporting_ids, k))
+            mean, lo, hi = bootstrap_ci(values)
+            row[f"R@{k}"] = round(mean, 3)
+            row[f"R@{k}_ci"] = [round(lo, 3), round(hi, 3)]
+        r5[run] = values
+        row["q_per_s"] = round(timing.rate, 1)
+        rows.append(row)
+    return (rows, r5) if per_question else rows
+
+
+def main() -> None:
+    """Build, query and write one result."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="musique,hotpotqa")
+    ap.add_argument("--work", default=work_dir("descriptions"))
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    builds, recall = [], []
+    for name in args.sets.split(","):
+        corpus, questions = TRAIN_SETS[name]
+        times = {}
+        for config in BUILDS:
+            index, times[config] = build(name, DATA / corpus, config, work)
+            for row in recall_rows(index, DATA / questions, work):
+                recall.append({"set": f"{name} train", "index": config, **row})
+        ratios = {
+            f"{c}_over_before": round(times[c]["seconds"] / times["before"]["seconds"], 2)
+            for c in ("sentences", "concepts")
+        }
+        builds.append({"set": f"{name} train", **times, "build_time_ratio": ratios})
+    for r in recall:
+        print(f"{r['set']:<16}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} {r['R@5_ci']}")
+    for b in builds:
+        print(f"{b['set']}: build time / before: {b['build_time_ratio']}")
+    write_result("descriptions", {"bench": "descriptions", "builds": builds, "recall": recall})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The LLM-free text graph on the dev sets: each corpus indexed as before (no descriptions, no
+synonym edges) and with today's defaults, fresh, in the same run (build seconds, bytes on disk,
+peak memory per document); then BM25, dense and every LLM-free entity-graph method on both
+indexes, R@2 / R@5 with 95% bootstrap intervals, each method's R@5 as a share of dense's, and
+the best graph method minus the best baseline (paired bootstrap interval of the difference).
+
+    .venv/bin/python -m bench.text_graph [--sets musique,2wiki,hotpotqa] [--work DIR]
+
+Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from bench.common import DATA, DEV_SETS, work_dir, write_result
+from bench.descriptions import BUILDS, RUNS, recall_rows
+from graphrag_engine.cli import main as cli
+from graphrag_engine.eval.metrics import paired_test
+from graphrag_engine.store import open_index
+
+BASELINES = ("bm25", "naive")
+CONFIGS = ("before", "sentences")
+
+
+def build(name: str, config: str, work: Path) -> tuple[Path, dict]:
+    """A fresh index of the dev corpus `name` with build config `config`, and its figures."""
+    import shutil
+    import time
+
+    out = work / "idx" / f"{name}-{config}"
+    shutil.rmtree(out, ignore_errors=True)
+    cfg = work / f"text_graph-{config}.yaml"
+    cfg.write_text(BUILDS[config])
+    t0 = time.perf_counter()
+    corpus = DATA / DEV_SETS[name][0]
+    assert cli(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    seconds = time.perf_counter() - t0
+    index = open_index(out)
+    stages = index.manifest["stats"]["stages"]
+    docs = index.rows("documents")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and "cache" not in p.name)
+    return out, {
+        "seconds": round(seconds, 1),
+        "bytes": size,
+        "peak_rss_mb": max(v.get("peak_rss_mb", 0) for v in stages.values()),
+        "documents": docs,
+        "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
+    }
+
+
+def main() -> None:
+    """Build, query, compare and write one result."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
+    ap.add_argument("--work", default=work_dir("text_graph"))
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    builds, recall, best = [], [], []
+    for name in args.sets.split(","):
+        figures, per_q = {}, {}
+        for config in CONFIGS:
+            index, figures[config] = build(name, config, work)
+            rows, per_q[config] = recall_rows(
+                index, DATA / DEV_SETS[name][1], work, per_question=True
+            )
+            dense = next(r["R@5"] for r in rows if r["method"] == "naive")
+            for r in rows:
+                r["of_dense_R@5"] = round(r["R@5"] / dense, 3) if dense else None
+                recall.append({"set": name, "index": config, **r})
+        ratio = round(figures["sentences"]["seconds"] / figures["before"]["seconds"], 2)
+        builds.append({"set": name, **figures, "build_time_ratio": ratio})
+        now = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
+        base = max((r for r in now if r["method"] in BASELINES), key=lambda r: r["R@5"])
+        graph = max((r for r in now if r["method"] not in BASELINES), key=lambda r: r["R@5"])
+        diff = paired_test(per_q["sentences"][base["method"]], per_q["sentences"][graph["method"]])
+        best.append(
+            {
+                "set": name,
+                "best_graph": graph["method"],
+                "best_baseline": base["method"],
+                **{k: round(v, 4) for k, v in diff.items()},
+            }
+        )
+    for r in recall:
+        print(
+            f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
+            f"{r['R@5_ci']} {r['of_dense_R@5']}x dense"
+        )
+    for b in best:
+        print(b)
+    write_result(
+        "text_graph",
+        {
+            "bench": "text_graph",
+            "builds": builds,
+            "recall": recall,
+            "best_graph_minus_baseline": best,
+        },
+    )
+
+
+if __name__ == "__main__":
+    assert set(RUNS) >= set(BASELINES)
+    main()

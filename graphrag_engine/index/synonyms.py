@@ -1,0 +1,43 @@
+"""Synonym edges (HippoRAG 2): entities whose name vectors lie within a cosine of each other
+are joined, so that "J. R. R. Tolkien" and "Tolkien" share what either of them touches.
+
+Each entity's `top_k` nearest names are found in one batched call: the exact blocked top-k
+kernel below ANN_FROM entities, an HNSW index above it (graphrag_engine/kernels/ann.py); no
+pair is compared in Python. Names, not the entities' embedded descriptions, are compared: two
+entities described by the same sentence are alike without being the same thing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphrag_engine.kernels.ann import AnnIndex, AnnParams
+from graphrag_engine.kernels.similarity import cosine_topk, l2_normalize
+
+ANN_FROM = 200_000
+"""Entities from which the nearest names are searched approximately (HNSW)."""
+
+
+def synonym_edges(
+    vectors: np.ndarray, threshold: float, top_k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, cosine) of every pair of rows, src < dst, where one is among the other's
+    `top_k` nearest rows with a cosine of at least `threshold`."""
+    n = len(vectors)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    if n < 2:
+        return empty
+    unit = l2_normalize(vectors)
+    k = min(top_k + 1, n)  # each row finds itself first
+    if n >= ANN_FROM:
+        scores, ids = AnnIndex.build(unit, AnnParams("hnsw")).search(unit, k, normalized=True)
+    else:
+        scores, ids = cosine_topk(unit, unit, k, normalized=True)
+    rows = np.repeat(np.arange(n, dtype=np.int64), k)
+    ids, scores = ids.ravel().astype(np.int64), scores.ravel()
+    keep = (ids >= 0) & (ids != rows) & (scores >= threshold)
+    a, b, s = np.minimum(rows, ids)[keep], np.maximum(rows, ids)[keep], scores[keep]
+    if a.size == 0:
+        return empty
+    code, first = np.unique(a * n + b, return_index=True)
+    return code // n, code % n, s[first].astype(np.float32)
