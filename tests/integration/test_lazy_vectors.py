@@ -9,6 +9,7 @@ import os
 import shutil
 
 import numpy as np
+import pytest
 
 from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.methods import query_config
@@ -36,14 +37,31 @@ def _cached_vectors(index_dir) -> int:
         return conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
 
 
+@pytest.mark.parametrize("sentences", [True, False], ids=["sentence-described", "embedded"])
 def test_lazy_relation_vectors_equal_built_ones(
-    run_cli, demo_index, tmp_path, capsys, monkeypatch
+    run_cli, demo_index, tmp_path, capsys, monkeypatch, sentences: bool
 ) -> None:
+    """Sentence-described relations (the LLM-free default) get their sentences' mean unit
+    vector, embedding nothing; relations without sentences embed their texts once."""
+    extra = "" if sentences else "  relation_sentences: 0\n"
     cfg = tmp_path / "lazy.yaml"
-    cfg.write_text("graph:\n  relation_vectors: lazy\n")
+    cfg.write_text("graph:\n  relation_vectors: lazy\n" + extra)
     lazy = tmp_path / "lazy"
     assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
-    built = open_index(demo_index)
+    reference_dir = demo_index
+    if not sentences:
+        (tmp_path / "built.yaml").write_text("graph:\n" + extra)
+        reference_dir = tmp_path / "built"
+        args = [
+            "index",
+            "--demo",
+            "--out",
+            str(reference_dir),
+            "--config",
+            str(tmp_path / "built.yaml"),
+        ]
+        assert run_cli(*args).returncode == 0
+    built = open_index(reference_dir)
     index = open_index(lazy)
     assert index.has("entity_vectors") and not index.has("relation_vectors")
     n_rel = index.rows("relations")
@@ -52,9 +70,10 @@ def test_lazy_relation_vectors_equal_built_ones(
     assert stages["items"] == built.manifest["stats"]["stages"]["embed"]["items"] - n_rel
 
     before = _cached_vectors(lazy)
+    embedded = 0 if sentences else n_rel
     ctx, first = _global_search(lazy, tmp_path / "run1")
-    assert _cached_vectors(lazy) == before + n_rel  # embedded once, into the index's cache
-    ref_ctx, reference = _global_search(demo_index, tmp_path / "run0")
+    assert _cached_vectors(lazy) == before + embedded  # embedded once, into the index's cache
+    ref_ctx, reference = _global_search(reference_dir, tmp_path / "run0")
     np.testing.assert_allclose(
         ctx.vectors("relation_vectors"), ref_ctx.vectors("relation_vectors"), atol=1e-6
     )
@@ -62,7 +81,7 @@ def test_lazy_relation_vectors_equal_built_ones(
     assert [c.texts() for c in first.contexts] == [c.texts() for c in reference.contexts]
 
     _, again = _global_search(lazy, tmp_path / "run2")
-    assert _cached_vectors(lazy) == before + n_rel  # read back, nothing new
+    assert _cached_vectors(lazy) == before + embedded  # read back, nothing new
     assert np.array_equal(again.ranking.ids, first.ranking.ids)
 
     # a folder this process cannot write (root writes anyway, so access is what is faked)
@@ -73,7 +92,7 @@ def test_lazy_relation_vectors_equal_built_ones(
     monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
     capsys.readouterr()
     _, alone = _global_search(readonly, tmp_path / "run3")
-    assert "for this run only" in capsys.readouterr().err
+    assert ("for this run only" in capsys.readouterr().err) is not sentences
     assert not (readonly / EMBED_CACHE).exists()
     assert np.array_equal(alone.ranking.ids, first.ranking.ids)
 
