@@ -48,7 +48,7 @@ RUNS = {
     "lightrag_mix_ner": ("lightrag", {"keywords": "ner", "mode": "mix"}),
     "graphrag_local": METHODS["graphrag_local"],
     "rograg_dual_level_ner": METHODS["rograg_dual_level_ner"],
-    "regraphrag_no_expansion": METHODS["regraphrag_no_expansion"],
+    "regraphrag_no_expansion": ("regraphrag", {"expansion": False}),
     "regraphrag_no_expansion_relation_vectors": (
         "regraphrag",
         {"expansion": False, "edge_text": "relation"},
