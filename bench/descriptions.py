@@ -59,18 +59,24 @@ RUNS = {
 
 
 def build(name: str, corpus: Path, config: str, work: Path) -> tuple[Path, dict]:
-    """A fresh index of `corpus` (nothing cached) and its wall seconds and stage seconds."""
-    out = work / "idx" / f"{name}_train-{config}"
+    """A fresh index of `corpus` (nothing cached) at WORK/idx/NAME-CONFIG: its wall seconds,
+    stage seconds, bytes on disk (caches aside) and peak memory."""
+    out = work / "idx" / f"{name}-{config}"
     shutil.rmtree(out, ignore_errors=True)
     cfg = work / f"descriptions-{config}.yaml"
     cfg.write_text(BUILDS[config])
     t0 = time.perf_counter()
     assert cli(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     seconds = time.perf_counter() - t0
-    stages = open_index(out).manifest["stats"]["stages"]
+    index = open_index(out)
+    stages = index.manifest["stats"]["stages"]
+    files = [p for p in out.rglob("*") if p.is_file() and "cache" not in p.name]
     figures = {
         "seconds": round(seconds, 1),
         "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
+        "bytes": sum(p.stat().st_size for p in files),
+        "peak_rss_mb": max(v.get("peak_rss_mb", 0) for v in stages.values()),
+        "documents": index.rows("documents"),
     }
     return out, figures
 
@@ -116,7 +122,7 @@ def main() -> None:
         corpus, questions = TRAIN_SETS[name]
         times = {}
         for config in BUILDS:
-            index, times[config] = build(name, DATA / corpus, config, work)
+            index, times[config] = build(f"{name}_train", DATA / corpus, config, work)
             for row in recall_rows(index, DATA / questions, work):
                 recall.append({"set": f"{name} train", "index": config, **row})
         ratios = {

@@ -16,39 +16,11 @@ import os
 from pathlib import Path
 
 from bench.common import DATA, DEV_SETS, work_dir, write_result
-from bench.descriptions import BUILDS, RUNS, recall_rows
-from graphrag_engine.cli import main as cli
+from bench.descriptions import RUNS, build, recall_rows
 from graphrag_engine.eval.metrics import paired_test
-from graphrag_engine.store import open_index
 
 BASELINES = ("bm25", "naive")
 CONFIGS = ("before", "sentences")
-
-
-def build(name: str, config: str, work: Path) -> tuple[Path, dict]:
-    """A fresh index of the dev corpus `name` with build config `config`, and its figures."""
-    import shutil
-    import time
-
-    out = work / "idx" / f"{name}-{config}"
-    shutil.rmtree(out, ignore_errors=True)
-    cfg = work / f"text_graph-{config}.yaml"
-    cfg.write_text(BUILDS[config])
-    t0 = time.perf_counter()
-    corpus = DATA / DEV_SETS[name][0]
-    assert cli(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
-    seconds = time.perf_counter() - t0
-    index = open_index(out)
-    stages = index.manifest["stats"]["stages"]
-    docs = index.rows("documents")
-    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and "cache" not in p.name)
-    return out, {
-        "seconds": round(seconds, 1),
-        "bytes": size,
-        "peak_rss_mb": max(v.get("peak_rss_mb", 0) for v in stages.values()),
-        "documents": docs,
-        "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
-    }
 
 
 def main() -> None:
@@ -64,7 +36,7 @@ def main() -> None:
     for name in args.sets.split(","):
         figures, per_q = {}, {}
         for config in CONFIGS:
-            index, figures[config] = build(name, config, work)
+            index, figures[config] = build(name, DATA / DEV_SETS[name][0], config, work)
             rows, per_q[config] = recall_rows(
                 index, DATA / DEV_SETS[name][1], work, per_question=True
             )
