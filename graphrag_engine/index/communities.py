@@ -111,6 +111,8 @@ extraction's are at most 100 characters), so a community's prompt stays near its
 
 def _brief(description: str) -> str:
     """A description's first line, cut at BRIEF_CHARS on a word boundary."""
+    if len(description) <= BRIEF_CHARS:
+        return description
     first = description.split("\n")[0]
     return first if len(first) <= BRIEF_CHARS else first[:BRIEF_CHARS].rsplit(" ", 1)[0] + " ..."
 

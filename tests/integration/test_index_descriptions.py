@@ -8,16 +8,32 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphrag_engine.config import GraphConfig
 from graphrag_engine.methods import query_config
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.store import open_index
 
+SENTENCES = "graph:\n  entity_sentences: 3\n  relation_sentences: 2\n  synonym_threshold: 0.8\n"
+
 
 @pytest.fixture(scope="module")
-def index(musique_subset: dict):
-    return open_index(musique_subset["index"])
+def index(musique_subset: dict, tmp_path_factory):
+    """The MuSiQue subset indexed with sentence descriptions and synonym edges."""
+    from graphrag_engine.cli import main  # why: the CLI, as a user builds it
+
+    root = tmp_path_factory.mktemp("descriptions")
+    (root / "index.yaml").write_text(SENTENCES)
+    corpus = musique_subset["root"] / "corpus.jsonl"
+    args = [
+        "index",
+        str(corpus),
+        "--out",
+        str(root / "index"),
+        "--config",
+        str(root / "index.yaml"),
+    ]
+    assert main(args) == 0
+    return open_index(root / "index")
 
 
 def test_relations_are_described_by_sentences_naming_both_ends(index) -> None:
@@ -30,7 +46,7 @@ def test_relations_are_described_by_sentences_naming_both_ends(index) -> None:
     both = total = 0
     for src, dst, desc, keys in zip(*rels.values(), strict=True):
         parts = desc.split("\n")
-        assert 1 <= len(parts) <= GraphConfig().relation_sentences
+        assert 1 <= len(parts) <= 2
         for part in parts:
             assert part in clipped or part.endswith(" ...")
             text = normalize_name(part)
@@ -68,4 +84,4 @@ def test_synonym_edges_join_close_names_only(index, tmp_path) -> None:
     n = len(edges["src"])
     cos = np.sum(vecs[:n] * vecs[n:], axis=1)
     np.testing.assert_allclose(cos, edges["weight"], atol=1e-4)
-    assert np.all(cos >= GraphConfig().synonym_threshold - 1e-4)
+    assert np.all(cos >= 0.8 - 1e-4)

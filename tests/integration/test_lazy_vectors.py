@@ -43,13 +43,13 @@ def test_lazy_relation_vectors_equal_built_ones(
 ) -> None:
     """Sentence-described relations (the LLM-free default) get their sentences' mean unit
     vector, embedding nothing; relations without sentences embed their texts once."""
-    extra = "" if sentences else "  relation_sentences: 0\n"
+    extra = "  entity_sentences: 3\n  relation_sentences: 2\n" if sentences else ""
     cfg = tmp_path / "lazy.yaml"
     cfg.write_text("graph:\n  relation_vectors: lazy\n" + extra)
     lazy = tmp_path / "lazy"
     assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
     reference_dir = demo_index
-    if not sentences:
+    if sentences:
         (tmp_path / "built.yaml").write_text("graph:\n" + extra)
         reference_dir = tmp_path / "built"
         args = [
