@@ -48,6 +48,41 @@ JIT_PAIRS = 4096
 """Pairs from which `rowwise_dot` runs compiled: below it numpy's gathers are cheap."""
 
 
+def csr_row_topk(
+    queries: np.ndarray,
+    rows: np.ndarray,
+    indptr: np.ndarray,
+    members: np.ndarray,
+    vectors: np.ndarray,
+    k: int,
+    exclude: list[tuple[int, ...]] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat (item, member, score) arrays: for item i, the k distinct members of CSR row
+    `rows[i]` (members ascending within a row) not in `exclude[i]` whose `vectors` have the
+    largest dot product with `queries[i]`, best first, the lower member first on ties.
+
+    The exact top-k of a beam step over an adjacency list, in one compiled pass that reads each
+    candidate's vector once and keeps k scores per item: its cost is the candidates' dot
+    products alone, with no (candidates x dim) gather and no sort of every candidate, which is
+    what made a hub entity's expansion grow faster than its degree."""
+    from graphrag_engine.kernels.dot_jit import csr_topk_dots  # numba loads on first call
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size == 0 or k < 1:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    exclude = exclude or [()] * rows.size
+    skip_ptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in exclude], out=skip_ptr[1:])
+    skip = np.fromiter((u for e in exclude for u in e), dtype=np.int64, count=int(skip_ptr[-1]))
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    best, score, filled = csr_topk_dots(
+        q, rows, indptr.astype(np.int64), members.astype(np.int64), vectors, skip_ptr, skip, k
+    )
+    keep = np.arange(k)[None, :] < filled[:, None]
+    owner = np.broadcast_to(np.arange(rows.size)[:, None], best.shape)
+    return owner[keep], best[keep], score[keep]
+
+
 def cosine_topk(
     queries: np.ndarray,
     candidates: np.ndarray,

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphrag_engine.kernels.segments import csr_from_pairs, csr_gather
+from graphrag_engine.kernels.segments import csr_from_pairs
+from graphrag_engine.kernels.similarity import csr_row_topk
 from graphrag_engine.retrieve.context import QueryContext
 
 GRAPH = "graph_cue"
@@ -37,22 +38,22 @@ class CueAdjacency:
         parts = [self.unit_ents[self.unit_indptr[u] : self.unit_indptr[u + 1]] for u in units]
         return np.unique(np.concatenate(parts))
 
-    def expand(
-        self, entities: list[int], exclude: list[tuple[int, ...]]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Flat (item, unit) candidates of a batch: for item i, the distinct units mentioning
-        entity `entities[i]` that are not in `exclude[i]` (the units already on its path), in
-        ascending unit order; gathered for all items at once, not item by item."""
-        if not entities:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        owner, slots = csr_gather(self.ent_indptr, np.asarray(entities, dtype=np.int64))
-        units = self.ent_units[slots]
-        n_units = np.int64(self.unit_chunk.size)
-        keys = np.unique(owner * n_units + units)  # distinct per item, item then unit order
-        on_path = [i * n_units + u for i, path in enumerate(exclude) for u in path]
-        if on_path:
-            keys = keys[~np.isin(keys, np.asarray(on_path, dtype=np.int64))]
-        return keys // n_units, keys % n_units
+    def top_units(
+        self,
+        queries: np.ndarray,
+        entities: list[int],
+        exclude: list[tuple[int, ...]],
+        vectors: np.ndarray,
+        k: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flat (item, unit, score) arrays of a beam step: for item i, the k units mentioning
+        entity `entities[i]`, not in `exclude[i]` (the units already on its path), whose
+        `vectors` are nearest `queries[i]` by dot product, best first (the lower unit on ties);
+        all items in one compiled pass over their entities' unit lists."""
+        return csr_row_topk(
+            queries, np.asarray(entities, dtype=np.int64), self.ent_indptr, self.ent_units,
+            vectors, k, exclude,
+        )  # fmt: skip
 
     def chunks_of(self, unit_sets: list[set[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Flat (owner, chunk) arrays: the distinct chunks holding each owner's units."""

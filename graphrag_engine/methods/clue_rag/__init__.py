@@ -29,7 +29,6 @@ import numpy as np
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
-from graphrag_engine.kernels.segments import segment_topk
 from graphrag_engine.kernels.similarity import l2_normalize, rowwise_dot
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
@@ -185,17 +184,20 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     for _depth in range(cfg.depth):
         if not items:
             break
-        with clock.stage("expand"):
-            owner, units = adj.expand([e for _, e, _ in items], [path_units[p] for *_, p in items])
+        item_path = np.array([p for _, _, p in items])
+        with clock.stage("expand"):  # each item's K nearest units through its entity
+            owner, units, _ = adj.top_units(
+                path_vec[item_path],
+                [e for _, e, _ in items],
+                [path_units[p] for p in item_path.tolist()],
+                ctx.unit_vectors,
+                cfg.anchor_k,
+            )
         if owner.size == 0:
             break
-        item_path = np.array([p for _, _, p in items])
-        with clock.stage("similarity"):
-            sim = rowwise_dot(path_vec[item_path], owner, ctx.unit_vectors, units)
-            top = segment_topk(owner, sim, cfg.anchor_k)
         # extended paths, de-duplicated per query (the same unit set reached twice is one path)
         new: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
-        for i, u in zip(owner[top].tolist(), units[top].tolist(), strict=True):
+        for i, u in zip(owner.tolist(), units.tolist(), strict=True):
             q, _, p = items[i]
             key = (q, tuple(sorted(path_units[p] + (u,))))
             new.setdefault(key, (p, u))
