@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import time
 from pathlib import Path
@@ -64,26 +65,35 @@ RUNS = {
 
 
 def build(name: str, corpus: Path, config: str, work: Path) -> tuple[Path, dict]:
-    """A fresh index of `corpus` (nothing cached) at WORK/idx/NAME-CONFIG: its wall seconds,
-    stage seconds, bytes on disk (caches aside) and peak memory."""
+    """A fresh index of `corpus` (nothing cached) at WORK/idx/NAME-CONFIG: its wall and CPU
+    seconds (CPU seconds move less than wall seconds when other work shares the cores), the
+    load average around it, stage seconds, bytes on disk (caches aside) and peak memory."""
     out = work / "idx" / f"{name}-{config}"
     shutil.rmtree(out, ignore_errors=True)
     cfg = work / f"descriptions-{config}.yaml"
     cfg.write_text(BUILDS[config])
-    t0 = time.perf_counter()
+    load_before, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
     assert cli(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
     index = open_index(out)
     stages = index.manifest["stats"]["stages"]
     files = [p for p in out.rglob("*") if p.is_file() and "cache" not in p.name]
     figures = {
         "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
+        "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
         "bytes": sum(p.stat().st_size for p in files),
         "peak_rss_mb": max(v.get("peak_rss_mb", 0) for v in stages.values()),
         "documents": index.rows("documents"),
     }
     return out, figures
+
+
+def _cpu_seconds() -> float:
+    """User plus system CPU seconds this process has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def recall_rows(

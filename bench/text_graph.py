@@ -44,8 +44,11 @@ def main() -> None:
             for r in rows:
                 r["of_dense_R@5"] = round(r["R@5"] / dense, 3) if dense else None
                 recall.append({"set": name, "index": config, **r})
-        ratio = round(figures["sentences"]["seconds"] / figures["before"]["seconds"], 2)
-        builds.append({"set": name, **figures, "build_time_ratio": ratio})
+        ratios = {
+            f"{kind}_ratio": round(figures["sentences"][kind] / figures["before"][kind], 2)
+            for kind in ("seconds", "cpu_seconds")
+        }
+        builds.append({"set": name, **figures, **ratios})
         now = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
         base = max((r for r in now if r["method"] in BASELINES), key=lambda r: r["R@5"])
         graph = max((r for r in now if r["method"] not in BASELINES), key=lambda r: r["R@5"])
@@ -58,6 +61,7 @@ def main() -> None:
                 **{k: round(v, 4) for k, v in diff.items()},
             }
         )
+        _write(builds, recall, best)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -65,15 +69,12 @@ def main() -> None:
         )
     for b in best:
         print(b)
-    write_result(
-        "text_graph",
-        {
-            "bench": "text_graph",
-            "builds": builds,
-            "recall": recall,
-            "best_graph_minus_baseline": best,
-        },
-    )
+
+
+def _write(builds: list[dict], recall: list[dict], best: list[dict]) -> None:
+    """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
+    figures = {"bench": "text_graph", "builds": builds, "recall": recall}
+    write_result("text_graph", {**figures, "best_graph_minus_baseline": best})
 
 
 if __name__ == "__main__":
