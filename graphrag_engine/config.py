@@ -219,18 +219,18 @@ class GraphConfig:
     searches relations (LightRAG-style global/hybrid, ROGRAG, ReGraphRAG), kept in the index's
     embedding cache for later runs. Lazy saves a build the most texts of an LLM-free index
     (46k of MuSiQue's 78k); methods that never search relations then never pay for them."""
-    entity_sentences: int = 0
+    entity_sentences: int = 3
     """Without an LLM description, an entity is described by up to this many of the sentences
     (knowledge units) that mention it, those naming the most entities first (0: no description;
-    3 was measured on train, bench/descriptions.py; off until the dev sets are measured)."""
-    relation_sentences: int = 0
+    3 chosen on train, bench/descriptions.py; dev in bench/text_graph.py)."""
+    relation_sentences: int = 2
     """Without an LLM description, a relation is described by up to this many of the sentences
     where its two ends co-occur, and its keywords are their content words (0: no description,
     keyword "co-occurrence"). Such a relation's vector is the mean of its sentences' unit
     vectors (no embedding of its text), unless unit_vectors is lazy and relation_vectors is not."""
-    synonym_threshold: float = 2.0
+    synonym_threshold: float = 0.8
     """Entities whose name vectors have at least this cosine are joined by a synonym edge
-    (graph_synonym; HippoRAG 2 uses 0.8); above 1 (the default until measured on dev): none."""
+    (graph_synonym; HippoRAG 2's 0.8); above 1: none."""
     synonym_top_k: int = 10
     """Nearest entities by name looked at per entity for synonym edges."""
     unit_vectors: Literal["index", "lazy"] = "index"
@@ -290,7 +290,8 @@ class CommunitiesConfig:
     """Write an LLM report (title, summary, rating) per community (needs models.llm)."""
     extractive_reports: bool = True
     """Without LLM reports, write an extractive report per community: a title from its central
-    entities, a summary and findings from its own sentences and relations (no LLM)."""
+    entities, a summary and findings from its own sentences and relations (no LLM); with them,
+    for each community whose LLM report failed to parse."""
     report_max_tokens: int = 512
     """Completion tokens of one report."""
 

@@ -313,7 +313,8 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
 
 def _communities(b: Build) -> dict[str, Any]:
     """Hierarchical Leiden communities, and their LLM reports when asked (else extractive
-    reports, unless those are turned off too)."""
+    reports, unless those are turned off too); a community whose LLM report failed to parse
+    gets its extractive report, so global search still covers the whole graph."""
     c = b.config.communities
     rows = detect_communities(b.relations, c.max_cluster_size, c.seed)
     b.writer.write_table("communities", rows)
@@ -331,8 +332,16 @@ def _communities(b: Build) -> dict[str, Any]:
             c.report_max_tokens,
             b.config.models.llm.parse_retries,
         )
+        values.update(reports_kind="llm", parse_failures=failures)
+        have = {r["community_id"] for r in reports}
+        missing = [r for r in rows if r["community_id"] not in have]
+        if missing and c.extractive_reports:  # a failed LLM report leaves no hole
+            reports += extractive_reports(missing, b.entities, b.relations, _unit_entities(b))
+            position = {r["community_id"]: i for i, r in enumerate(rows)}
+            reports.sort(key=lambda r: position[r["community_id"]])
+            values["extractive_for_failures"] = len(missing)
         b.writer.write_table("reports", reports)
-        values.update(reports=len(reports), reports_kind="llm", parse_failures=failures)
+        values["reports"] = len(reports)
     return values
 
 

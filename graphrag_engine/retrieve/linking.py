@@ -1,7 +1,10 @@
-"""Query entity linking: named entities of every query matched to graph entities by embedding.
+"""Query entity linking: named entities of every query matched to graph entities, by name
+where a mention names an entity exactly, else by embedding.
 
 One NER pass over all queries, one embedding call for all mentions, one similarity kernel call
-against the entity vectors; no per-query model calls.
+against the entity vectors; no per-query model calls. The exact name comes first because entity
+vectors may embed descriptions as well as names: "Port Calloway" then embeds nearer an entity
+described by one short sentence about it than the entity Port Calloway with its long one.
 """
 
 from __future__ import annotations
@@ -36,9 +39,28 @@ def link_entities(
         return links, mentions
     vectors = ctx.encode_queries(flat)
     scores, ids = nearest(ctx, "entity_vectors", vectors, top_k)
+    named = ctx.memo("entity_name_rows", lambda: _name_rows(ctx.entities["name"]))
     owner = np.repeat(np.arange(len(queries)), [len(ms) for ms in mentions])
-    for q, row_ids, row_scores in zip(owner, ids, scores, strict=True):
-        for e, s in zip(row_ids, row_scores, strict=True):
+    for m, (q, row_ids, row_scores) in enumerate(zip(owner, ids, scores, strict=True)):
+        pairs = [(int(e), float(s)) for e, s in zip(row_ids, row_scores, strict=True)]
+        exact = named.get(_norm_name(flat[m]))
+        if exact is not None:  # the named entity, then the nearest others
+            pairs = [(exact, 1.0), *[(e, s) for e, s in pairs if e != exact]][:top_k]
+        for e, s in pairs:
             if e >= 0 and s >= threshold:
-                links[q][int(e)] = max(links[q].get(int(e), -1.0), float(s))
+                links[q][e] = max(links[q].get(e, -1.0), s)
     return links, mentions
+
+
+def _norm_name(name: str) -> str:
+    """A name compared case- and spacing-blind, a leading "the" aside."""
+    words = name.lower().split()
+    return " ".join(words[1:] if len(words) > 1 and words[0] == "the" else words)
+
+
+def _name_rows(names: list[str]) -> dict[str, int]:
+    """Each normalised entity name's first row."""
+    rows: dict[str, int] = {}
+    for i, name in enumerate(names):
+        rows.setdefault(_norm_name(name), i)
+    return rows

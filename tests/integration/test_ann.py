@@ -19,10 +19,12 @@ from graphrag_engine.store.index_store import Index
 
 @pytest.fixture(scope="module")
 def real_vectors(musique_subset: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(relation vectors, chunk vectors as queries) of the MuSiQue subset index."""
+    """(distinct relation vectors, chunk vectors as queries) of the MuSiQue subset index.
+    Relations described by the same sentence share its vector; recall by row id needs each
+    vector once."""
     index = Index(musique_subset["index"])
     return (
-        np.asarray(index.vectors("relation_vectors")),
+        np.unique(np.asarray(index.vectors("relation_vectors")), axis=0),
         np.asarray(index.vectors("chunk_vectors"))[:200],
     )
 
