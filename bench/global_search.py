@@ -3,7 +3,7 @@ SmolLM2 (a floor: a 135M model writes the community reports, the map points and 
 answers): what it costs per question, and which reports the level selection reads.
 
     .venv/bin/python -m bench.global_search [--chars 20000] [--questions 8] [--level 1]
-        [--work DIR] [--batch-size 16]
+        [--work DIR] [--batch-size 16] [--reports llm|extractive]
 
 The slice is the first `--chars` characters of each of the four CS books. The index is LLM-free
 (spaCy entities, co-occurrence relations) with hierarchical Leiden communities and SmolLM2
@@ -11,7 +11,10 @@ reports; the query runs `graphrag_global` over the first `--questions` CS questi
 long answers (UltraDomain has no short gold answers) and the papers' budgets fitted to
 SmolLM2's window. The result holds the index's report cost, the reports selected at each
 level (leaf-most at or below it), and per question the map prompts, tokens by stage and
-seconds.
+seconds. With `--reports extractive` the communities get extractive reports (no LLM at index
+time) and PankRAG with every step abstract (`plan: direct, scope: abstract`, its report search)
+answers the same questions with SmolLM2 beside global search; the result is tagged
+`extractive`.
 """
 
 from __future__ import annotations
@@ -37,12 +40,14 @@ def slice_corpus(work: Path, chars: int) -> Path:
     return out
 
 
-def configs(work: Path, batch_size: int, level: int) -> tuple[Path, Path]:
-    """The index config (communities with SmolLM2 reports) and the query config."""
+def configs(work: Path, batch_size: int, level: int, reports: str = "llm") -> tuple[Path, Path]:
+    """The index config (communities with SmolLM2 or extractive reports) and the query
+    config."""
     llm = f"models:\n  llm:\n    backend: transformers\n    batch_size: {batch_size}\n"
     index = work / "index.yaml"
+    with_llm = "true" if reports == "llm" else "false"
     index.write_text(
-        "communities:\n  enabled: true\n  max_cluster_size: 10\n  reports: true\n"
+        f"communities:\n  enabled: true\n  max_cluster_size: 10\n  reports: {with_llm}\n"
         "  report_max_tokens: 160\n" + llm + "    max_failed_share: 1.0\n"
     )
     query = work / "global.yaml"
@@ -60,13 +65,15 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=8)
     ap.add_argument("--level", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--work", default=work_dir("global_search"))
+    ap.add_argument("--reports", default="llm", choices=["llm", "extractive"])
+    ap.add_argument("--work", default=None)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work)
+    tag = "" if args.reports == "llm" else args.reports
+    work = Path(args.work or work_dir("global_search" + (f"-{tag}" if tag else "")))
     work.mkdir(parents=True, exist_ok=True)
     corpus = slice_corpus(work, args.chars)
-    index_cfg, query_cfg = configs(work, args.batch_size, args.level)
+    index_cfg, query_cfg = configs(work, args.batch_size, args.level, args.reports)
     index = work / "idx"
     if not (index / "manifest.json").exists():
         assert cli(["index", str(corpus), "--out", str(index), "--config", str(index_cfg)]) == 0
@@ -76,12 +83,43 @@ def main() -> None:
     assert cli([*query, "--limit", str(args.questions), "--out", str(run)]) in (0, 3)
     result = {
         "chars_per_book": args.chars,
+        "reports": args.reports,
         "index": index_figures(index),
         "selection": selection(index),
         "query": query_figures(run),
     }
+    if args.reports == "extractive":
+        result["pankrag_abstract"] = pankrag_abstract(work, index, questions, args)
     print(json.dumps(result, indent=2))
-    write_result("global_search", result)
+    write_result("global_search", result, tag=tag)
+
+
+def pankrag_abstract(work: Path, index: Path, questions: Path, args: argparse.Namespace) -> dict:
+    """PankRAG with every step abstract over the same questions: its report search reads the
+    index's reports, SmolLM2 answers; seconds and tokens per question, and how many steps fell
+    back to local search for want of reports."""
+    from graphrag_engine.results import read_rows
+
+    cfg = work / "pankrag.yaml"
+    cfg.write_text(
+        "method: pankrag\npankrag:\n  plan: direct\n  scope: abstract\n"
+        "generation:\n  max_tokens: 200\n"
+        f"models:\n  llm:\n    backend: transformers\n    batch_size: {args.batch_size}\n"
+    )
+    run = work / "run-pankrag"
+    query = ["query", str(index), str(questions), "--method", str(cfg)]
+    assert cli([*query, "--limit", str(args.questions), "--out", str(run)]) in (0, 3)
+    summary = json.loads((run / "summary.json").read_text())
+    rows = read_rows(run / "results.parquet")
+    return {
+        "questions": summary["questions"],
+        "seconds_per_question": round(summary["seconds"] / summary["questions"], 2),
+        "stage_seconds": summary["stage_seconds"],
+        "tokens_per_question": summary["query_tokens_per_question"],
+        "abstract_as_local": [r["extras"].get("abstract_as_local", 0) for r in rows],
+        "failed": summary["failed_questions"],
+        "answer_words": [len((r["answer"] or "").split()) for r in rows],
+    }
 
 
 def index_figures(index: Path) -> dict:

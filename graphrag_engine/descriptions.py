@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from itertools import combinations
 
+import numpy as np
+
 MAX_SENTENCE_CHARS = 300
 """Longest sentence kept in a description (longer ones are cut at a word boundary)."""
 KEYWORDS = 5
@@ -103,3 +105,10 @@ def relation_picks(units: Iterable[tuple[str, Sequence[str]]], k: int) -> Senten
         for a, b in combinations(sorted(ids), 2):
             picks.offer((a, b), text, len(ids), row)
     return picks
+
+
+def sentence_mean(unit_vectors: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+    """A sentence-described relation's vector: the normalised mean of its sentences' unit
+    vectors (the build and lazy relation vectors both call this, so they agree)."""
+    mean = np.asarray(unit_vectors[list(rows)], dtype=np.float32).mean(axis=0)
+    return mean / max(float(np.linalg.norm(mean)), 1e-12)

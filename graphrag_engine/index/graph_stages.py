@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_engine.config import IndexConfig
+from graphrag_engine.descriptions import sentence_mean
 from graphrag_engine.exec import make_executor
 from graphrag_engine.index.communities import community_reports, detect_communities
 from graphrag_engine.index.extract import extract_configured, summarize_descriptions
@@ -433,8 +434,7 @@ def _derived_relation_vectors(b: Build) -> None:
                 block[texts] = np.stack(next(b.cache.stored(model, iter([wanted]))))
             for i, r in enumerate(rels):
                 if r.get("sentence_units"):
-                    mean = np.asarray(units[r["sentence_units"]], dtype=np.float32).mean(axis=0)
-                    block[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+                    block[i] = sentence_mean(units, r["sentence_units"])
             sink.append(block)
 
 

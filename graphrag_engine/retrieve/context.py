@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from graphrag_engine.config import EmbedderConfig, QueryConfig
-from graphrag_engine.descriptions import relation_picks
+from graphrag_engine.descriptions import relation_picks, sentence_mean
 from graphrag_engine.errors import BadInputError, IndexFormatError
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.models import make_embedder, make_llm
@@ -155,8 +155,7 @@ class QueryContext:
             out[embedded] = self._embed_lazy(name, [texts[i] for i in embedded])
         for i, r in enumerate(rows):
             if r:
-                mean = np.asarray(units[r], dtype=np.float32).mean(axis=0)
-                out[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+                out[i] = sentence_mean(units, r)
         return out
 
     def _embed_lazy(self, name: str, texts: list[str]) -> np.ndarray:

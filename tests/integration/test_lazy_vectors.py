@@ -39,28 +39,27 @@ def _cached_vectors(index_dir) -> int:
 
 @pytest.mark.parametrize("sentences", [True, False], ids=["sentence-described", "embedded"])
 def test_lazy_relation_vectors_equal_built_ones(
-    run_cli, demo_index, tmp_path, capsys, monkeypatch, sentences: bool
+    run_cli, tmp_path, capsys, monkeypatch, sentences: bool
 ) -> None:
     """Sentence-described relations (the LLM-free default) get their sentences' mean unit
     vector, embedding nothing; relations without sentences embed their texts once."""
-    extra = "  entity_sentences: 3\n  relation_sentences: 2\n" if sentences else ""
+    n = 2 if sentences else 0
+    extra = f"  entity_sentences: {n + 1 if n else 0}\n  relation_sentences: {n}\n"
     cfg = tmp_path / "lazy.yaml"
     cfg.write_text("graph:\n  relation_vectors: lazy\n" + extra)
     lazy = tmp_path / "lazy"
     assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
-    reference_dir = demo_index
-    if sentences:
-        (tmp_path / "built.yaml").write_text("graph:\n" + extra)
-        reference_dir = tmp_path / "built"
-        args = [
-            "index",
-            "--demo",
-            "--out",
-            str(reference_dir),
-            "--config",
-            str(tmp_path / "built.yaml"),
-        ]
-        assert run_cli(*args).returncode == 0
+    (tmp_path / "built.yaml").write_text("graph:\n" + extra)
+    reference_dir = tmp_path / "built"
+    args = [
+        "index",
+        "--demo",
+        "--out",
+        str(reference_dir),
+        "--config",
+        str(tmp_path / "built.yaml"),
+    ]
+    assert run_cli(*args).returncode == 0
     built = open_index(reference_dir)
     index = open_index(lazy)
     assert index.has("entity_vectors") and not index.has("relation_vectors")
