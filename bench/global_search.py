@@ -98,8 +98,6 @@ def pankrag_abstract(work: Path, index: Path, questions: Path, args: argparse.Na
     """PankRAG with every step abstract over the same questions: its report search reads the
     index's reports, SmolLM2 answers; seconds and tokens per question, and how many steps fell
     back to local search for want of reports."""
-    from graphrag_engine.results import read_rows
-
     cfg = work / "pankrag.yaml"
     cfg.write_text(
         "method: pankrag\npankrag:\n  plan: direct\n  scope: abstract\n"
@@ -109,17 +107,8 @@ def pankrag_abstract(work: Path, index: Path, questions: Path, args: argparse.Na
     run = work / "run-pankrag"
     query = ["query", str(index), str(questions), "--method", str(cfg)]
     assert cli([*query, "--limit", str(args.questions), "--out", str(run)]) in (0, 3)
-    summary = json.loads((run / "summary.json").read_text())
-    rows = read_rows(run / "results.parquet")
-    return {
-        "questions": summary["questions"],
-        "seconds_per_question": round(summary["seconds"] / summary["questions"], 2),
-        "stage_seconds": summary["stage_seconds"],
-        "tokens_per_question": summary["query_tokens_per_question"],
-        "abstract_as_local": [r["extras"].get("abstract_as_local", 0) for r in rows],
-        "failed": summary["failed_questions"],
-        "answer_words": [len((r["answer"] or "").split()) for r in rows],
-    }
+    figures, rows = run_figures(run)
+    return {**figures, "abstract_as_local": [r["extras"].get("abstract_as_local", 0) for r in rows]}
 
 
 def index_figures(index: Path) -> dict:
@@ -158,23 +147,34 @@ def selection(index: Path) -> dict:
 
 def query_figures(run: Path) -> dict:
     """Per question: seconds, tokens by stage, map prompts and key points; the budget."""
-    from graphrag_engine.results import read_rows
-
+    figures, rows = run_figures(run)
     summary = json.loads((run / "summary.json").read_text())
-    rows = read_rows(run / "results.parquet")
     return {
-        "questions": summary["questions"],
-        "seconds_per_question": round(summary["seconds"] / summary["questions"], 2),
-        "stage_seconds": summary["stage_seconds"],
-        "tokens_per_question": summary["query_tokens_per_question"],
+        **figures,
         "answer_style": summary["answer_style"],
         "context_budget": summary["context_budget"],
         "map_prompts": [r["extras"]["map_prompts"] for r in rows],
         "points": [r["extras"]["points"] for r in rows],
         "reports_read": [r["extras"]["reports"] for r in rows],
+    }
+
+
+def run_figures(run: Path) -> tuple[dict, list[dict]]:
+    """A run folder's questions, seconds and tokens per question, failures and answer lengths,
+    and its result rows."""
+    from graphrag_engine.results import read_rows
+
+    summary = json.loads((run / "summary.json").read_text())
+    rows = read_rows(run / "results.parquet")
+    figures = {
+        "questions": summary["questions"],
+        "seconds_per_question": round(summary["seconds"] / summary["questions"], 2),
+        "stage_seconds": summary["stage_seconds"],
+        "tokens_per_question": summary["query_tokens_per_question"],
         "failed": summary["failed_questions"],
         "answer_words": [len((r["answer"] or "").split()) for r in rows],
     }
+    return figures, rows
 
 
 if __name__ == "__main__":
