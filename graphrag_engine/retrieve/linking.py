@@ -4,13 +4,15 @@ where a mention names an entity exactly, else by embedding.
 One NER pass over all queries, one embedding call for all mentions, one similarity kernel call
 against the entity vectors; no per-query model calls. The exact name comes first because entity
 vectors may embed descriptions as well as names: "Port Calloway" then embeds nearer an entity
-described by one short sentence about it than the entity Port Calloway with its long one.
+described by one short sentence about it than the entity Port Calloway with its long one. Names
+match under the key entity resolution merges surface forms by (`names.normalize_name`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.vector_search import nearest
 
@@ -39,28 +41,27 @@ def link_entities(
         return links, mentions
     vectors = ctx.encode_queries(flat)
     scores, ids = nearest(ctx, "entity_vectors", vectors, top_k)
-    named = ctx.memo("entity_name_rows", lambda: _name_rows(ctx.entities["name"]))
+    named = entities_by_name(ctx)
     owner = np.repeat(np.arange(len(queries)), [len(ms) for ms in mentions])
     for m, (q, row_ids, row_scores) in enumerate(zip(owner, ids, scores, strict=True)):
         pairs = [(int(e), float(s)) for e, s in zip(row_ids, row_scores, strict=True)]
-        exact = named.get(_norm_name(flat[m]))
-        if exact is not None:  # the named entity, then the nearest others
-            pairs = [(exact, 1.0), *[(e, s) for e, s in pairs if e != exact]][:top_k]
+        exact = named.get(normalize_name(flat[m]))
+        if exact:  # the named entity, then the nearest others
+            pairs = [(exact[0], 1.0), *[(e, s) for e, s in pairs if e != exact[0]]][:top_k]
         for e, s in pairs:
             if e >= 0 and s >= threshold:
                 links[q][e] = max(links[q].get(e, -1.0), s)
     return links, mentions
 
 
-def _norm_name(name: str) -> str:
-    """A name compared case- and spacing-blind, a leading "the" aside."""
-    words = name.lower().split()
-    return " ".join(words[1:] if len(words) > 1 and words[0] == "the" else words)
+def entities_by_name(ctx: QueryContext) -> dict[str, list[int]]:
+    """Entity rows under each name key (`names.normalize_name`, the key entity resolution
+    merges by), ascending; built once per run."""
 
+    def build() -> dict[str, list[int]]:
+        rows: dict[str, list[int]] = {}
+        for e, name in enumerate(ctx.entities["name"]):
+            rows.setdefault(normalize_name(name), []).append(e)
+        return rows
 
-def _name_rows(names: list[str]) -> dict[str, int]:
-    """Each normalised entity name's first row."""
-    rows: dict[str, int] = {}
-    for i, name in enumerate(names):
-        rows.setdefault(_norm_name(name), i)
-    return rows
+    return ctx.memo("entities_by_name", build)

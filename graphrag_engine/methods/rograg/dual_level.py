@@ -18,12 +18,8 @@ from typing import Literal
 
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import (
-    EntityGraph,
-    chunks_by_entities,
-    entity_graph,
-    search,
-)
+from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph, search
+from graphrag_engine.retrieve.linking import entities_by_name
 
 
 @dataclass
@@ -51,7 +47,7 @@ def match_keys(
     if match == "fuzzy":
         low, high = _joined(low), _joined(high)
     if match == "name":
-        low_hits = _by_name(g, low)
+        low_hits = _by_name(ctx, low)
     else:
         low_hits = _per_key(ctx, low, "entity_vectors", top_k, floor)
     high_hits = _per_key(ctx, high, "relation_vectors", top_k, floor)
@@ -97,11 +93,9 @@ def _per_key(ctx: QueryContext, keys: list[list[str]], table: str, top_k: int, f
     return out
 
 
-def _by_name(g: EntityGraph, keys: list[list[str]]) -> list[list[int]]:
+def _by_name(ctx: QueryContext, keys: list[list[str]]) -> list[list[int]]:
     """Per question, the entities whose normalized name equals a key."""
-    by_name: dict[str, list[int]] = {}
-    for e, name in enumerate(g.names):
-        by_name.setdefault(normalize_name(name), []).append(e)
+    by_name = entities_by_name(ctx)
     return [
         list(dict.fromkeys(e for k in ks for e in by_name.get(normalize_name(k), [])))
         for ks in keys
