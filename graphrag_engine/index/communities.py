@@ -110,7 +110,9 @@ extraction's are at most 100 characters), so a community's prompt stays near its
 
 
 def _brief(description: str) -> str:
-    """A description's first line, cut at BRIEF_CHARS on a word boundary."""
+    """A description as a report prompt quotes it: whole when it fits in BRIEF_CHARS (so short
+    and LLM descriptions quote as they always did), else its first line, cut at BRIEF_CHARS on
+    a word boundary."""
     if len(description) <= BRIEF_CHARS:
         return description
     first = description.split("\n")[0]

@@ -75,9 +75,8 @@ def csr_row_topk(
     np.cumsum([len(e) for e in exclude], out=skip_ptr[1:])
     skip = np.fromiter((u for e in exclude for u in e), dtype=np.int64, count=int(skip_ptr[-1]))
     q = np.ascontiguousarray(queries, dtype=np.float32)
-    best, score, filled = csr_topk_dots(
-        q, rows, indptr.astype(np.int64), members.astype(np.int64), vectors, skip_ptr, skip, k
-    )
+    indptr, members = np.asarray(indptr, np.int64), np.asarray(members, np.int64)  # no copy
+    best, score, filled = csr_topk_dots(q, rows, indptr, members, vectors, skip_ptr, skip, k)
     keep = np.arange(k)[None, :] < filled[:, None]
     owner = np.broadcast_to(np.arange(rows.size)[:, None], best.shape)
     return owner[keep], best[keep], score[keep]
