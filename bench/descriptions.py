@@ -54,7 +54,12 @@ RUNS = {
     "lightrag_mix_ner": ("lightrag", {"keywords": "ner", "mode": "mix"}),
     "graphrag_local": METHODS["graphrag_local"],
     "rograg_dual_level_ner": METHODS["rograg_dual_level_ner"],
-    "regraphrag_no_expansion": ("regraphrag", {"expansion": False}),
+    # its own name: bench/llm_free.py's "regraphrag_no_expansion" reranks by relation vectors,
+    # and a run name already in METHODS keeps METHODS' settings
+    "regraphrag_no_expansion_with_ends": (
+        "regraphrag",
+        {"expansion": False, "edge_text": "with_ends"},
+    ),
     "regraphrag_no_expansion_relation_vectors": (
         "regraphrag",
         {"expansion": False, "edge_text": "relation"},
