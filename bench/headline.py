@@ -1,7 +1,9 @@
 """The README's headline results, written from bench/results/ by `python -m bench.tables`.
 
-Two small tables: retrieval quality of the methods on MuSiQue dev over the LLM-free index (the
-rows of the PankRAG and ROGRAG benches, which share one index and one question set), and
+Three small tables: every LLM-free method on the three dev sets over the index with sentence
+descriptions and without them (the text graph bench); retrieval quality of the methods on
+MuSiQue dev over the LLM-free index as it was (the rows of the PankRAG and ROGRAG benches, which
+share one index and one question set); and
 questions/s of every LLM-free method on a GPU against the same machine's CPU cores (the GPU
 pipeline bench). Each says the command and machine it came from; commits and dates are on the
 generated pages in docs/benchmarks/, not in the README. The README holds the text
@@ -21,6 +23,8 @@ END = "<!-- /headline -->"
 QUALITY = ("pankrag.json", "rograg.json")
 """Result files whose rows are methods on one question set and index."""
 THROUGHPUT = "gpu_pipeline-cuda.json"
+TEXT_GRAPH = "text_graph.json"
+SET_NAMES = {"musique": "MuSiQue", "2wiki": "2Wiki", "hotpotqa": "HotpotQA"}
 
 
 def _machine(m: dict[str, Any]) -> str:
@@ -47,7 +51,8 @@ def _quality(results: Path) -> list[str]:
     first = next(iter(rows.values()))
     out = [
         f"Retrieval on MuSiQue dev, first {first['questions']} questions, over the LLM-free index "
-        "(MiniLM vectors, spaCy entities, no LLM at indexing); mean Recall@k of the gold "
+        "as it was before sentence descriptions (MiniLM vectors, spaCy entities, no LLM at "
+        "indexing); mean Recall@k of the gold "
         "passages, 95% bootstrap interval:",
         "",
         "| method | Recall@2 | Recall@5 |",
@@ -87,9 +92,56 @@ def _throughput(results: Path) -> list[str]:
     return out
 
 
+def _text_graph(results: Path) -> list[str]:
+    """R@5 of every method on each dev set over the LLM-free index with sentence descriptions,
+    its share of dense's, and the R@5 it had before them; then the best graph method against
+    the best baseline."""
+    path = results / TEXT_GRAPH
+    if not path.exists():
+        return []
+    rec = json.loads(path.read_text())
+    fig = rec["figures"]
+    sets = list(dict.fromkeys(r["set"] for r in fig["recall"]))
+    cell = {(r["set"], r["index"], r["method"]): r for r in fig["recall"]}
+    methods = list(dict.fromkeys(r["method"] for r in fig["recall"]))
+    out = [
+        "Every LLM-free method on the three dev sets, over the index whose entities and "
+        "relations carry their sentences (the default; `docs/indexing.md`): Recall@5, its "
+        'share of dense\'s, and (after "was") Recall@5 on the index without them:',
+        "",
+        "| method | " + " | ".join(SET_NAMES.get(s, s) for s in sets) + " |",
+        "| --- |" + " --- |" * len(sets),
+    ]
+    for m in methods:
+        cells = []
+        for s in sets:
+            now, was = cell.get((s, "sentences", m)), cell.get((s, "before", m))
+            cells.append(
+                f"{now['R@5']:.3f} ({now['of_dense_R@5']:.2f}x; was {was['R@5']:.3f})"
+                if now and was
+                else ""
+            )
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    best = [
+        f"{SET_NAMES.get(b['set'], b['set'])} {100 * b['mean_diff']:+.1f} points "
+        f"[{100 * b['ci_low']:.1f}, {100 * b['ci_high']:.1f}] ({b['best_graph']} against "
+        f"{b['best_baseline']})"
+        for b in fig["best_graph_minus_baseline"]
+    ]
+    out += [
+        "",
+        "Best graph method minus best baseline, Recall@5, paired bootstrap interval: "
+        + "; ".join(best)
+        + ".",
+        "",
+        f"From `{rec['command']}` ({_machine(rec['machine'])}).",
+    ]
+    return out
+
+
 def headline(results: Path = RESULTS) -> str:
     """The text between the README's markers."""
-    parts = [_quality(results), _throughput(results)]
+    parts = [_text_graph(results), _quality(results), _throughput(results)]
     body = [line for part in parts if part for line in [*part, ""]]
     return "\n".join([START, "", *body, END])
 
