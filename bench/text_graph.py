@@ -5,6 +5,10 @@ indexes, R@2 / R@5 with 95% bootstrap intervals, each method's R@5 as a share of
 the best graph method minus the best baseline (paired bootstrap interval of the difference).
 
     .venv/bin/python -m bench.text_graph [--sets musique,2wiki,hotpotqa] [--work DIR]
+        [--configs before,sentences] [--tag TAG]
+
+`--configs sentences` builds and queries today's default index only (no build-time ratio); its
+shares of dense and its best-graph-minus-baseline figures are still from one run.
 
 Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py).
 """
@@ -28,14 +32,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
     ap.add_argument("--work", default=work_dir("text_graph"))
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--tag", default="")
     args = ap.parse_args()
+    configs = args.configs.split(",")
+    if "sentences" not in configs or not set(configs) <= set(CONFIGS):
+        ap.error(f"--configs: a subset of {','.join(CONFIGS)} holding sentences")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     builds, recall, best = [], [], []
     for name in args.sets.split(","):
         figures, per_q = {}, {}
-        for config in CONFIGS:
+        for config in configs:
             index, figures[config] = build(name, DATA / DEV_SETS[name][0], config, work)
             rows, per_q[config] = recall_rows(
                 index, DATA / DEV_SETS[name][1], work, per_question=True
@@ -47,6 +56,7 @@ def main() -> None:
         ratios = {
             f"{kind}_ratio": round(figures["sentences"][kind] / figures["before"][kind], 2)
             for kind in ("seconds", "cpu_seconds")
+            if "before" in figures
         }
         builds.append({"set": name, **figures, **ratios})
         now = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
@@ -61,7 +71,7 @@ def main() -> None:
                 **{k: round(v, 4) for k, v in diff.items()},
             }
         )
-        _write(builds, recall, best)
+        _write(builds, recall, best, args.tag)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -71,10 +81,10 @@ def main() -> None:
         print(b)
 
 
-def _write(builds: list[dict], recall: list[dict], best: list[dict]) -> None:
+def _write(builds: list[dict], recall: list[dict], best: list[dict], tag: str) -> None:
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
     figures = {"bench": "text_graph", "builds": builds, "recall": recall}
-    write_result("text_graph", {**figures, "best_graph_minus_baseline": best})
+    write_result("text_graph", {**figures, "best_graph_minus_baseline": best}, tag)
 
 
 if __name__ == "__main__":

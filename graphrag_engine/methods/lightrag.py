@@ -7,10 +7,12 @@ For the whole batch at once:
    (`keywords: ner`: the question's entities low, the question itself high).
 2. Low level (`local`): the joined low-level keys -> entity vector search (top_k) -> those
    entities (by similarity), all their relations (by rank = the ends' degree sum, then
-   weight) and the chunks they came from (by entity, then by how many of its relations share
-   the chunk).
+   weight) and the chunks they came from.
 3. High level (`global`): the joined high-level keys -> relation vector search (top_k) -> those
    relations (by rank, then weight), their end entities and the relations' chunks.
+   A level's chunks are ordered by their cosine to the question (`chunk_pick: vector`,
+   LightRAG's default since its 1.4 code) or by entity, then by how many of its relations share
+   the chunk (`weight`: the order of the paper's code).
 4. `hybrid` merges both levels round-robin (entities, relations and chunks alike, duplicates
    dropped), as LightRAG does; `mix` adds the dense chunks of the question as a third list of
    the chunks' round-robin (dense, entity-linked, relation-linked).
@@ -34,6 +36,7 @@ from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
     budgeted_sections,
+    by_similarity,
     chunks_by_entities,
     entity_graph,
     search,
@@ -52,6 +55,9 @@ class LightRAGConfig:
     """local (entities), global (relations), hybrid (both) or mix (hybrid plus dense chunks)."""
     keywords: Literal["llm", "ner"] = "llm"
     """llm: one batched structured LLM call; ner: no LLM (entities low, the question high)."""
+    chunk_pick: Literal["vector", "weight"] = "vector"
+    """Order of a level's chunks: cosine to the question (LightRAG's kg_chunk_pick_method
+    VECTOR, its default), or entity order then relation support (WEIGHT's order)."""
     top_k: int = 60
     """Entities (low level) and relations (high level) retrieved per question."""
     entity_tokens: int = 4000
@@ -117,10 +123,19 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             ids, _ = search(ctx, [", ".join(k) for k in kw.high], "relation_vectors", cfg.top_k)
         levels.append([_high_level(g, [r for r in row.tolist() if r >= 0]) for row in ids])
     depth = 2 * ctx.cfg.retrieval.candidates
-    dense = None
+    dense, q_vecs = None, None
+    if cfg.mode == "mix" or cfg.chunk_pick == "vector":
+        with clock.stage("question_vectors"):
+            q_vecs = ctx.encode_queries(texts)
     if cfg.mode == "mix":
         with clock.stage("dense_search"):
-            dense = dense_search(ctx, ctx.encode_queries(texts), depth)
+            dense = dense_search(ctx, q_vecs, depth)
+    if cfg.chunk_pick == "vector":
+        with clock.stage("chunk_pick"):
+            levels = [
+                [(e, r, by_similarity(ctx, q_vecs[q], c)) for q, (e, r, c) in enumerate(level)]
+                for level in levels
+            ]
     contexts, extras, orders = [], [], []
     with clock.stage("build_context"):
         for q in range(len(texts)):

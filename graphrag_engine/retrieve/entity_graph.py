@@ -172,3 +172,15 @@ def chunks_by_entities(g: EntityGraph, entities: list[int]) -> list[int]:
         own = sorted(g.entity_chunks[e].tolist(), key=lambda c: -support.get(c, 0))
         out.update(dict.fromkeys(c for c in own if c not in out))
     return list(out)
+
+
+def by_similarity(ctx: QueryContext, question_vector: np.ndarray, chunks: list[int]) -> list[int]:
+    """`chunks` ordered by the cosine of their vectors to the question's, highest first, ties
+    in the given order (LightRAG's VECTOR pick of the chunks behind entities or relations)."""
+    if len(chunks) < 2:
+        return list(chunks)
+    rows = np.asarray(chunks, dtype=np.int64)
+    q = np.asarray(question_vector, dtype=np.float32)
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    scores = np.round(np.asarray(ctx.chunk_vectors[rows], dtype=np.float32) @ q, 5)
+    return rows[np.argsort(-scores, kind="stable")].tolist()

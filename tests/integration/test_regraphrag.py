@@ -54,7 +54,8 @@ def test_triplets_of_several_perspectives_are_listed_once_under_across_all(demo)
         ("History", [shared, Triplet(int(g.src[r1]), int(g.dst[r1]), r1, 0.5)]),
         ("People", [Triplet(shared.a, shared.b, r0, 0.9), Triplet(int(g.src[r2]), int(g.dst[r2]), r2, 0.1)]),
     ]  # fmt: skip
-    secs, chunks = sections(ctx, g, per_q, 3000)
+    q_vec = ctx.encode_queries(["Who founded the town?"])[0]
+    secs, chunks = sections(ctx, g, per_q, 3000, q_vec)
     assert [s.title for s in secs] == [
         f"Perspective: {n}" for n in (ACROSS_ALL, "History", "People")
     ]
@@ -64,8 +65,12 @@ def test_triplets_of_several_perspectives_are_listed_once_under_across_all(demo)
     assert "is connected to" in secs[1].items[0] and secs[1].items[0].endswith("relation.")
     assert all(len(s.items) == 1 and s.whole for s in secs)
     assert set(chunks) == {int(c) for r in (r0, r1, r2) for c in g.relation_chunks[r]}
+    # the chunks behind one triplet come by cosine to the question
+    first = [int(c) for c in g.relation_chunks[r0]]
+    sims = np.asarray(ctx.chunk_vectors)[first] @ (q_vec / np.linalg.norm(q_vec))
+    assert chunks[: len(first)] == [first[i] for i in np.argsort(-np.round(sims, 5), kind="stable")]
     # a tight budget drops lines from each section's own share, never splits an item
-    tight, _ = sections(ctx, g, per_q, 30)
+    tight, _ = sections(ctx, g, per_q, 30, q_vec)
     for s in tight:
         assert sum(ctx.count_tokens(s.items)) <= 10
 

@@ -17,7 +17,9 @@ reranking, over the shared entity graph, for the whole batch at once.
    grouped by perspective; a triplet of several perspectives is listed once under
    "[Across all]". Each group is one section, cut whole under its share of `context_tokens`.
 
-The chunk ranking (for Recall@k) is the chunks behind the listed triplets, in prompt order.
+The chunk ranking (for Recall@k) is the chunks behind the listed triplets, in prompt order,
+then those behind the triplets the budget left out, by score; the chunks behind one triplet
+by cosine to the question.
 """
 
 from __future__ import annotations
@@ -38,7 +40,13 @@ from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import EntityGraph, entity_graph, search, within_budget
+from graphrag_engine.retrieve.entity_graph import (
+    EntityGraph,
+    by_similarity,
+    entity_graph,
+    search,
+    within_budget,
+)
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
@@ -177,10 +185,19 @@ def rerank(
             ts.sort(key=lambda t: (-t.score, t.key))
 
 
+def behind(g: EntityGraph, t: Triplet) -> np.ndarray:
+    """The chunks a triplet came from: its relation's, or a bridge's two ends'."""
+    if t.relation >= 0:
+        return g.relation_chunks[t.relation]
+    return np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
+
+
 def sections(
-    ctx: QueryContext, g: EntityGraph, per_q: list, budget: int
+    ctx: QueryContext, g: EntityGraph, per_q: list, budget: int, question_vector: np.ndarray
 ) -> tuple[list[Section], list[int]]:
-    """The perspective-grouped prompt of one question and the chunks behind what it lists."""
+    """The perspective-grouped prompt of one question and its chunk ranking: the chunks behind
+    the triplets it lists, in prompt order, then those behind the triplets the budget left
+    out, by score (a triplet's own chunks by cosine to the question)."""
     count: dict[tuple, int] = {}
     for _, ts in per_q:
         for key in {t.key for t in ts}:
@@ -191,22 +208,22 @@ def sections(
     groups += [(name, [t for t in ts if count[t.key] == 1]) for name, ts in per_q]
     groups = [(name, ts) for name, ts in groups if ts]
     share = budget // max(len(groups), 1)
-    out, chunks = [], {}
+    out, listed, left_out = [], [], []
     for name, ts in groups:
         lines = [
             f"[{name}]: {g.names[t.a]} is connected to {g.names[t.b]} with {describe(g, t)} relation."
             for t in ts
         ]
         kept = within_budget(ctx, lines, share)
-        if not kept:
-            continue
-        out.append(Section(kept, title=f"Perspective: {name}", whole=True))
-        for t in ts[: len(kept)]:
-            if t.relation >= 0:
-                behind = g.relation_chunks[t.relation]
-            else:  # a bridge: the chunks of both its ends
-                behind = np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
-            chunks.update(dict.fromkeys(int(c) for c in behind))
+        listed += ts[: len(kept)]
+        left_out += ts[len(kept) :]
+        if kept:
+            out.append(Section(kept, title=f"Perspective: {name}", whole=True))
+    left_out.sort(key=lambda t: (-t.score, t.key))
+    chunks: dict[int, None] = {}
+    for t in [*listed, *left_out]:
+        new = [int(c) for c in behind(g, t) if int(c) not in chunks]
+        chunks.update(dict.fromkeys(by_similarity(ctx, question_vector, new)))
     return out, list(chunks)
 
 
@@ -304,8 +321,9 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
             rerank(ctx, g, cfg, found, texts)
     contexts, orders, extras = [], [], []
     with clock.stage("build_context"):
+        q_vecs = ctx.encode_queries(texts)
         for q, per_q in enumerate(found):
-            secs, chunks = sections(ctx, g, per_q, ctx.scaled(cfg.context_tokens))
+            secs, chunks = sections(ctx, g, per_q, ctx.scaled(cfg.context_tokens), q_vecs[q])
             contexts.append(Context(secs))
             orders.append(chunks)
             extras.append(

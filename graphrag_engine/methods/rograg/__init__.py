@@ -82,6 +82,9 @@ class ROGRAGConfig:
     own; name: low keys by normalized entity name. Matches are the top_k above floor."""
     top_k: int = 10
     """Entities per low key and relations per high key."""
+    chunk_pick: Literal["vector", "found"] = "vector"
+    """Order of the dual-level chunk references: cosine to the question (LightRAG's VECTOR
+    pick, which ROGRAG's dual level builds on), or the order the keys found them."""
     floor: float = 0.4
     """Least cosine of a fuzzy match."""
     expand_low_keys: bool = False
@@ -248,7 +251,8 @@ def run_chain(
             high = [[*k, t] for k, t in zip(high, texts, strict=True)]
         _add(tokens, "keys", kw.tokens)
     with clock.stage("dual_level"):
-        matched = match_keys(ctx, low, high, cfg.top_k, cfg.floor, cfg.match)
+        q_vecs = ctx.encode_queries(texts) if cfg.chunk_pick == "vector" else None
+        matched = match_keys(ctx, low, high, cfg.top_k, cfg.floor, cfg.match, q_vecs)
     stage_contexts: dict[str, list[Context]] = {
         "dual_level": [dual_context(ctx, cfg, m) for m in matched]
     }

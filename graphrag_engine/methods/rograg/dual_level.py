@@ -8,7 +8,9 @@ high-level keys to relations, merged and deduplicated into nodes, edges and chun
 - name (an engine option): low keys to the entities whose normalized name equals the key,
   high keys as in exact.
 
-All texts of a level, every question's, go in one embedding call.
+All texts of a level, every question's, go in one embedding call. The merged chunk references
+keep the order the keys found them, or, given the questions' vectors, are ordered by cosine to
+the question (LightRAG's VECTOR pick; ROGRAG's dual level is LightRAG's).
 """
 
 from __future__ import annotations
@@ -16,9 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph, search
+from graphrag_engine.retrieve.entity_graph import (
+    by_similarity,
+    chunks_by_entities,
+    entity_graph,
+    search,
+)
 from graphrag_engine.retrieve.linking import entities_by_name
 
 
@@ -39,10 +48,11 @@ def match_keys(
     top_k: int,
     floor: float,
     match: Literal["fuzzy", "exact", "name"] = "fuzzy",
+    question_vectors: np.ndarray | None = None,
 ) -> list[Matched]:
     """Every question's keys matched to the graph: low keys to entities and high keys to
     relations (`match`: fuzzy, exact or name), then the entities' relations and the
-    relations' ends."""
+    relations' ends; with `question_vectors`, each question's chunks by cosine to it."""
     g = entity_graph(ctx)
     if match == "fuzzy":
         low, high = _joined(low), _joined(high)
@@ -52,7 +62,7 @@ def match_keys(
         low_hits = _per_key(ctx, low, "entity_vectors", top_k, floor)
     high_hits = _per_key(ctx, high, "relation_vectors", top_k, floor)
     out = []
-    for ents, rels in zip(low_hits, high_hits, strict=True):
+    for q, (ents, rels) in enumerate(zip(low_hits, high_hits, strict=True)):
         from_ents = [r for e in ents for r in g.relations_of(e).tolist()]
         relations = list(dict.fromkeys([*rels, *from_ents]))
         entities = list(
@@ -66,6 +76,8 @@ def match_keys(
                 ]
             )
         )
+        if question_vectors is not None:
+            chunks = by_similarity(ctx, question_vectors[q], chunks)
         out.append(Matched(entities, relations, chunks))
     return out
 
