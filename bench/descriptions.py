@@ -102,13 +102,17 @@ def _cpu_seconds() -> float:
 
 
 def recall_rows(
-    index: Path, questions: Path, work: Path, per_question: bool = False
+    index: Path,
+    questions: Path,
+    work: Path,
+    per_question: bool = False,
+    runs: dict[str, tuple[str, dict]] | None = None,
 ) -> list[dict] | tuple[list[dict], dict[str, list[float]]]:
-    """R@2 / R@5 with intervals and questions/s of every run on one index (and, with
-    `per_question`, each run's R@5 per question for paired comparisons)."""
+    """R@2 / R@5 with intervals and questions/s of every run (RUNS unless `runs`) on one
+    index (and, with `per_question`, each run's R@5 per question for paired comparisons)."""
     qs = load_questions(questions)
     rows, r5 = [], {}
-    for run, (method, settings) in RUNS.items():
+    for run, (method, settings) in (runs or RUNS).items():
         METHODS.setdefault(run, (method, settings))
         ctx = QueryContext(open_index(index), method_config(run, "cpu"), work / "runs")
         timing = time_method(ctx, qs)
