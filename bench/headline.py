@@ -106,13 +106,16 @@ def _text_graph(results: Path) -> list[str]:
     rec = json.loads(path.read_text())
     now_path = results / TEXT_GRAPH_NOW
     now_rec = json.loads(now_path.read_text()) if now_path.exists() else rec
-    fig = now_rec["figures"]
-    sets = list(dict.fromkeys(r["set"] for r in fig["recall"]))
-    cell = {(r["set"], r["index"], r["method"]): r for r in fig["recall"]}
-    was_cell = {
-        (r["set"], r["method"]): r for r in rec["figures"]["recall"] if r["index"] == "before"
-    }
+    fig, old = now_rec["figures"], rec["figures"]
+    fresh = {r["set"] for r in fig["recall"]}
+    sets = list(dict.fromkeys([*(r["set"] for r in old["recall"]), *fresh]))
+    stale = [s for s in sets if s not in fresh]  # sets the rerun has not reached
+    rows = [*fig["recall"], *(r for r in old["recall"] if r["set"] in stale)]
+    cell = {(r["set"], r["index"], r["method"]): r for r in rows}
+    was_cell = {(r["set"], r["method"]): r for r in old["recall"] if r["index"] == "before"}
     methods = list(dict.fromkeys(r["method"] for r in fig["recall"]))
+    bests = [*fig["best_graph_minus_baseline"]]
+    bests += [b for b in old["best_graph_minus_baseline"] if b["set"] in stale]
     out = [
         "Every LLM-free method on the three dev sets, over the index whose entities and "
         "relations carry their sentences (the default; `docs/indexing.md`): Recall@5, its "
@@ -132,11 +135,14 @@ def _text_graph(results: Path) -> list[str]:
         f"{SET_NAMES.get(b['set'], b['set'])} {100 * b['mean_diff']:+.1f} points "
         f"[{100 * b['ci_low']:.1f}, {100 * b['ci_high']:.1f}] ({b['best_graph']} against "
         f"{b['best_baseline']})"
-        for b in fig["best_graph_minus_baseline"]
+        for b in bests
     ]
     source = f"From `{now_rec['command']}` ({_machine(now_rec['machine'])})"
     if now_rec is not rec:
         source += f'; "was" from `{rec["command"]}`'
+        if stale:
+            names = ", ".join(SET_NAMES.get(s, s) for s in stale)
+            source += f", as is all of {names}, which the rerun has not reached"
     out += [
         "",
         "Best graph method minus best baseline, Recall@5, paired bootstrap interval: "
