@@ -11,10 +11,8 @@ R@2 / R@5 with 95% bootstrap intervals and questions/s.
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
-from bench.common import DATA, work_dir, write_result
+from bench.common import DATA, offline_work, work_dir, write_result
 from bench.descriptions import build, recall_rows
 from bench.linearrag import TRAIN_SETS
 from bench.llm_free import METHODS
@@ -45,9 +43,7 @@ def main() -> None:
     ap.add_argument("--sets", default="musique,hotpotqa")
     ap.add_argument("--work", default=work_dir("chunk_pick"))
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
+    work = offline_work(args)
     recall = []
     for name in args.sets.split(","):
         corpus, questions = TRAIN_SETS[name]

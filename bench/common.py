@@ -41,6 +41,14 @@ def work_dir(name: str) -> str:
     return str(WORK / name)
 
 
+def offline_work(args: Any) -> Path:
+    """The parsed `--work` folder, created, with model downloads switched off for the run."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
 def read_jsonl(path: Path, n: int | None = None) -> list[dict]:
     """The first `n` records (all when None) of a JSONL file."""
     out: list[dict] = []

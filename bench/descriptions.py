@@ -20,7 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.common import DATA, work_dir, write_result
+from bench.common import DATA, offline_work, work_dir, write_result
 from bench.linearrag import TRAIN_SETS
 from bench.llm_free import METHODS, method_config, time_method
 from graphrag_engine.cli import main as cli
@@ -138,9 +138,7 @@ def main() -> None:
     ap.add_argument("--sets", default="musique,hotpotqa")
     ap.add_argument("--work", default=work_dir("descriptions"))
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
+    work = offline_work(args)
     builds, recall = [], []
     for name in args.sets.split(","):
         corpus, questions = TRAIN_SETS[name]
