@@ -22,10 +22,8 @@ Every setting was chosen on the train sets (bench/descriptions.py, bench/linearr
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
-from bench.common import DATA, DEV_SETS, work_dir, write_result
+from bench.common import DATA, DEV_SETS, offline_work, work_dir, write_result
 from bench.descriptions import RUNS, build, recall_rows
 from graphrag_engine.eval.metrics import paired_test
 
@@ -47,9 +45,7 @@ def main() -> None:
     configs = args.configs.split(",")
     if "sentences" not in configs or not set(configs) <= set(CONFIGS):
         ap.error(f"--configs: a subset of {','.join(CONFIGS)} holding sentences")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
+    work = offline_work(args)
     builds, recall, best = [], [], []
     for name in args.sets.split(","):
         figures, per_q = {}, {}
