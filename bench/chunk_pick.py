@@ -1,11 +1,14 @@
 """Which order the chunks behind the retrieved entities and relations take, decided on the
 train sets: each train corpus (MuSiQue, HotpotQA) indexed once with today's defaults, then
-LightRAG-style hybrid and mix (NER keys) and ROGRAG's dual level (NER keys) with the chunks by
-cosine to the question (LightRAG's VECTOR pick, now the default) and in the order their
-entities and relations were found (the paper code's order), with BM25 and dense beside them:
-R@2 / R@5 with 95% bootstrap intervals and questions/s.
+LightRAG-style hybrid and mix (NER keys), ROGRAG's dual level (NER keys) and GraphRAG-style
+local search (its text units, which PankRAG's specific steps share) with the chunks by cosine
+to the question (LightRAG's VECTOR pick, now the default) and in the order their entities and
+relations were found (the paper code's order, GraphRAG's text-unit order), with BM25 and
+dense beside them: R@2 / R@5 with 95% bootstrap intervals and questions/s.
 
-    .venv/bin/python -m bench.chunk_pick [--sets musique,hotpotqa] [--work DIR]
+    .venv/bin/python -m bench.chunk_pick [--sets musique,hotpotqa] [--work DIR] [--reuse]
+
+`--reuse` queries the train indexes this bench already built in WORK.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ RUNS = {
     ),
     "rograg_dual_level_ner_vector": ("rograg", DUAL_LEVEL),
     "rograg_dual_level_ner_found": ("rograg", {**DUAL_LEVEL, "chunk_pick": "found"}),
+    "graphrag_local_vector": ("graphrag_local", {"text_unit_order": "vector"}),
+    "graphrag_local_graphrag": ("graphrag_local", {"text_unit_order": "graphrag"}),
 }
 """run name: (registered method, its settings)."""
 
@@ -42,12 +47,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="musique,hotpotqa")
     ap.add_argument("--work", default=work_dir("chunk_pick"))
+    ap.add_argument("--reuse", action="store_true")
     args = ap.parse_args()
     work = offline_work(args)
     recall = []
     for name in args.sets.split(","):
         corpus, questions = TRAIN_SETS[name]
-        index, _ = build(f"{name}_train", DATA / corpus, "sentences", work)
+        index = work / "idx" / f"{name}_train-sentences"
+        if not (args.reuse and (index / "manifest.json").exists()):
+            index, _ = build(f"{name}_train", DATA / corpus, "sentences", work)
         for row in recall_rows(index, DATA / questions, work, runs=RUNS):
             recall.append({"set": f"{name} train", **row})
             print(f"{name:<10}{row['method']:<32}R@5 {row['R@5']:.3f} {row['R@5_ci']}", flush=True)

@@ -7,8 +7,14 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph
-from graphrag_engine.retrieve.local_search import GraphRAGLocalConfig, local_context, pick_entities
+from graphrag_engine.retrieve.entity_graph import entity_graph
+from graphrag_engine.retrieve.local_search import (
+    GraphRAGLocalConfig,
+    local_context,
+    pick_entities,
+    text_units,
+    text_vectors,
+)
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
@@ -17,7 +23,7 @@ from graphrag_engine.retrieve.types import Retrieved, StageClock
     "graphrag_local",
     config=GraphRAGLocalConfig,
     paper="Microsoft GraphRAG (Edge et al., 2024): local search",
-    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS},
+    needs={Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS},
     uses={Part.COMMUNITY_REPORTS},
 )
 def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
@@ -25,12 +31,14 @@ def graphrag_local(ctx: QueryContext, questions: list[Question], clock: StageClo
     cfg: GraphRAGLocalConfig = ctx.cfg.options
     texts = [q.question for q in questions]
     g = entity_graph(ctx)
+    with clock.stage("question_vectors"):
+        vectors = text_vectors(ctx, cfg, texts)
     with clock.stage("entity_search"):
-        picked = pick_entities(ctx, cfg, texts)
+        picked = pick_entities(ctx, cfg, texts, vectors)
     contexts, extras, orders = [], [], []
     with clock.stage("build_context"):
-        for ents in picked:
-            chunks = chunks_by_entities(g, ents)
+        for q, ents in enumerate(picked):
+            chunks = text_units(ctx, cfg, g, ents, None if vectors is None else vectors[q])
             context, extra = local_context(ctx, cfg, ents, chunks)
             contexts.append(context)
             orders.append(chunks)

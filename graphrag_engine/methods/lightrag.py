@@ -103,7 +103,13 @@ def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[i
     "lightrag",
     config=LightRAGConfig,
     paper="LightRAG (Guo et al., 2024): dual-level keyword retrieval, local/global/hybrid/mix",
-    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
+    needs={
+        Part.CHUNKS,
+        Part.CHUNK_VECTORS,
+        Part.ENTITY_GRAPH,
+        Part.ENTITY_VECTORS,
+        Part.RELATION_VECTORS,
+    },
     needs_note="descriptions when an LLM extracted",
 )
 def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:

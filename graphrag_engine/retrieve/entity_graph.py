@@ -108,10 +108,15 @@ TIE_MARGIN = 16
 
 
 def search(
-    ctx: QueryContext, texts: list[str], table: str, k: int
+    ctx: QueryContext,
+    texts: list[str],
+    table: str,
+    k: int,
+    vectors: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(B, k) rows and cosines of the rows of vector table `table` nearest each text: one
-    embedding call and one vector-search call for the batch (an empty text finds nothing)."""
+    embedding call (none when the texts' `vectors` are given) and one vector-search call for
+    the batch (an empty text finds nothing)."""
     b = len(texts)
     ids = np.full((b, k), -1, dtype=np.int64)
     scores = np.zeros((b, k), dtype=np.float32)
@@ -120,7 +125,10 @@ def search(
     if rows == 0:
         return ids, scores
     wide = min(k + TIE_MARGIN, rows)
-    s, found = nearest(ctx, table, ctx.encode_queries([texts[i] for i in asked]), wide)
+    asked_vectors = (
+        ctx.encode_queries([texts[i] for i in asked]) if vectors is None else vectors[asked]
+    )
+    s, found = nearest(ctx, table, asked_vectors, wide)
     # equal texts (entities of the same name) have equal vectors, but a text encoded alone or
     # in a padded batch gets cosines that differ in the 7th digit: rank by cosine rounded to
     # 1e-5, then by id, so a question's neighbours never depend on its batch

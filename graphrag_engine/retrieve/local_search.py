@@ -14,7 +14,9 @@ For the whole batch at once:
    (the ends' degree sum); at most `top_k_relationships` per selected entity (what is left of
    the budget).
 4. Text units: the selected entities' chunks, by entity, then by how many of its relationships
-   share the chunk (`text_unit_prop` of the budget); they are also the chunk ranking.
+   share the chunk (`text_unit_order: graphrag`, GraphRAG's order), or by their cosine to the
+   question (`vector`, the order LightRAG's code uses for the chunks behind its entities);
+   `text_unit_prop` of the budget. They are also the chunk ranking.
 
 The context is the four sections, each cut to its share of `max_tokens` and kept whole.
 """
@@ -32,6 +34,8 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
     budgeted_sections,
+    by_similarity,
+    chunks_by_entities,
     entity_graph,
     search,
     within_budget,
@@ -47,6 +51,10 @@ class GraphRAGLocalConfig:
 
     entities: Literal["embedding", "ner"] = "embedding"
     """embedding: the question's vector against entity descriptions; ner: linked entities."""
+    text_unit_order: Literal["graphrag", "vector"] = "vector"
+    """Order of the selected entities' chunks: by cosine to the question (LightRAG's VECTOR
+    pick; chosen on the train sets, bench/chunk_pick.py), or by entity, then relationship
+    support (`graphrag`: GraphRAG's code)."""
     top_k_entities: int = 10
     """Entities selected per question."""
     top_k_relationships: int = 10
@@ -100,23 +108,54 @@ def relationships(g: EntityGraph, selected: list[int], cap: int) -> list[int]:
     return np.concatenate([inside, outside])[:cap].tolist()
 
 
-def pick_entities(ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]) -> list[list[int]]:
+def text_vectors(
+    ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]
+) -> np.ndarray | None:
+    """The texts' query vectors (one call) when the entity pick or the text-unit order needs
+    them, else None."""
+    if cfg.entities == "embedding" or cfg.text_unit_order == "vector":
+        return ctx.encode_queries(texts)
+    return None
+
+
+def pick_entities(
+    ctx: QueryContext,
+    cfg: GraphRAGLocalConfig,
+    texts: list[str],
+    vectors: np.ndarray | None = None,
+) -> list[list[int]]:
     """The entities of every text: top-k by description embedding (one call), or linked NER."""
-    return [list(found) for found in scored_entities(ctx, cfg, texts)]
+    return [list(found) for found in scored_entities(ctx, cfg, texts, vectors)]
+
+
+def text_units(
+    ctx: QueryContext,
+    cfg: GraphRAGLocalConfig,
+    g: EntityGraph,
+    ents: list[int],
+    vector: np.ndarray | None,
+) -> list[int]:
+    """One text's text units: its entities' chunks in the configured order."""
+    chunks = chunks_by_entities(g, ents)
+    return by_similarity(ctx, vector, chunks) if cfg.text_unit_order == "vector" else chunks
 
 
 def scored_entities(
-    ctx: QueryContext, cfg: GraphRAGLocalConfig, texts: list[str]
+    ctx: QueryContext,
+    cfg: GraphRAGLocalConfig,
+    texts: list[str],
+    vectors: np.ndarray | None = None,
 ) -> list[dict[int, float]]:
     """Per text, its entities (best first) with their retrieval scores: the cosine of the
-    entity's description to the text, or the link score of a named entity it mentions."""
+    entity's description to the text (embedded once; `vectors` when given), or the link
+    score of a named entity it mentions."""
     if cfg.entities == "ner":
         links, _ = link_entities(ctx, texts, top_k=1)
         return [
             {e: float(lk[e]) for e in sorted(lk, key=lk.get, reverse=True)[: cfg.top_k_entities]}
             for lk in links
         ]
-    ids, scores = search(ctx, texts, "entity_vectors", cfg.top_k_entities)
+    ids, scores = search(ctx, texts, "entity_vectors", cfg.top_k_entities, vectors)
     return [
         {int(e): float(sc) for e, sc in zip(row.tolist(), srow.tolist(), strict=True) if e >= 0}
         for row, srow in zip(ids, scores, strict=True)

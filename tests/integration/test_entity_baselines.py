@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from graphrag_engine.eval.datasets import demo_questions_path, load_questions
@@ -13,7 +14,7 @@ from graphrag_engine.methods import query_config
 from graphrag_engine.methods.graphrag_local import graphrag_local
 from graphrag_engine.methods.lightrag import lightrag
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import entity_graph
+from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph
 from graphrag_engine.retrieve.local_search import relationships
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
@@ -71,12 +72,16 @@ def test_section_budgets_hold_and_the_answer_budget_never_splits_a_section(demo)
         assert fitted.sections  # the first always stays
 
 
-@pytest.mark.parametrize("method", ["lightrag", "graphrag_local"])
+@pytest.mark.parametrize("method", ["lightrag", "graphrag_local", "graphrag_local_vector"])
 def test_batched_equals_one_question_at_a_time(demo, method) -> None:
     index, questions, tmp = demo
     fn = lightrag if method == "lightrag" else graphrag_local
-    opts = {"keywords": "ner"} if method == "lightrag" else {}
-    ctx = _ctx(index, tmp, method, **opts)
+    opts = {
+        "lightrag": {"keywords": "ner"},
+        "graphrag_local": {},
+        "graphrag_local_vector": {"text_unit_order": "vector"},
+    }[method]
+    ctx = _ctx(index, tmp, method.removesuffix("_vector"), **opts)
     batch = fn(ctx, questions[:12], StageClock())
     for i, q in enumerate(questions[:12]):
         one = fn(ctx, [q], StageClock())
@@ -98,6 +103,31 @@ def test_graphrag_local_search_order_and_budget(demo) -> None:
     rels = relationships(g, sel, 1000)
     inside = [g.src[x] in sel and g.dst[x] in sel for x in rels]
     assert inside == sorted(inside, reverse=True)
+
+
+def test_graphrag_local_text_units_by_entity_or_by_cosine(demo) -> None:
+    index, questions, tmp = demo
+    ctx = _ctx(index, tmp, "graphrag_local", text_unit_order="graphrag")
+    by_entity = graphrag_local(ctx, questions[:6], StageClock())
+    by_vector = graphrag_local(
+        _ctx(index, tmp, "graphrag_local", text_unit_order="vector"), questions[:6], StageClock()
+    )
+    g = entity_graph(ctx)
+    q_vecs = ctx.encode_queries([q.question for q in questions[:6]])
+    for i in range(6):
+        ents = [g.names.index(n) for n in by_entity.extras[i]["entities"]]
+        assert by_vector.extras[i]["entities"] == by_entity.extras[i]["entities"]
+        units = chunks_by_entities(g, ents)
+        depth = len(by_entity.ranking.row(i)[0])
+        assert by_entity.ranking.row(i)[0] == units[:depth]
+        got = by_vector.ranking.row(i)[0]
+        q = q_vecs[i] / np.linalg.norm(q_vecs[i])
+        cos = np.round(np.asarray(ctx.chunk_vectors[got], dtype=np.float32) @ q, 5)
+        assert set(got) <= set(units) and len(got) == depth and np.all(np.diff(cos) <= 0)
+        left = [c for c in units if c not in got]  # the ranking keeps the most similar ones
+        if left:
+            rest = np.asarray(ctx.chunk_vectors[left], dtype=np.float32) @ q
+            assert rest.max() <= cos[-1] + 1e-5
 
 
 def test_llm_keywords_parse_or_fall_back_counted(demo, smollm, tmp_path) -> None:
@@ -237,8 +267,6 @@ def comms_at(ctx, level: int) -> list[int]:
 def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
     """Entities of the same name have equal vectors; their order (and who makes the top k) must
     not depend on whether a text was encoded alone or in a padded batch."""
-    import numpy as np
-
     from graphrag_engine.retrieve.entity_graph import search
 
     index, questions, tmp = demo

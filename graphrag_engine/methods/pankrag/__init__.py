@@ -63,6 +63,8 @@ from graphrag_engine.retrieve.local_search import (
     GraphRAGLocalConfig,
     local_context,
     scored_entities,
+    text_units,
+    text_vectors,
 )
 from graphrag_engine.retrieve.ranking import from_orders, round_robin
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
@@ -290,9 +292,12 @@ def search_level(
     wide = [i for i, sc in enumerate(scopes) if sc == "abstract" and reported]
     narrow = [i for i, sc in enumerate(scopes) if not (sc == "abstract" and reported)]
     out: list[Found | None] = [None] * len(texts)
-    picked = scored_entities(ctx, cfg.local, [texts[i] for i in narrow])
-    for i, ents in zip(narrow, picked, strict=True):
-        out[i] = Found("local", list(ents), *scored_chunks(g, ents))
+    narrow_texts = [texts[i] for i in narrow]
+    vectors = text_vectors(ctx, cfg.local, narrow_texts) if narrow else None
+    picked = scored_entities(ctx, cfg.local, narrow_texts, vectors)
+    for k, (i, ents) in enumerate(zip(narrow, picked, strict=True)):
+        units = text_units(ctx, cfg.local, g, list(ents), None if vectors is None else vectors[k])
+        out[i] = Found("local", list(ents), *scored_chunks(g, ents, units))
     hits = report_search(ctx, comms, [texts[i] for i in wide], cfg.top_k_reports) if wide else []
     for i, reports in zip(wide, hits, strict=True):
         members: dict[int, float] = {}  # each member entity scored by its best report
@@ -303,10 +308,13 @@ def search_level(
     return out
 
 
-def scored_chunks(g, entities: dict[int, float]) -> tuple[list[int], list[float]]:
-    """The chunks of `entities` (best first) in GraphRAG's text-unit order, each scored by the
-    best entity that brought it."""
-    chunks = chunks_by_entities(g, list(entities))
+def scored_chunks(
+    g, entities: dict[int, float], chunks: list[int] | None = None
+) -> tuple[list[int], list[float]]:
+    """The chunks of `entities` (best first), in GraphRAG's text-unit order unless `chunks`
+    gives them in another, each scored by the best entity that brought it."""
+    if chunks is None:
+        chunks = chunks_by_entities(g, list(entities))
     score: dict[int, float] = {}
     for e, sc in entities.items():
         for c in g.entity_chunks[e].tolist():

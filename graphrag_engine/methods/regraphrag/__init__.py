@@ -155,11 +155,15 @@ def edge_text(g: EntityGraph, t: Triplet) -> str:
 
 
 def rerank(
-    ctx: QueryContext, g: EntityGraph, cfg: ReGraphRAGConfig, found: list, questions: list[str]
+    ctx: QueryContext,
+    g: EntityGraph,
+    cfg: ReGraphRAGConfig,
+    found: list,
+    question_vectors: np.ndarray,
 ) -> None:
-    """Score every triplet of every question by cosine to its question (one embedding call for
-    the questions, one for the edges) and sort each perspective's triplets by it."""
-    q_vecs = l2_normalize(ctx.encode_queries(questions))
+    """Score every triplet of every question by cosine to its question's vector (one embedding
+    call for the edges) and sort each perspective's triplets by it."""
+    q_vecs = l2_normalize(np.asarray(question_vectors, dtype=np.float32))
     every = [t for per_q in found for _, ts in per_q for t in ts]
     if not every:
         return
@@ -316,12 +320,13 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
             found.append(mine)
             stats.append(st)
             components.append(question_components(nodes, [t for _, ts in mine for t in ts]))
+    with clock.stage("question_vectors"):
+        q_vecs = ctx.encode_queries(texts)  # once, for reranking and the chunk order
     with clock.stage("rerank"):
         if cfg.rerank:
-            rerank(ctx, g, cfg, found, texts)
+            rerank(ctx, g, cfg, found, q_vecs)
     contexts, orders, extras = [], [], []
     with clock.stage("build_context"):
-        q_vecs = ctx.encode_queries(texts)
         for q, per_q in enumerate(found):
             secs, chunks = sections(ctx, g, per_q, ctx.scaled(cfg.context_tokens), q_vecs[q])
             contexts.append(Context(secs))
