@@ -277,7 +277,13 @@ def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list
     answer_prompt=answer_prompt,
     prompt_style="long",
     paper="ReGraphRAG (2025): perspective expansion, graph reorganization, triplet reranking",
-    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
+    needs={
+        Part.CHUNKS,
+        Part.CHUNK_VECTORS,
+        Part.ENTITY_GRAPH,
+        Part.ENTITY_VECTORS,
+        Part.RELATION_VECTORS,
+    },
     needs_note="descriptions when an LLM extracted triples",
 )
 def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
@@ -293,7 +299,13 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
             views, fallback, tokens = [unexpanded(t) for t in texts], [False] * len(texts), None
     with clock.stage("node_search"):
         subs = [s for per_q in views for _, queries in per_q for s in queries]
-        ids, _ = search(ctx, subs, "entity_vectors", cfg.top_k)
+        # one embedding call for the questions (reranking, chunk order) and the sub-queries;
+        # without expansion they are the same texts
+        asked = list(dict.fromkeys([*texts, *subs]))
+        vector_of = dict(zip(asked, ctx.encode_queries(asked), strict=True))
+        sub_vecs = np.asarray([vector_of[s] for s in subs], dtype=np.float32)
+        ids, _ = search(ctx, subs, "entity_vectors", cfg.top_k, sub_vecs)
+        q_vecs = np.stack([vector_of[t] for t in texts])
     paths = path_graph(ctx, g, cfg.path_lengths)
     vectors = ctx.memo(
         "regraphrag_unit_entity_vectors",
@@ -320,8 +332,6 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
             found.append(mine)
             stats.append(st)
             components.append(question_components(nodes, [t for _, ts in mine for t in ts]))
-    with clock.stage("question_vectors"):
-        q_vecs = ctx.encode_queries(texts)  # once, for reranking and the chunk order
     with clock.stage("rerank"):
         if cfg.rerank:
             rerank(ctx, g, cfg, found, q_vecs)

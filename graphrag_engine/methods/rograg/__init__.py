@@ -198,7 +198,13 @@ JSON:"""
     "rograg",
     config=ROGRAGConfig,
     paper="ROGRAG (2025): logic-form and dual-level retrieval, argument checking, refusal",
-    needs={Part.CHUNKS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS},
+    needs={
+        Part.CHUNKS,
+        Part.CHUNK_VECTORS,
+        Part.ENTITY_GRAPH,
+        Part.ENTITY_VECTORS,
+        Part.RELATION_VECTORS,
+    },
     needs_note="descriptions when an LLM extracted",
 )
 def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
