@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from bench.common import DATA, offline_work, work_dir, write_result
-from bench.descriptions import build, recall_rows
+from bench.descriptions import build_or_reuse, recall_rows
 from bench.linearrag import TRAIN_SETS
 from bench.llm_free import METHODS
 
@@ -53,9 +53,7 @@ def main() -> None:
     recall = []
     for name in args.sets.split(","):
         corpus, questions = TRAIN_SETS[name]
-        index = work / "idx" / f"{name}_train-sentences"
-        if not (args.reuse and (index / "manifest.json").exists()):
-            index, _ = build(f"{name}_train", DATA / corpus, "sentences", work)
+        index, _ = build_or_reuse(f"{name}_train", DATA / corpus, "sentences", work, args.reuse)
         for row in recall_rows(index, DATA / questions, work, runs=RUNS):
             recall.append({"set": f"{name} train", **row})
             print(f"{name:<10}{row['method']:<32}R@5 {row['R@5']:.3f} {row['R@5_ci']}", flush=True)

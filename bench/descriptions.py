@@ -69,11 +69,26 @@ RUNS = {
 """run name: (registered method, its LLM-free settings)."""
 
 
+def index_path(name: str, config: str, work: Path) -> Path:
+    """Where `build` puts the NAME index of CONFIG in WORK."""
+    return work / "idx" / f"{name}-{config}"
+
+
+def build_or_reuse(
+    name: str, corpus: Path, config: str, work: Path, reuse: bool
+) -> tuple[Path, dict]:
+    """`build`, or with `reuse` the index it already built there (figures: reused)."""
+    out = index_path(name, config, work)
+    if reuse and (out / "manifest.json").exists():
+        return out, {"reused": True}
+    return build(name, corpus, config, work)
+
+
 def build(name: str, corpus: Path, config: str, work: Path) -> tuple[Path, dict]:
     """A fresh index of `corpus` (nothing cached) at WORK/idx/NAME-CONFIG: its wall and CPU
     seconds (CPU seconds move less than wall seconds when other work shares the cores), the
     load average around it, stage seconds, bytes on disk (caches aside) and peak memory."""
-    out = work / "idx" / f"{name}-{config}"
+    out = index_path(name, config, work)
     shutil.rmtree(out, ignore_errors=True)
     cfg = work / f"descriptions-{config}.yaml"
     cfg.write_text(BUILDS[config])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 
 from bench.common import DATA, DEV_SETS, offline_work, work_dir, write_result
-from bench.descriptions import RUNS, build, recall_rows
+from bench.descriptions import RUNS, build_or_reuse, recall_rows
 from graphrag_engine.eval.metrics import paired_test
 
 BASELINES = ("bm25", "naive")
@@ -50,11 +50,8 @@ def main() -> None:
     for name in args.sets.split(","):
         figures, per_q = {}, {}
         for config in configs:
-            index = work / "idx" / f"{name}-{config}"
-            if args.reuse and (index / "manifest.json").exists():
-                figures[config] = {"reused": True}
-            else:
-                index, figures[config] = build(name, DATA / DEV_SETS[name][0], config, work)
+            corpus = DATA / DEV_SETS[name][0]
+            index, figures[config] = build_or_reuse(name, corpus, config, work, args.reuse)
             rows, per_q[config] = recall_rows(
                 index, DATA / DEV_SETS[name][1], work, per_question=True, runs=RUNS_HERE
             )
