@@ -30,7 +30,7 @@ from typing import Literal
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
-from graphrag_engine.methods.needs import Part
+from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.entity_graph import (
@@ -103,13 +103,7 @@ def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[i
     "lightrag",
     config=LightRAGConfig,
     paper="LightRAG (Guo et al., 2024): dual-level keyword retrieval, local/global/hybrid/mix",
-    needs={
-        Part.CHUNKS,
-        Part.CHUNK_VECTORS,
-        Part.ENTITY_GRAPH,
-        Part.ENTITY_VECTORS,
-        Part.RELATION_VECTORS,
-    },
+    needs=KEYED_GRAPH_SEARCH,
     needs_note="descriptions when an LLM extracted",
 )
 def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:

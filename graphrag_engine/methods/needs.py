@@ -93,6 +93,13 @@ VECTOR_PARTS = frozenset(
 )
 
 
+KEYED_GRAPH_SEARCH = frozenset(
+    {Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTITY_VECTORS, Part.RELATION_VECTORS}
+)
+"""What a method that searches entity and relation vectors and orders the chunks behind what
+it found by their vectors needs (LightRAG-style retrieval, ROGRAG, ReGraphRAG)."""
+
+
 def parts(values: Iterable[Part | str]) -> frozenset[Part]:
     """A set of parts from parts or their names (ValueError naming an unknown one)."""
     return frozenset(Part(v) for v in values)

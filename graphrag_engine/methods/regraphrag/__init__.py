@@ -37,7 +37,7 @@ from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.reorganize import Reorganization, reorganize
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.base import register
-from graphrag_engine.methods.needs import Part
+from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import (
@@ -277,13 +277,7 @@ def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list
     answer_prompt=answer_prompt,
     prompt_style="long",
     paper="ReGraphRAG (2025): perspective expansion, graph reorganization, triplet reranking",
-    needs={
-        Part.CHUNKS,
-        Part.CHUNK_VECTORS,
-        Part.ENTITY_GRAPH,
-        Part.ENTITY_VECTORS,
-        Part.RELATION_VECTORS,
-    },
+    needs=KEYED_GRAPH_SEARCH,
     needs_note="descriptions when an LLM extracted triples",
 )
 def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:

@@ -39,7 +39,7 @@ from graphrag_engine.kernels.selection import stepwise_select
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.answer import answer_batch, fit_context
 from graphrag_engine.methods.base import register
-from graphrag_engine.methods.needs import Part
+from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.methods.rograg.analysis import analyse
 from graphrag_engine.methods.rograg.dual_level import Matched, match_keys
 from graphrag_engine.methods.rograg.logic_forms import (
@@ -198,13 +198,7 @@ JSON:"""
     "rograg",
     config=ROGRAGConfig,
     paper="ROGRAG (2025): logic-form and dual-level retrieval, argument checking, refusal",
-    needs={
-        Part.CHUNKS,
-        Part.CHUNK_VECTORS,
-        Part.ENTITY_GRAPH,
-        Part.ENTITY_VECTORS,
-        Part.RELATION_VECTORS,
-    },
+    needs=KEYED_GRAPH_SEARCH,
     needs_note="descriptions when an LLM extracted",
 )
 def rograg(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
