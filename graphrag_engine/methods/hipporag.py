@@ -1,7 +1,9 @@
 """HippoRAG-style retrieval: personalized PageRank over the passage-entity graph.
 
 1. Query entities: NER on every question, each mention linked to its nearest graph entity by
-   embedding (one NER pass, one embedding call, one similarity call for the whole batch).
+   embedding (one NER pass, one embedding call, one similarity call for the whole batch), and
+   (HippoRAG 2) the ends of the `fact_top_k` relations nearest the question, at the mean cosine
+   of their facts (`link: both`, the default; `entities` / `facts`: one of the two).
 2. Seeds: linked entities weighted by similarity x node specificity (1 / number of passages
    mentioning the entity, HippoRAG's IDF-like weight); optionally passage nodes weighted by
    their dense similarity x `passage_weight` (HippoRAG 2's dense-sparse integration).
@@ -29,12 +31,13 @@ from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
-from graphrag_engine.retrieve.linking import link_entities
+from graphrag_engine.retrieve.linking import link_entities, link_facts
 from graphrag_engine.retrieve.ranking import ChunkRanking
 from graphrag_engine.retrieve.synonyms import with_synonyms
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
 GRAPH = "graph_passage_entity"
+NEEDS = {Part.CHUNKS, Part.CHUNK_VECTORS, Part.PASSAGE_ENTITY_GRAPH, Part.ENTITY_VECTORS}
 
 
 @dataclass
@@ -43,6 +46,13 @@ class HippoRAGConfig:
 
     damping: float = 0.5
     """HippoRAG's PPR damping (probability of following an edge)."""
+    link: Literal["entities", "facts", "both"] = "both"
+    """Entity seeds from the question's NER mentions linked to graph entities (`entities`,
+    HippoRAG), from the ends of the relations nearest the question (`facts`, HippoRAG 2's
+    query-to-triple link over the relation vectors), or both, each entity at its better score
+    (chosen on the train sets, bench/graph_pick.py)."""
+    fact_top_k: int = 3
+    """facts / both: relations linked per question (HippoRAG 2 links 5; 3 chosen on train)."""
     link_threshold: float = 0.0
     """Query entity -> graph entity links below this cosine are dropped."""
     link_top_k: int = 1
@@ -62,10 +72,17 @@ class HippoRAGConfig:
     slower). 1e-6 kept 99.97% of the exact top-20 passages on the 2x scale index (random
     seeds, bench/scale.py corpus) at a third of 1e-7's pushes."""
 
+    def needs(self) -> set[Part]:
+        """The passage-entity graph always; the relations and their vectors to link facts."""
+        facts = {Part.ENTITY_GRAPH, Part.RELATION_VECTORS} if self.link != "entities" else set()
+        return NEEDS | facts
+
     def validate(self, where: str) -> None:
         """PPR needs a damping strictly between 0 and 1."""
         if not 0.0 < self.damping < 1.0:
             raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
+        if self.fact_top_k < 1:
+            raise ConfigError(f"{where}: hipporag.fact_top_k must be >= 1")
         if not self.push_eps > 0:
             raise ConfigError(f"{where}: hipporag.push_eps must be > 0")
 
@@ -74,17 +91,23 @@ class HippoRAGConfig:
     "hipporag",
     config=HippoRAGConfig,
     paper="HippoRAG (Gutierrez et al., NeurIPS 2024) / HippoRAG 2, PPR over passages",
-    needs={Part.CHUNKS, Part.CHUNK_VECTORS, Part.PASSAGE_ENTITY_GRAPH, Part.ENTITY_VECTORS},
+    needs=NEEDS,
 )
 def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Retrieved:
     """Rank chunks for every question by PPR from its linked entities (and dense passages)."""
     cfg: HippoRAGConfig = ctx.cfg.options
     depth = 2 * ctx.cfg.retrieval.candidates
     texts = [q.question for q in questions]
-    with clock.stage("link_entities"):
-        links, mentions = link_entities(ctx, texts, cfg.link_top_k, cfg.link_threshold)
     with clock.stage("embed_queries"):
         qvec = ctx.encode_queries(texts)
+    with clock.stage("link_entities"):
+        named, mentions = [{} for _ in texts], [[] for _ in texts]
+        if cfg.link != "facts":
+            named, mentions = link_entities(ctx, texts, cfg.link_top_k, cfg.link_threshold)
+        facts = [{} for _ in texts]
+        if cfg.link != "entities":
+            facts = link_facts(ctx, texts, qvec, cfg.fact_top_k)
+        links = [_merged(n, f) for n, f in zip(named, facts, strict=True)]
     with clock.stage("dense_search"):
         dense = dense_search(ctx, qvec, depth)
     with clock.stage("ppr"):
@@ -121,14 +144,23 @@ def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     extras = [
         {
             "query_entities": m,
-            "linked_entities": [
-                ctx.entities["name"][e] for e in sorted(lk, key=lk.get, reverse=True)
-            ],
+            "linked_entities": _by_score(ctx, lk),
+            "fact_entities": _by_score(ctx, fl),
             "fallback": q in fallback,
         }
-        for q, (m, lk) in enumerate(zip(mentions, links, strict=True))
+        for q, (m, lk, fl) in enumerate(zip(mentions, named, facts, strict=True))
     ]
     return Retrieved(ranking, extras, [{} for _ in questions], clock.seconds)
+
+
+def _merged(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
+    """Two link maps as one, each entity at its better score."""
+    return {e: max(a.get(e, -1.0), b.get(e, -1.0)) for e in {**a, **b}}
+
+
+def _by_score(ctx: QueryContext, links: dict[int, float]) -> list[str]:
+    """Linked entities' names, best score first."""
+    return [ctx.entities["name"][e] for e in sorted(links, key=links.get, reverse=True)]
 
 
 def _passage_seeds(

@@ -1,5 +1,6 @@
 """Query entity linking: named entities of every query matched to graph entities, by name
-where a mention names an entity exactly, else by embedding.
+where a mention names an entity exactly, else by embedding; or the query matched to the
+relations whose text is nearest it, and their ends linked (`link_facts`).
 
 One NER pass over all queries, one embedding call for all mentions, one similarity kernel call
 against the entity vectors; no per-query model calls. The exact name comes first because entity
@@ -14,6 +15,7 @@ import numpy as np
 
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import entity_graph, search
 from graphrag_engine.retrieve.vector_search import nearest
 
 
@@ -52,6 +54,27 @@ def link_entities(
             if e >= 0 and s >= threshold:
                 links[q][e] = max(links[q].get(e, -1.0), s)
     return links, mentions
+
+
+def link_facts(
+    ctx: QueryContext, queries: list[str], vectors: np.ndarray, top_k: int
+) -> list[dict[int, float]]:
+    """Per query {entity row: mean cosine of its linked facts}: the `top_k` relations nearest
+    each query's vector (HippoRAG 2's query-to-triple link; one similarity call for the
+    batch), each passing its cosine to both its ends."""
+    g = entity_graph(ctx)
+    links: list[dict[int, float]] = [{} for _ in queries]
+    if g.src.size == 0 or not queries:
+        return links
+    ids, scores = search(ctx, queries, "relation_vectors", top_k, np.asarray(vectors))
+    for q, (row_ids, row_scores) in enumerate(zip(ids, scores, strict=True)):
+        total: dict[int, list[float]] = {}
+        for r, s in zip(row_ids.tolist(), row_scores.tolist(), strict=True):
+            if r >= 0:
+                for e in {int(g.src[r]), int(g.dst[r])}:
+                    total.setdefault(e, []).append(float(s))
+        links[q] = {e: sum(v) / len(v) for e, v in total.items()}
+    return links
 
 
 def entities_by_name(ctx: QueryContext) -> dict[str, list[int]]:

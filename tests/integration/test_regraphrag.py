@@ -17,10 +17,13 @@ from graphrag_engine.methods import query_config
 from graphrag_engine.methods.regraphrag import (
     ACROSS_ALL,
     Triplet,
+    edge_text,
     path_graph,
     question_components,
     regraphrag,
+    rerank,
     sections,
+    triplets,
 )
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph
@@ -96,6 +99,54 @@ def test_reorganization_connects_each_perspective_and_switches_off(demo) -> None
         path_graph(ctx, g, "hops"), ids, l2_normalize(np.asarray(ctx.entity_vectors)), False
     )
     assert r.components_after_paths - len(r.bridges) == 1
+
+
+def test_a_subgraphs_edges_are_its_nodes_relations_or_those_among_them(demo) -> None:
+    index, questions, tmp = demo
+    ctx = _ctx(index, tmp, top_k=5)
+    g = entity_graph(ctx)
+    nodes = [g.names.index("Port Calloway"), g.names.index("Ilsa Varnholt")]
+    vectors = l2_normalize(np.asarray(ctx.entity_vectors))
+    r = reorganize(path_graph(ctx, g, "hops"), [nodes], vectors, False, False, False)
+    picked = set(nodes)
+    touching = {i for i in range(len(g.src)) if {int(g.src[i]), int(g.dst[i])} & picked}
+    between = {i for i in touching if {int(g.src[i]), int(g.dst[i])} <= picked}
+    assert {t.relation for t in triplets(g, r, "incident")} == touching
+    assert {t.relation for t in triplets(g, r, "among")} == between
+    assert len(touching) > len(between)
+    # over a run: the one-hop relations hold those among the nodes, and a far end hangs on a
+    # node, so it never adds a component
+    wide = regraphrag(_ctx(index, tmp, top_k=5), questions[:6], StageClock())
+    narrow = regraphrag(_ctx(index, tmp, top_k=5, edges="among"), questions[:6], StageClock())
+    for w, n in zip(wide.extras, narrow.extras, strict=True):
+        assert w["triplets"] >= n["triplets"]
+        assert w["node_components"] <= n["node_components"]
+
+
+def test_rerank_orders_triplets_by_cosine_of_either_edge_text(demo) -> None:
+    index, _, tmp = demo
+    for text in ("relation", "with_ends"):
+        ctx = _ctx(index, tmp, edge_text=text)
+        g = entity_graph(ctx)
+        q_vec = ctx.encode_queries(["Who founded the town of Port Calloway?"])
+        ts = [Triplet(int(g.src[r]), int(g.dst[r]), r) for r in range(min(12, g.src.size))]
+        ts.append(Triplet(ts[0].a, ts[-1].b, -1))  # a bridge: its text is embedded either way
+        found = [[("Question", list(ts))]]
+        rerank(ctx, g, ctx.cfg.options, found, q_vec)
+        got = found[0][0][1]
+        if text == "relation":
+            rel = np.asarray(ctx.vectors("relation_vectors"))
+            vecs = [rel[t.relation] if t.relation >= 0 else None for t in ts]
+        else:
+            vecs = [None] * len(ts)
+        todo = [i for i, v in enumerate(vecs) if v is None]
+        for i, v in zip(todo, ctx.encode_queries([edge_text(g, ts[i]) for i in todo]), strict=True):
+            vecs[i] = v
+        unit = l2_normalize(np.asarray(vecs, dtype=np.float32))
+        want = unit @ l2_normalize(np.asarray(q_vec, dtype=np.float32))[0]
+        score = {t.key: t.score for t in got}
+        assert [score[t.key] for t in ts] == pytest.approx(want.tolist(), abs=1e-4)
+        assert [t.score for t in got] == sorted((t.score for t in got), reverse=True)
 
 
 def test_question_components_match_networkx() -> None:

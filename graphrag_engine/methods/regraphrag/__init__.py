@@ -5,13 +5,14 @@ reranking, over the shared entity graph, for the whole batch at once.
    perspectives x n sub-queries (`expansion: false`: the question is its only sub-query).
 2. Retrieval: all sub-queries of all questions are embedded in one call and matched against
    the entity vectors in one top-k call (`top_k` nodes each); each sub-query's nodes are a
-   subgraph, and equal subgraphs within a perspective are kept once.
+   subgraph, and equal subgraphs within a perspective are kept once. A subgraph's edges are
+   its nodes' one-hop relations (`edges: among`: only those between its nodes).
 3. Graph reorganization (4.2, Algorithm 1, graphrag_engine/kernels/reorganize.py), per perspective: shortest
    paths between subgraphs merged in ascending length (union-find), then similarity bridges
    between the most similar node pairs of what is still apart, until one component remains
    (`reorganize: false`: the subgraphs as retrieved).
-4. Query-aware reranking (4.3): the reorganized graph as triplets (every relation among its
-   nodes, and the bridges), ordered by the cosine of the edge's embedding to the question
+4. Query-aware reranking (4.3): the reorganized graph as triplets (its nodes' relations, and
+   the bridges), ordered by the cosine of the edge's embedding to the question
    (`rerank: false`: relation order, bridges last).
 5. Prompt (4.4): "[Perspective]: <a> is connected to <b> with {description} relation." lines,
    grouped by perspective; a triplet of several perspectives is listed once under
@@ -70,11 +71,17 @@ class ReGraphRAGConfig:
     """False: w/o Reorg (the subgraphs as retrieved, no paths or bridges)."""
     rerank: bool = True
     """False: w/o Rerank (triplets in relation order, bridges last)."""
+    edges: Literal["incident", "among"] = "incident"
+    """A subgraph's edges: every relation touching one of its nodes (`incident`: the one-hop
+    relations LightRAG's node retrieval returns, on whose index and retriever the paper builds),
+    or only the relations among its nodes (`among`)."""
     path_lengths: Literal["hops", "inverse_weight"] = "hops"
     """Step 1's path length: hop count (BFS), or the sum of 1/weight (Dijkstra)."""
-    edge_text: Literal["with_ends", "relation"] = "with_ends"
-    """Reranking embeds each edge as its relation text with both ends' descriptions
-    (`with_ends`, one batched call per batch), or reuses the index's relation vectors."""
+    edge_text: Literal["relation", "with_ends"] = "relation"
+    """Reranking reuses the index's relation vectors (`relation`: an extracted relation's
+    "a - b: description", a sentence-described one's sentences), or embeds each edge as its
+    relation text with both ends' descriptions (`with_ends`, one batched call per batch; as
+    good on MuSiQue train, worse on HotpotQA train and far slower, bench/graph_pick.py)."""
     context_tokens: int = 1800
     """Token budget of the triplet sections, shared equally among them (the paper gives none;
     its compact triplet format needs few tokens, about 18,000 per question in all)."""
@@ -131,11 +138,13 @@ class Triplet:
         return (min(self.a, self.b), max(self.a, self.b), self.relation)
 
 
-def triplets(g: EntityGraph, graph: Reorganization) -> list[Triplet]:
-    """Every relation among the reorganized nodes (relation order), then the bridges."""
+def triplets(g: EntityGraph, graph: Reorganization, edges: str) -> list[Triplet]:
+    """Every relation touching (`incident`) or among (`among`) the reorganized nodes, in
+    relation order, then the bridges."""
     inside = np.zeros(len(g.names), bool)
     inside[graph.nodes] = True
-    rels = np.flatnonzero(inside[g.src] & inside[g.dst])
+    touch = inside[g.src] | inside[g.dst] if edges == "incident" else inside[g.src] & inside[g.dst]
+    rels = np.flatnonzero(touch)
     out = [Triplet(int(g.src[r]), int(g.dst[r]), int(r)) for r in rels]
     return out + [Triplet(u, v, -1) for u, v, _ in graph.bridges]
 
@@ -235,6 +244,12 @@ STAT_KEYS = ("subgraphs", "after_paths", "after_bridges", "path_nodes_added", "b
 STAT_KEYS += ("node_components",)
 
 
+def graph_nodes(nodes: np.ndarray, ts: list[Triplet]) -> np.ndarray:
+    """A reorganized graph's nodes and its triplets' far ends, ascending."""
+    ends = np.asarray([e for t in ts for e in (t.a, t.b)], dtype=np.int64)
+    return np.union1d(np.asarray(nodes, dtype=np.int64), ends)
+
+
 def component_labels(nodes: np.ndarray, ts: list[Triplet]) -> tuple[int, np.ndarray]:
     """Connected components of a node graph whose edges are the triplets (`nodes` ascending,
     holding every triplet end): their count and each node's label."""
@@ -259,14 +274,14 @@ def structure(r: Reorganization, ts: list[Triplet]) -> tuple[int, ...]:
         after_bridges,
         r.path_nodes_added,
         len(r.bridges),
-        component_labels(r.nodes, ts)[0],
+        component_labels(graph_nodes(r.nodes, ts), ts)[0],
     )
 
 
 def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list[int]]:
     """The components of a question's whole reorganized graph (every perspective's nodes and
     triplets together), each as its ascending entity ids: what the bench checks gold against."""
-    every = np.unique(np.concatenate(nodes)) if nodes else np.zeros(0, dtype=np.int64)
+    every = graph_nodes(np.concatenate(nodes) if nodes else np.zeros(0, np.int64), ts)
     _, labels = component_labels(every, ts)
     return [every[labels == c].tolist() for c in np.unique(labels)]
 
@@ -318,7 +333,7 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
                 kept = [list(k) for k in groups if k]
                 weighted = cfg.path_lengths != "hops"
                 r = reorganize(paths, kept, vectors, weighted, cfg.reorganize, cfg.reorganize)
-                ts = triplets(g, r)
+                ts = triplets(g, r, cfg.edges)
                 mine.append((name, ts))
                 nodes.append(r.nodes)
                 for key, value in zip(STAT_KEYS, structure(r, ts), strict=True):

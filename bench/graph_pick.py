@@ -1,0 +1,67 @@
+"""How the graph methods reach the graph, decided on the train sets: HippoRAG's entity seeds
+(the question's NER mentions linked to entities as in HippoRAG, the ends of the relations
+nearest the question as in HippoRAG 2, or both; how many relations) and ReGraphRAG's subgraph
+edges without expansion (the relations among the retrieved nodes, or every relation touching
+them, with either edge text), each train corpus (MuSiQue, HotpotQA) indexed once with today's
+defaults, BM25 and dense beside them: R@2 / R@5 with 95% bootstrap intervals and questions/s.
+
+    .venv/bin/python -m bench.graph_pick [--sets musique,hotpotqa] [--work DIR] [--reuse]
+
+`--reuse` queries the train indexes this bench already built in WORK.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.common import DATA, offline_work, work_dir, write_result
+from bench.descriptions import build_or_reuse, recall_rows
+from bench.linearrag import TRAIN_SETS
+from bench.llm_free import METHODS
+
+NO_EXPANSION = {"expansion": False}
+RUNS = {
+    "bm25": METHODS["bm25"],
+    "naive": METHODS["naive"],
+    "hipporag_link_entities": ("hipporag", {"link": "entities"}),
+    "hipporag_link_facts_3": ("hipporag", {"link": "facts", "fact_top_k": 3}),
+    **{
+        f"hipporag_link_both_{k}": ("hipporag", {"link": "both", "fact_top_k": k})
+        for k in (1, 2, 3, 5)
+    },
+    "regraphrag_no_expansion_among_relation": (
+        "regraphrag",
+        {**NO_EXPANSION, "edges": "among", "edge_text": "relation"},
+    ),
+    "regraphrag_no_expansion_incident_relation": (
+        "regraphrag",
+        {**NO_EXPANSION, "edges": "incident", "edge_text": "relation"},
+    ),
+    "regraphrag_no_expansion_incident_with_ends": (
+        "regraphrag",
+        {**NO_EXPANSION, "edges": "incident", "edge_text": "with_ends"},
+    ),
+}
+"""run name: (registered method, its settings)."""
+
+
+def main() -> None:
+    """Build each train index, query every run and write one result."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="musique,hotpotqa")
+    ap.add_argument("--work", default=work_dir("graph_pick"))
+    ap.add_argument("--reuse", action="store_true")
+    args = ap.parse_args()
+    work = offline_work(args)
+    recall = []
+    for name in args.sets.split(","):
+        corpus, questions = TRAIN_SETS[name]
+        index, _ = build_or_reuse(f"{name}_train", DATA / corpus, "sentences", work, args.reuse)
+        for row in recall_rows(index, DATA / questions, work, runs=RUNS):
+            recall.append({"set": f"{name} train", **row})
+            print(f"{name:<10}{row['method']:<44}R@5 {row['R@5']:.3f} {row['R@5_ci']}", flush=True)
+    write_result("graph_pick", {"bench": "graph_pick", "recall": recall})
+
+
+if __name__ == "__main__":
+    main()
