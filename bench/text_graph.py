@@ -12,11 +12,12 @@ shares of dense and its best-graph-minus-baseline figures are still from one run
 queries an index this bench already built in WORK instead of building it again (its build
 figures are then left out).
 
-ReGraphRAG reranking by edge texts with both ends' descriptions (the paper's) runs on the train
-sets only (bench/descriptions.py): it embeds every candidate edge for every question, about
-0.3 questions/s here, hours on the dev sets.
+ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
+(bench/descriptions.py, bench/graph_pick.py): it embeds every candidate edge for every
+question, about 0.3 questions/s here, hours on the dev sets.
 
-Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py).
+Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py,
+bench/chunk_pick.py, bench/graph_pick.py).
 """
 
 from __future__ import annotations
