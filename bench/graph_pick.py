@@ -12,11 +12,7 @@ defaults, BM25 and dense beside them: R@2 / R@5 with 95% bootstrap intervals and
 
 from __future__ import annotations
 
-import argparse
-
-from bench.common import DATA, offline_work, work_dir, write_result
-from bench.descriptions import build_or_reuse, recall_rows
-from bench.linearrag import TRAIN_SETS
+from bench.descriptions import pick_on_train
 from bench.llm_free import METHODS
 
 NO_EXPANSION = {"expansion": False}
@@ -47,20 +43,7 @@ RUNS = {
 
 def main() -> None:
     """Build each train index, query every run and write one result."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="musique,hotpotqa")
-    ap.add_argument("--work", default=work_dir("graph_pick"))
-    ap.add_argument("--reuse", action="store_true")
-    args = ap.parse_args()
-    work = offline_work(args)
-    recall = []
-    for name in args.sets.split(","):
-        corpus, questions = TRAIN_SETS[name]
-        index, _ = build_or_reuse(f"{name}_train", DATA / corpus, "sentences", work, args.reuse)
-        for row in recall_rows(index, DATA / questions, work, runs=RUNS):
-            recall.append({"set": f"{name} train", **row})
-            print(f"{name:<10}{row['method']:<44}R@5 {row['R@5']:.3f} {row['R@5_ci']}", flush=True)
-    write_result("graph_pick", {"bench": "graph_pick", "recall": recall})
+    pick_on_train("graph_pick", RUNS, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
