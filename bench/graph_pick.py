@@ -1,9 +1,10 @@
 """How the graph methods reach the graph, decided on the train sets: HippoRAG's entity seeds
 (the question's NER mentions linked to entities as in HippoRAG, the ends of the relations
-nearest the question as in HippoRAG 2, or both; how many relations) and ReGraphRAG's subgraph
-edges without expansion (the relations among the retrieved nodes, or every relation touching
-them, with either edge text), each train corpus (MuSiQue, HotpotQA) indexed once with today's
-defaults, BM25 and dense beside them: R@2 / R@5 with 95% bootstrap intervals and questions/s.
+nearest the question as in HippoRAG 2, or both; how many relations) and ReGraphRAG without
+expansion (its subgraph's edges: the relations among the retrieved nodes, or every relation
+touching them; either edge text; the chunks behind its triplets by cosine or triplet by
+triplet), each train corpus (MuSiQue, HotpotQA) indexed once with today's defaults, BM25 and
+dense beside them: R@2 / R@5 with 95% bootstrap intervals and questions/s.
 
     .venv/bin/python -m bench.graph_pick [--sets musique,hotpotqa] [--work DIR] [--reuse]
 
@@ -27,15 +28,19 @@ RUNS = {
     },
     "regraphrag_no_expansion_among_relation": (
         "regraphrag",
-        {**NO_EXPANSION, "edges": "among", "edge_text": "relation"},
+        {**NO_EXPANSION, "edges": "among", "edge_text": "relation", "chunk_order": "prompt"},
     ),
     "regraphrag_no_expansion_incident_relation": (
         "regraphrag",
-        {**NO_EXPANSION, "edges": "incident", "edge_text": "relation"},
+        {**NO_EXPANSION, "edges": "incident", "edge_text": "relation", "chunk_order": "vector"},
+    ),
+    "regraphrag_no_expansion_incident_relation_prompt_order": (
+        "regraphrag",
+        {**NO_EXPANSION, "edges": "incident", "edge_text": "relation", "chunk_order": "prompt"},
     ),
     "regraphrag_no_expansion_incident_with_ends": (
         "regraphrag",
-        {**NO_EXPANSION, "edges": "incident", "edge_text": "with_ends"},
+        {**NO_EXPANSION, "edges": "incident", "edge_text": "with_ends", "chunk_order": "prompt"},
     ),
 }
 """run name: (registered method, its settings)."""

@@ -91,8 +91,10 @@ def test_query_with_hnsw_ranks_like_exact_and_caches_its_indexes(
     cfg = _ann_config(tmp_path, "hipporag", "hnsw")
     rows = _query(index, questions, str(cfg), tmp_path / "hnsw")
     saved = sorted(p.name for p in (index / "ann").iterdir())
-    # HippoRAG-style search reads both tables: chunk vectors (dense) and entity vectors (links)
-    assert [p.split("-")[0] for p in saved] == ["chunk_vectors"] * 2 + ["entity_vectors"] * 2
+    # HippoRAG-style search reads three tables: chunk vectors (dense), entity vectors (links)
+    # and relation vectors (fact links)
+    tables = ["chunk_vectors", "entity_vectors", "relation_vectors"]
+    assert [p.split("-")[0] for p in saved] == [t for t in tables for _ in range(2)]
     meta = json.loads(next((index / "ann").glob("entity_vectors-*.json")).read_text())
     assert meta["rows"] == Index(index).rows("entity_vectors") and meta["dim"] == 384
     top5 = [r["retrieved_ids"][:5] for r in rows]

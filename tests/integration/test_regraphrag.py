@@ -68,10 +68,19 @@ def test_triplets_of_several_perspectives_are_listed_once_under_across_all(demo)
     assert "is connected to" in secs[1].items[0] and secs[1].items[0].endswith("relation.")
     assert all(len(s.items) == 1 and s.whole for s in secs)
     assert set(chunks) == {int(c) for r in (r0, r1, r2) for c in g.relation_chunks[r]}
-    # the chunks behind one triplet come by cosine to the question
+
+    def by_cosine(rows: list[int]) -> list[int]:
+        sims = np.asarray(ctx.chunk_vectors)[rows] @ (q_vec / np.linalg.norm(q_vec))
+        return [rows[i] for i in np.argsort(-np.round(sims, 5), kind="stable")]
+
+    # every triplet is listed: the chunks behind them all come by cosine to the question
+    every = list(dict.fromkeys(int(c) for r in (r0, r1, r2) for c in g.relation_chunks[r]))
+    assert chunks == by_cosine(every)
+    # prompt order: the first triplet's chunks first, by cosine among themselves
+    _, in_prompt_order = sections(ctx, g, per_q, 3000, q_vec, "prompt")
     first = [int(c) for c in g.relation_chunks[r0]]
-    sims = np.asarray(ctx.chunk_vectors)[first] @ (q_vec / np.linalg.norm(q_vec))
-    assert chunks[: len(first)] == [first[i] for i in np.argsort(-np.round(sims, 5), kind="stable")]
+    assert in_prompt_order[: len(first)] == by_cosine(first)
+    assert set(in_prompt_order) == set(chunks)
     # a tight budget drops lines from each section's own share, never splits an item
     tight, _ = sections(ctx, g, per_q, 30, q_vec)
     for s in tight:

@@ -18,9 +18,9 @@ reranking, over the shared entity graph, for the whole batch at once.
    grouped by perspective; a triplet of several perspectives is listed once under
    "[Across all]". Each group is one section, cut whole under its share of `context_tokens`.
 
-The chunk ranking (for Recall@k) is the chunks behind the listed triplets, in prompt order,
-then those behind the triplets the budget left out, by score; the chunks behind one triplet
-by cosine to the question.
+The chunk ranking (for Recall@k) is the chunks behind the listed triplets, then those behind
+the triplets the budget left out, each part by cosine to the question (`chunk_order: prompt`:
+triplet by triplet).
 """
 
 from __future__ import annotations
@@ -82,6 +82,11 @@ class ReGraphRAGConfig:
     "a - b: description", a sentence-described one's sentences), or embeds each edge as its
     relation text with both ends' descriptions (`with_ends`, one batched call per batch; as
     good on MuSiQue train, worse on HotpotQA train and far slower, bench/graph_pick.py)."""
+    chunk_order: Literal["vector", "prompt"] = "vector"
+    """The chunk ranking (for Recall@k; the prompt holds triplets): the chunks behind the listed
+    triplets by cosine to the question, then those behind the triplets the budget left out
+    (`vector`, the chunk pick the other entity-graph methods share), or triplet by triplet in
+    prompt order (`prompt`)."""
     context_tokens: int = 1800
     """Token budget of the triplet sections, shared equally among them (the paper gives none;
     its compact triplet format needs few tokens, about 18,000 per question in all)."""
@@ -206,11 +211,17 @@ def behind(g: EntityGraph, t: Triplet) -> np.ndarray:
 
 
 def sections(
-    ctx: QueryContext, g: EntityGraph, per_q: list, budget: int, question_vector: np.ndarray
+    ctx: QueryContext,
+    g: EntityGraph,
+    per_q: list,
+    budget: int,
+    question_vector: np.ndarray,
+    chunk_order: str = "vector",
 ) -> tuple[list[Section], list[int]]:
     """The perspective-grouped prompt of one question and its chunk ranking: the chunks behind
-    the triplets it lists, in prompt order, then those behind the triplets the budget left
-    out, by score (a triplet's own chunks by cosine to the question)."""
+    the triplets it lists, then those behind the triplets the budget left out (by score); by
+    cosine to the question within each part (`vector`), or triplet by triplet (`prompt`, a
+    triplet's own chunks by cosine)."""
     count: dict[tuple, int] = {}
     for _, ts in per_q:
         for key in {t.key for t in ts}:
@@ -233,10 +244,11 @@ def sections(
         if kept:
             out.append(Section(kept, title=f"Perspective: {name}", whole=True))
     left_out.sort(key=lambda t: (-t.score, t.key))
+    parts = [listed, left_out] if chunk_order == "vector" else [[t] for t in [*listed, *left_out]]
     chunks: dict[int, None] = {}
-    for t in [*listed, *left_out]:
-        new = [int(c) for c in behind(g, t) if int(c) not in chunks]
-        chunks.update(dict.fromkeys(by_similarity(ctx, question_vector, new)))
+    for part in parts:
+        new = [int(c) for t in part for c in behind(g, t) if int(c) not in chunks]
+        chunks.update(dict.fromkeys(by_similarity(ctx, question_vector, list(dict.fromkeys(new)))))
     return out, list(chunks)
 
 
@@ -347,7 +359,8 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
     contexts, orders, extras = [], [], []
     with clock.stage("build_context"):
         for q, per_q in enumerate(found):
-            secs, chunks = sections(ctx, g, per_q, ctx.scaled(cfg.context_tokens), q_vecs[q])
+            budget = ctx.scaled(cfg.context_tokens)
+            secs, chunks = sections(ctx, g, per_q, budget, q_vecs[q], cfg.chunk_order)
             contexts.append(Context(secs))
             orders.append(chunks)
             extras.append(
