@@ -13,6 +13,7 @@ dense beside them: R@2 / R@5 with 95% bootstrap intervals and questions/s.
 
 from __future__ import annotations
 
+from bench.common import write_result
 from bench.descriptions import pick_on_train
 from bench.llm_free import METHODS
 
@@ -40,7 +41,8 @@ RUNS = {
 
 def main() -> None:
     """Build each train index, query every run and write one result."""
-    pick_on_train("chunk_pick", RUNS, __doc__.splitlines()[0])
+    recall = pick_on_train("chunk_pick", RUNS, __doc__.splitlines()[0])
+    write_result("chunk_pick", {"bench": "chunk_pick", "recall": recall})
 
 
 if __name__ == "__main__":

@@ -147,9 +147,9 @@ def recall_rows(
     return (rows, r5) if per_question else rows
 
 
-def pick_on_train(bench: str, runs: dict[str, tuple[str, dict]], description: str) -> None:
-    """The main of a bench that decides settings on the train sets: build (or `--reuse`) each
-    train index with today's defaults, query every run, print R@5 and write one result."""
+def pick_on_train(bench: str, runs: dict[str, tuple[str, dict]], description: str) -> list[dict]:
+    """The body of a bench that decides settings on the train sets: build (or `--reuse`) each
+    train index with today's defaults, query every run, print R@5 and return the rows."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--sets", default="musique,hotpotqa")
     ap.add_argument("--work", default=work_dir(bench))
@@ -163,7 +163,7 @@ def pick_on_train(bench: str, runs: dict[str, tuple[str, dict]], description: st
         for row in recall_rows(index, DATA / questions, work, runs=runs):
             recall.append({"set": f"{name} train", **row})
             print(f"{name:<10}{row['method']:<44}R@5 {row['R@5']:.3f} {row['R@5_ci']}", flush=True)
-    write_result(bench, {"bench": bench, "recall": recall})
+    return recall
 
 
 def main() -> None:
