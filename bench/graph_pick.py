@@ -17,7 +17,13 @@ from bench.common import write_result
 from bench.descriptions import pick_on_train
 from bench.llm_free import METHODS
 
-NO_EXPANSION = {"expansion": False}
+
+def no_expansion(edges: str, edge_text: str, chunk_order: str) -> tuple[str, dict]:
+    """ReGraphRAG without expansion, with these subgraph edges, edge text and chunk order."""
+    settings = {"edges": edges, "edge_text": edge_text, "chunk_order": chunk_order}
+    return "regraphrag", {"expansion": False, **settings}
+
+
 RUNS = {
     "bm25": METHODS["bm25"],
     "naive": METHODS["naive"],
@@ -27,22 +33,12 @@ RUNS = {
         f"hipporag_link_both_{k}": ("hipporag", {"link": "both", "fact_top_k": k})
         for k in (1, 2, 3, 5)
     },
-    "regraphrag_no_expansion_among_relation": (
-        "regraphrag",
-        {**NO_EXPANSION, "edges": "among", "edge_text": "relation", "chunk_order": "prompt"},
+    "regraphrag_no_expansion_among_relation": no_expansion("among", "relation", "prompt"),
+    "regraphrag_no_expansion_incident_relation": no_expansion("incident", "relation", "vector"),
+    "regraphrag_no_expansion_incident_relation_prompt_order": no_expansion(
+        "incident", "relation", "prompt"
     ),
-    "regraphrag_no_expansion_incident_relation": (
-        "regraphrag",
-        {**NO_EXPANSION, "edges": "incident", "edge_text": "relation", "chunk_order": "vector"},
-    ),
-    "regraphrag_no_expansion_incident_relation_prompt_order": (
-        "regraphrag",
-        {**NO_EXPANSION, "edges": "incident", "edge_text": "relation", "chunk_order": "prompt"},
-    ),
-    "regraphrag_no_expansion_incident_with_ends": (
-        "regraphrag",
-        {**NO_EXPANSION, "edges": "incident", "edge_text": "with_ends", "chunk_order": "prompt"},
-    ),
+    "regraphrag_no_expansion_incident_with_ends": no_expansion("incident", "with_ends", "prompt"),
 }
 """run name: (registered method, its settings)."""
 
