@@ -34,11 +34,12 @@ from graphrag_engine.eval.datasets import Question, demo_questions_path, load_qu
 from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
 from graphrag_engine.methods.needs import check_needs
-from graphrag_engine.methods.run import run_query, write_atomic
+from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
 from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
 from graphrag_engine.store.index_store import Index, NoIndex
+from graphrag_engine.store.run_folder import write_atomic
 
 LLM_FLAGS = "--llm-backend transformers (the packaged SmolLM2), or --llm-backend openai --base-url URL --llm-model NAME"
 

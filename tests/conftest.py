@@ -72,10 +72,11 @@ def minilm():
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
-    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 serving the packaged SmolLM2."""
+    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 serving the packaged SmolLM2, four
+    requests decoded together (continuous batching), started once per test session."""
     from graphrag_engine.models.llama_server import LlamaServer
 
-    server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log")
+    server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log", parallel=4)
     try:
         yield server.wait()
     finally:

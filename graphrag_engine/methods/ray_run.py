@@ -31,18 +31,16 @@ from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_mi
 from graphrag_engine.methods import method_spec
 from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
 from graphrag_engine.methods.run import (
-    add_batch_seconds,
-    batch_done,
     finish_run,
     run_batch,
     run_folder,
     warn_gold,
     with_answer_style,
-    write_part,
 )
 from graphrag_engine.progress import progress
 from graphrag_engine.retrieve.context import embedder_config
 from graphrag_engine.store.index_store import Index, NoIndex
+from graphrag_engine.store.run_folder import add_batch_seconds, batch_done, write_part
 
 PIPELINE_MIN_QUESTIONS = 5000
 """From this many questions on, a method that searches vectors gets its questions embedded by a

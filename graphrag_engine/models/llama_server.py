@@ -1,11 +1,19 @@
-"""Start llama.cpp's OpenAI-compatible server (llama-cpp-python[server]) on loopback, as a
-user would: `python -m llama_cpp.server --model GGUF --port N`. Used by tests and bench/."""
+"""Start llama.cpp's own OpenAI-compatible C++ server on loopback, serving one GGUF (default: the
+packaged SmolLM2). The server comes from xllamacpp's prebuilt wheel (the `local-llm` extra), so
+nothing is compiled; it runs in a child process started as a user would start it:
+
+    python -m graphrag_engine.models.llama_server --model GGUF --port N [--parallel K]
+
+Used by the tests and bench/."""
 
 from __future__ import annotations
 
+import argparse
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,34 +42,21 @@ class LlamaServer:
         n_ctx: int = 2048,
         log: Path | None = None,
         embedding: bool = False,
+        parallel: int = 1,
     ) -> None:
         if model is None:
             folder, name = smollm2_gguf()
             model = str(Path(folder) / name)
         self.port = free_port()
         self.alias = alias
+        self.parallel = parallel
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self._log = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
+        cmd = [sys.executable, "-m", "graphrag_engine.models.llama_server", "--model", model]
+        cmd += ["--alias", alias, "--port", str(self.port), "--threads", str(n_threads)]
+        cmd += ["--ctx", str(n_ctx), "--parallel", str(parallel)]
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "llama_cpp.server",
-                "--model",
-                model,
-                "--model_alias",
-                alias,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--n_threads",
-                str(n_threads),
-                "--n_ctx",
-                str(n_ctx),
-                "--embedding",
-                str(embedding),
-            ],
+            cmd + (["--embedding"] if embedding else []),
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
@@ -72,7 +67,7 @@ class LlamaServer:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise LLMError(
-                    f"llama.cpp server exited with code {self.proc.returncode}; is llama-cpp-python[server] installed?"
+                    f"llama.cpp server exited with code {self.proc.returncode}; is the local-llm extra (xllamacpp) installed?"
                 )
             try:
                 if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
@@ -99,8 +94,9 @@ class LlamaServer:
         return ["--llm-backend", "openai", "--llm-model", self.alias, "--base-url", self.url]
 
     def llm_yaml(self, read_timeout_s: float = 600.0) -> str:
-        """A config's `models.llm` section that sends its prompts to this server (one request
-        is served at a time, so a queued request may wait: hence the long read timeout)."""
+        """A config's `models.llm` section that sends its prompts to this server (it serves
+        `parallel` requests at a time, so a queued request may wait: hence the long read
+        timeout)."""
         return llm_yaml(
             backend="openai", model=self.alias, base_url=self.url, read_timeout_s=read_timeout_s
         )
@@ -110,3 +106,41 @@ class LlamaServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve(argv: list[str] | None = None) -> int:
+    """Run llama.cpp's server in this process until SIGTERM or SIGINT."""
+    ap = argparse.ArgumentParser(description="llama.cpp's OpenAI-compatible server on loopback")
+    ap.add_argument("--model", required=True, help="a GGUF file")
+    ap.add_argument("--alias", default="smollm2", help="the model name the server reports")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx", type=int, default=2048, help="context tokens of each slot")
+    ap.add_argument("--parallel", type=int, default=1, help="requests decoded together")
+    ap.add_argument("--embedding", action="store_true", help="serve /v1/embeddings (mean-pooled)")
+    args = ap.parse_args(argv)
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.alias}
+    params.hostnames = ["127.0.0.1"]
+    params.port = args.port
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.threads
+    params.n_parallel = args.parallel
+    params.n_ctx = args.ctx * args.parallel  # llama.cpp splits the context among the slots
+    if args.embedding:
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = xllamacpp.Server(params)  # listens until it is dropped
+    stop.wait()
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

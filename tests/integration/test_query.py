@@ -227,10 +227,10 @@ def test_a_second_query_into_a_busy_run_folder_is_refused(
 ) -> None:
     """While one process holds a run folder, another `query` into it exits 2 and writes
     nothing there."""
-    from graphrag_engine.methods.run import _lock_run_dir
+    from graphrag_engine.store.run_folder import lock_run_dir
 
     out = tmp_path / "r"
-    held = _lock_run_dir(out)
+    held = lock_run_dir(out)
     try:
         args = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
         assert main([*args, "--out", str(out)]) == 2
