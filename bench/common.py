@@ -128,30 +128,59 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def _commit() -> str:
-    if os.environ.get("GRAPHRAG_BENCH_COMMIT"):  # a copy of the tree without .git (a GPU machine)
-        return os.environ["GRAPHRAG_BENCH_COMMIT"]
+NOT_CODE = ("bench/results/", "docs/", "README.md", "CHANGELOG.md")
+"""Tracked paths whose edits do not change what a bench measures (a result being written, the
+pages generated from it)."""
+
+
+def _git(*args: str) -> str | None:
+    """What a git command prints in the repository, or None when git cannot answer."""
     try:
         out = subprocess.run(
-            ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            timeout=10,
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10
         )
-        return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def code_state() -> dict[str, Any]:
+    """The exact commit this tree's code is at and the tracked code files it changes, if any.
+
+    A copy of the tree without .git (a lent GPU machine) names its commit in
+    GRAPHRAG_BENCH_COMMIT, which the packer (bench/gpu_carry.py) sets only for a clean tree."""
+    if os.environ.get("GRAPHRAG_BENCH_COMMIT"):
+        return {"commit": os.environ["GRAPHRAG_BENCH_COMMIT"], "uncommitted": []}
+    head = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    if head is None or status is None:
+        return {"commit": "unknown", "uncommitted": []}
+    changed = [line[3:] for line in status.splitlines() if line[3:]]
+    return {
+        "commit": head.strip(),
+        "uncommitted": sorted(f for f in changed if not f.startswith(NOT_CODE)),
+    }
 
 
 def write_result(bench: str, figures: dict[str, Any], tag: str = "") -> Path:
-    """Print `figures` as one JSON line and keep them, with the command, commit, date and
-    machine, in bench/results/<bench>[-<tag>].json (written atomically)."""
+    """Print `figures` as one JSON line and keep them, with the command, exact commit, date and
+    machine, in bench/results/<bench>[-<tag>].json (written atomically). A tree with uncommitted
+    changes to tracked code is recorded as such (`uncommitted`: the files), and
+    `python -m bench.tables --check` fails on that result until it is re-run from a commit."""
     print(json.dumps({"bench": bench, **figures}), flush=True)
+    state = code_state()
+    if state["uncommitted"]:
+        print(
+            f"warning: {len(state['uncommitted'])} tracked code files differ from commit "
+            f"{state['commit'][:12]} ({', '.join(state['uncommitted'][:5])}); the result says "
+            "so and bench.tables --check fails on it: commit first, then run the bench",
+            file=sys.stderr,
+        )
     record = {
         "bench": bench,
         "tag": tag,
         "command": " ".join(["python -m", f"bench.{bench}", *sys.argv[1:]]),
-        "commit": _commit(),
+        **state,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "figures": figures,

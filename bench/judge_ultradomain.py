@@ -32,7 +32,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from bench.common import DATA, REPO, work_dir, write_result
-from bench.retrieval import judge_flags
+from bench.method_runs import judge_flags
 from graphrag_engine.cli import main as cli
 
 METHODS = {  # run name: (config, `key: value` overrides of its method section)

@@ -6,7 +6,7 @@ and batched against one question at a time.
 
     .venv/bin/python -m bench.linearrag [--sets musique] [--work DIR] [--skip-train]
 
-Indexes live in WORK/idx/SET (dev, shared with bench/retrieval.py) and WORK/idx/SET_train.
+Indexes live in WORK/idx/SET (dev, shared with bench/method_runs.py) and WORK/idx/SET_train.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from bench.common import DATA, DEV_SETS, work_dir, write_result
-from bench.retrieval import batched_vs_single, config_variant
+from bench.method_runs import batched_vs_single, config_variant
 from graphrag_engine.cli import main as cli
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.eval.metrics import bootstrap_ci, paired_test, recall_at_k

@@ -12,7 +12,7 @@ plans, and level-synchronous batching vs one question at a time.
 Without --llm everything is LLM-free: gold (oracle) plans with the gold intermediate answers,
 full / -Ank, and -Path (the question as its only step); the alpha sweep (0.4 .. 1.0) with gold
 plans; NaiveRAG, HippoRAG-style PPR and GraphRAG-style local search from the same run (the
-index is bench/retrieval.py's, shared under WORK/idx/musique). Prints Recall@2/5 with 95% CIs,
+index is bench/method_runs.py's, shared under WORK/idx/musique). Prints Recall@2/5 with 95% CIs,
 the plan shape (steps, levels), and (c) questions/s batched vs one at a time (in process, same
 context, the ratio) with gold plans.
 
@@ -42,7 +42,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench import retrieval
+from bench import method_runs
 from bench.common import work_dir, write_result
 from graphrag_engine.config import LLMConfig
 
@@ -69,7 +69,7 @@ LLM_VARIANTS = {  # run name: (label, `key: value` lines replacing the config's)
 
 def extras_of(run: Path) -> list[dict]:
     """Each question's extras (plan, levels, fallback) and token counts from a run."""
-    return [r["extras"] | {"tokens": r["tokens"]} for r in retrieval.run_rows(run)]
+    return [r["extras"] | {"tokens": r["tokens"]} for r in method_runs.run_rows(run)]
 
 
 def plan_figures(
@@ -128,32 +128,32 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     from graphrag_engine.retrieve.context import QueryContext
     from graphrag_engine.store import open_index
 
-    qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
+    qs = load_questions(str(method_runs.DATA / "musique_dev.jsonl"), limit=questions)
     cfg = query_config("pankrag")
     cfg.generation.enabled = False
     cfg.options.plan, cfg.options.sub_answers = "gold", "gold"
     ctx = QueryContext(open_index(index), cfg, Path(work_dir("pankrag-speed")))
-    return retrieval.batched_vs_single(pankrag, ctx, qs)[0]
+    return method_runs.batched_vs_single(pankrag, ctx, qs)[0]
 
 
-def with_llm(work: Path, limit: int, local: retrieval.LocalLLM) -> tuple[list[dict], dict]:
+def with_llm(work: Path, limit: int, local: method_runs.LocalLLM) -> tuple[list[dict], dict]:
     """SmolLM2-planned rows next to the gold-plan rows and baselines on the first `limit`
     questions; the rows and each LLM variant's plan statistics."""
     others = [*VARIANTS, *BASELINES]
     cache = "pankrag_cache.sqlite"
-    rows = retrieval.run_with_llm(
+    rows = method_runs.run_with_llm(
         work, "pankrag-llm", limit, local, YAML, LLM_VARIANTS, others, cache
     )
     from graphrag_engine.eval.datasets import load_questions
     from graphrag_engine.methods.pankrag.plans import gold_plan
 
-    qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
+    qs = load_questions(method_runs.DATA / "musique_dev.jsonl", limit=limit)
     gold = [len(gold_plan(q).steps) for q in qs]
     runs = {Path(r["run"]).name: Path(r["run"]) for r in rows}
     return rows, {name: plan_stats(runs[name], gold) for name in LLM_VARIANTS}
 
 
-def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
+def planner_stats(work: Path, limit: int, local: method_runs.LocalLLM) -> dict:
     """(c) The planner alone on the first `limit` MuSiQue dev questions: plan_figures, asks
     and planner tokens per question, the failures' last errors."""
     from collections import Counter
@@ -163,7 +163,7 @@ def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
     from graphrag_engine.methods.pankrag.plans import gold_plan, make_plans
     from graphrag_engine.models import make_llm
 
-    qs = load_questions(retrieval.DATA / "musique_dev.jsonl", limit=limit)
+    qs = load_questions(method_runs.DATA / "musique_dev.jsonl", limit=limit)
     max_steps, retries = PankRAGConfig().max_steps, LLMConfig().parse_retries
     cache = str(work / f"pankrag_plans_{local.backend}.sqlite")
     with ExitStack() as stack:
@@ -184,20 +184,20 @@ def planner_stats(work: Path, limit: int, local: retrieval.LocalLLM) -> dict:
         "planner_tokens_per_question": round(sum(planned.tokens) / len(qs), 1),
         "seconds_per_question": round(seconds / len(qs), 2),
         "errors": dict(
-            Counter(retrieval.error_kind(e) for e in planned.errors if e).most_common(8)
+            Counter(method_runs.error_kind(e) for e in planned.errors if e).most_common(8)
         ),
     }
     return {"backend": llm.model_id} | figures | cost
 
 
-def ragas(work: Path, limit: int, local: retrieval.LocalLLM) -> str:
+def ragas(work: Path, limit: int, local: method_runs.LocalLLM) -> str:
     """(b) PankRAG (SmolLM2 plans, intermediate and final answers, the CPU context budget) and
     NaiveRAG answer the first `limit` MuSiQue dev questions; the engine's RAGAS-style metrics
     (faithfulness, context recall, context precision) score both with the same SmolLM2 as
     judge. Returns the report's metric sections."""
     from graphrag_engine.models import llm_yaml
 
-    index, questions = work / "idx" / "musique", retrieval.DATA / "musique_dev.jsonl"
+    index, questions = work / "idx" / "musique", method_runs.DATA / "musique_dev.jsonl"
     cache = work / "pankrag_ragas_cache.sqlite"
     runs = work / "runs" / f"musique-ragas{limit}"
     with ExitStack() as stack:
@@ -207,7 +207,7 @@ def ragas(work: Path, limit: int, local: retrieval.LocalLLM) -> str:
             ("pankrag", YAML, CPU_BUDGET),
             ("naive", "configs/methods/naive.yaml", ()),
         ):
-            spec = retrieval.llm_variant_config(
+            spec = method_runs.llm_variant_config(
                 work, base, f"ragas_{name}", overrides, section, cache
             )
             args = [
@@ -219,11 +219,11 @@ def ragas(work: Path, limit: int, local: retrieval.LocalLLM) -> str:
                 "--limit",
                 str(limit),
             ]
-            assert retrieval.cli([*args, "--out", str(runs / name)]) == 0
+            assert method_runs.cli([*args, "--out", str(runs / name)]) == 0
         judge = local.judge_flags(keys)
         report = work / "reports" / f"musique-ragas{limit}"
         eval_args = ["eval", str(runs / "pankrag"), str(runs / "naive"), "--out", str(report)]
-        assert retrieval.cli([*eval_args, "--ragas", *judge, "--judge-limit", str(limit)]) == 0
+        assert method_runs.cli([*eval_args, "--ragas", *judge, "--judge-limit", str(limit)]) == 0
     text = (report / "report.md").read_text()
     start = text.find("## faithfulness")
     return text[start:] if start >= 0 else text
@@ -233,13 +233,13 @@ def print_rows(title: str, rows: list[dict]) -> None:
     """One recall table."""
     print(f"\n{title}\n{'method':<40}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}")
     for r in rows:
-        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
+        cells = [method_runs.recall_cell(r, k) for k in (2, 5)]
         print(f"{r['method']:<40}{cells[0]:<24}{cells[1]:<24}")
 
 
 def main() -> None:
     """Index (shared), run, evaluate, time; print the tables and a JSON line."""
-    ap = retrieval.llm_bench_parser(
+    ap = method_runs.llm_bench_parser(
         __doc__.splitlines()[0], "add SmolLM2 plans (llama.cpp server)", 200
     )
     ap.add_argument("--plans-only", action="store_true", help="(c): the planner alone, no index")
@@ -249,22 +249,22 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
-    retrieval.METHODS.update(VARIANTS | SWEEP)
+    method_runs.METHODS.update(VARIANTS | SWEEP)
     if args.plans_only:
         work.mkdir(parents=True, exist_ok=True)
-        stats = planner_stats(work, args.llm_questions, retrieval.LocalLLM.of(args))
+        stats = planner_stats(work, args.llm_questions, method_runs.LocalLLM.of(args))
         print("\n(c) plans:", json.dumps(stats))
         return
     if args.ragas:
-        print(ragas(work, args.ragas, retrieval.LocalLLM.of(args)))
+        print(ragas(work, args.ragas, method_runs.LocalLLM.of(args)))
         return
     if args.llm:
-        rows, stats = with_llm(work, args.llm_questions, retrieval.LocalLLM.of(args))
+        rows, stats = with_llm(work, args.llm_questions, method_runs.LocalLLM.of(args))
         print_rows(f"(a) MuSiQue dev, first {args.llm_questions} questions, SmolLM2 plans", rows)
         print("\n(c, d) plans:", json.dumps(stats))
         write_result("pankrag", {"llm_rows": rows, "plan_stats": stats}, tag="llm")
         return
-    rows = retrieval.run_set("musique", work, False, [*VARIANTS, *SWEEP, *BASELINES])
+    rows = method_runs.run_set("musique", work, [*VARIANTS, *SWEEP, *BASELINES])
     print_rows("(a) MuSiQue dev, LLM-free index, gold plans and answers", rows)
     runs = work / "runs" / "musique"
     shape = {}

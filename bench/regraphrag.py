@@ -5,7 +5,7 @@ Algorithm 1 makes, the retrieval proxy next to the baselines, and batched vs one
     .venv/bin/python -m bench.regraphrag --llm [--llm-questions N] [--sweep]
                                          [--llm-backend llama|transformers] [--batch-size 16]
 
-Runs, from one `graphrag-engine query --retrieval-only` each (bench/retrieval.py's machinery,
+Runs, from one `graphrag-engine query --retrieval-only` each (bench/method_runs.py's machinery,
 the index shared with it under WORK/idx/musique): ReGraphRAG without perspective expansion
 (LLM-free: the question is its only sub-query) with reorganization and reranking, then without
 reorganization, then without reranking; BM25, dense, HippoRAG-style PPR and LightRAG-style
@@ -35,7 +35,7 @@ import json
 import os
 from pathlib import Path
 
-from bench import retrieval
+from bench import method_runs
 from bench.common import work_dir, write_result
 
 VARIANTS = {
@@ -88,7 +88,7 @@ def gold_connected(mentioned_in: list[set[str]], rows: list[dict]) -> dict[str, 
 
 def run_figures(mentioned_in: list[set[str]], run: Path) -> dict[str, dict[str, float]]:
     """A run's structure with its gold shares, and its expansion cost, from one read."""
-    rows = retrieval.run_rows(run)
+    rows = method_runs.run_rows(run)
     return {
         "structure": structure(rows) | gold_connected(mentioned_in, rows),
         "expansion": expansion_cost(rows),
@@ -106,14 +106,14 @@ def speed(index: Path, questions: int, cache: Path | None = None) -> dict[str, f
     from graphrag_engine.retrieve.context import QueryContext
     from graphrag_engine.store import open_index
 
-    qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
+    qs = load_questions(str(method_runs.DATA / "musique_dev.jsonl"), limit=questions)
     cfg = query_config("regraphrag")
     cfg.generation.enabled = False
     cfg.options.expansion = cache is not None
     if cache is not None:
         cfg.models.llm = LLMConfig(backend="transformers", cache=str(cache))
     ctx = QueryContext(open_index(index), cfg, Path(work_dir("regraphrag-speed")))
-    figures, clock = retrieval.batched_vs_single(regraphrag, ctx, qs)
+    figures, clock = method_runs.batched_vs_single(regraphrag, ctx, qs)
     ledger = ctx.llm.ledger.summary() if cache is not None else {}
     return (
         figures
@@ -153,13 +153,13 @@ def expansion_cost(rows: list[dict]) -> dict[str, float]:
     }
 
 
-def with_llm(work: Path, limit: int, local: retrieval.LocalLLM, sweep: bool) -> list[dict]:
+def with_llm(work: Path, limit: int, local: method_runs.LocalLLM, sweep: bool) -> list[dict]:
     """The expansion variants next to the LLM-free ones and the baselines, on the first
     `limit` questions; rows with R@2/R@5 and CIs, structure and expansion cost."""
     variants = LLM_VARIANTS | (SWEEP if sweep else {})
     base = "configs/methods/regraphrag.yaml"
     others = [*VARIANTS, *BASELINES]
-    rows = retrieval.run_with_llm(
+    rows = method_runs.run_with_llm(
         work, "llm", limit, local, base, variants, others, EXPANSION_CACHE
     )
     mentioned_in = entity_passages(work / "idx" / "musique")
@@ -178,7 +178,7 @@ def print_llm_rows(rows: list[dict]) -> None:
         f"{'fallback':>9}{'exp tok/q':>10}{'ctx tok/q':>10}"
     )
     for r in rows:
-        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
+        cells = [method_runs.recall_cell(r, k) for k in (2, 5)]
         ex = r.get("expansion", {})
         print(
             f"{r['method']:<38}{cells[0]:<24}{cells[1]:<24}{ex.get('fallback', ''):>9}"
@@ -194,7 +194,7 @@ def print_llm_rows(rows: list[dict]) -> None:
 
 def main() -> None:
     """Index (shared), run, evaluate, time; print the three tables and a JSON line."""
-    ap = retrieval.llm_bench_parser(
+    ap = method_runs.llm_bench_parser(
         __doc__.splitlines()[0], "add the perspective-expansion variants", 200
     )
     ap.add_argument("--sweep", action="store_true", help="with --llm: m = 1..6 and n = 1..4")
@@ -202,17 +202,17 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     if args.llm:
-        retrieval.METHODS.update(VARIANTS)
-        rows = with_llm(work, args.llm_questions, retrieval.LocalLLM.of(args), args.sweep)
+        method_runs.METHODS.update(VARIANTS)
+        rows = with_llm(work, args.llm_questions, method_runs.LocalLLM.of(args), args.sweep)
         print_llm_rows(rows)
         cache = work / EXPANSION_CACHE
         fast = speed(work / "idx" / "musique", args.llm_questions, cache)
         print("\n(c) speed with expansion (answers from the cache):", json.dumps(fast))
         write_result("regraphrag", {"llm_rows": rows, "speed": fast}, tag="llm")
         return
-    retrieval.METHODS.update(VARIANTS)
+    method_runs.METHODS.update(VARIANTS)
     methods = [*VARIANTS, *BASELINES]
-    rows = retrieval.run_set("musique", work, False, methods)
+    rows = method_runs.run_set("musique", work, methods)
     runs = work / "runs" / "musique"
     print("(a) structure, mean per question (MuSiQue dev, LLM-free index, one sub-query)")
     print(f"{'variant':<36}" + "".join(f"{k[:12]:>13}" for k in STRUCTURE + GOLD))
@@ -223,7 +223,7 @@ def main() -> None:
         print(f"{VARIANTS[v][0]:<36}" + "".join(f"{shapes[v][k]:>13}" for k in STRUCTURE + GOLD))
     print("\n(b) Recall of the chunks behind the context (95% CI)")
     for r in rows:
-        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
+        cells = [method_runs.recall_cell(r, k) for k in (2, 5)]
         print(f"{r['method']:<36}{cells[0]:<24}{cells[1]:<24}{r['q_per_s']:>8} q/s")
     fast = speed(work / "idx" / "musique", args.questions)
     print("\n(c) speed:", json.dumps(fast))

@@ -5,7 +5,7 @@ batched vs one-at-a-time speed.
     .venv/bin/python -m bench.rograg [--work DIR] [--questions 200]
     .venv/bin/python -m bench.rograg --llm [--llm-questions 30] [--llm-threads 1]
 
-Without `--llm` (bench/retrieval.py's machinery, the index shared with it under
+Without `--llm` (bench/method_runs.py's machinery, the index shared with it under
 WORK/idx/musique): dual-level with NER keys (LLM-free), fuzzy and exact matching, beside BM25,
 dense, HippoRAG-style PPR, LightRAG-style hybrid and GraphRAG-style local search; then
 questions/s batched vs one question at a time for the fuzzy variant.
@@ -15,7 +15,7 @@ step answers and verdicts for the first `--llm-questions` questions, all variant
 response cache (WORK/rograg_cache.sqlite: a re-run resumes): dual-level with LLM keys (fuzzy,
 exact, and with both levers: expanded low-level keys and the question as a high-level key),
 the logic form alone, and the whole chain (logic form -> dual-level) under argument checking
-(result checking and refusal: bench/rograg_refusal.py). Each row: Recall@2/5 of the chunks the chosen stage retrieved, context
+(result checking and refusal: the retired bench/rograg_refusal.py, docs/measurements.md). Each row: Recall@2/5 of the chunks the chosen stage retrieved, context
 tokens per question, LLM tokens per question per stage, and which stage answered.
 """
 
@@ -26,7 +26,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from bench import retrieval
+from bench import method_runs
 from bench.common import work_dir, write_result
 
 FREE = ["rog_fuzzy", "rog_exact"]
@@ -51,7 +51,7 @@ def shape(run: Path) -> dict:
     """Context tokens, LLM tokens per stage (means per question) and the answering stages."""
     from graphrag_engine.models.tokenizer import load_tokenizer
 
-    rows = retrieval.run_rows(run)
+    rows = method_runs.run_rows(run)
     texts = ["\n".join(r["context_text"] or []) for r in rows]
     context = [len(e.ids) for e in load_tokenizer().encode_batch(texts)]
     stages = Counter(r["extras"].get("stage", "?") for r in rows)
@@ -75,13 +75,13 @@ def speed(index: Path, questions: int) -> dict[str, float]:
     from graphrag_engine.retrieve.context import QueryContext
     from graphrag_engine.store import open_index
 
-    qs = load_questions(str(retrieval.DATA / "musique_dev.jsonl"), limit=questions)
+    qs = load_questions(str(method_runs.DATA / "musique_dev.jsonl"), limit=questions)
     cfg = query_config("rograg")
     cfg.generation.enabled = False
     cfg.options.keys, cfg.options.stages, cfg.options.check = "ner", ["dual_level"], "none"
     cfg.options.analysis = False
     ctx = QueryContext(open_index(index), cfg, Path(work_dir("rograg-speed")))
-    figures, _ = retrieval.batched_vs_single(rograg, ctx, qs)
+    figures, _ = method_runs.batched_vs_single(rograg, ctx, qs)
     return figures
 
 
@@ -89,7 +89,7 @@ def print_rows(rows: list[dict]) -> None:
     """Recall with CIs, context tokens, LLM tokens per stage and answering stages."""
     print(f"{'variant':<34}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}{'ctx tok/q':>10}  stages")
     for r in rows:
-        cells = [retrieval.recall_cell(r, k) for k in (2, 5)]
+        cells = [method_runs.recall_cell(r, k) for k in (2, 5)]
         s = r.get("shape", {})
         print(
             f"{r['method']:<34}{cells[0]:<24}{cells[1]:<24}{s.get('context_tokens', ''):>10}"
@@ -99,14 +99,14 @@ def print_rows(rows: list[dict]) -> None:
 
 def main() -> None:
     """Run, evaluate, time; print the table and a JSON line."""
-    ap = retrieval.llm_bench_parser(__doc__.splitlines()[0], "add the SmolLM2 variants", 30)
+    ap = method_runs.llm_bench_parser(__doc__.splitlines()[0], "add the SmolLM2 variants", 30)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     if args.llm:
         base, cache = "configs/methods/rograg.yaml", "rograg_cache.sqlite"
-        rows = retrieval.run_with_llm(
-            work, "rograg", args.llm_questions, retrieval.LocalLLM.of(args), base, LLM_VARIANTS,
+        rows = method_runs.run_with_llm(
+            work, "rograg", args.llm_questions, method_runs.LocalLLM.of(args), base, LLM_VARIANTS,
             [*FREE, *BASELINES], cache,
         )  # fmt: skip
         for row in rows:
@@ -115,7 +115,7 @@ def main() -> None:
         print_rows(rows)
         write_result("rograg", {"llm_rows": rows}, tag="llm")
         return
-    rows = retrieval.run_set("musique", work, False, [*FREE, *BASELINES])
+    rows = method_runs.run_set("musique", work, [*FREE, *BASELINES])
     for row, name in zip(rows, [*FREE, *BASELINES], strict=True):
         row["run"] = str(work / "runs" / "musique" / name)
         row["shape"] = shape(Path(row["run"]))

@@ -1,7 +1,8 @@
 """Write the benchmark tables in docs/benchmarks/ from the JSON results in bench/results/.
 
     python -m bench.tables            # (re)write docs/benchmarks/*.md
-    python -m bench.tables --check    # exit 1 naming every page that is stale or missing
+    python -m bench.tables --check    # exit 1 naming every page that is stale or missing, and
+                                      # every result written from uncommitted code
 
 It also rewrites the README's headline results (bench/headline.py).
 
@@ -82,7 +83,16 @@ def render_page(bench: str, records: list[dict]) -> str:
         if rec.get("tag") or len(records) > 1:
             lines.append(f"## {rec.get('tag') or 'default'}\n")
         lines.append(f"- command: `{rec['command']}`")
-        lines.append(f"- commit {rec['commit']}, {rec['date']}")
+        if not (REPO / "bench" / f"{bench}.py").exists():
+            lines.append(
+                "- a retired bench: its module left `bench/` once its question was answered "
+                "(docs/measurements.md, Retired benches)"
+            )
+        lines.append(f"- commit {rec['commit'][:12]}, {rec['date']}")
+        if rec.get("uncommitted"):
+            lines.append(f"- **uncommitted code changes**: {', '.join(rec['uncommitted'])}")
+        if rec.get("provenance"):
+            lines.append(f"- provenance: {rec['provenance']}")
         lines.append(f"- machine: {_machine(rec['machine'])}\n")
         lines += _figures(rec["figures"])
     return "\n".join(lines).rstrip() + "\n"
@@ -116,6 +126,18 @@ def stale(docs: Path = DOCS, results: Path = RESULTS) -> list[str]:
     return bad
 
 
+def unstamped(results: Path = RESULTS) -> list[str]:
+    """Result files that do not name the code that wrote them: written from a tree with
+    uncommitted code changes (or stamped `-dirty` by an older write_result), or by no commit."""
+    bad = []
+    for path in sorted(results.glob("*.json")):
+        rec = json.loads(path.read_text())
+        commit = str(rec.get("commit", "unknown"))
+        if rec.get("uncommitted") or commit.endswith("-dirty") or commit == "unknown":
+            bad.append(path.name)
+    return bad
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the pages, or with --check report the stale ones."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -126,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         bad = stale()
         if headline.readme_with_headline(readme) != readme:
             bad.append("README.md (the headline results; python -m bench.tables rewrites it)")
+        unnamed = unstamped()
+        if unnamed:
+            print(
+                f"results written from uncommitted code in {RESULTS.relative_to(REPO)}: "
+                f"{', '.join(unnamed)}; commit, then re-run those benches",
+                file=sys.stderr,
+            )
         if bad:
             print(
                 f"stale benchmark pages in {DOCS.relative_to(REPO)}: {', '.join(bad)}; "
@@ -133,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        return 0
+        return 1 if unnamed else 0
     DOCS.mkdir(parents=True, exist_ok=True)
     pages = render_all()
     for p in DOCS.glob("*.md"):

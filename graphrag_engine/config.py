@@ -149,7 +149,7 @@ class EmbedderConfig:
     batch_size: int | None = None
     """Texts embedded per forward pass (or per request). Unset: on the CPU, texts sorted by
     length fill batches of 2,048 padded tokens (at most 256 texts), 1.3-1.8x faster than 64
-    texts a pass for MiniLM (`bench/embed_batch.py`); 256 on a GPU (sorted by length), 64 per
+    texts a pass for MiniLM (the retired `bench/embed_batch.py`, docs/measurements.md); 256 on a GPU (sorted by length), 64 per
     request to an endpoint, 32 for bge-m3."""
     context_window: int | None = None
     """The model's context window in tokens; unset, it is asked of the backend where it can tell

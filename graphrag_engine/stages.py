@@ -31,8 +31,9 @@ def stages_page() -> str:
         "# Structured LLM stages\n",
         "Each stage is declared once beside its prompt (`structured_stage(...)` in the module",
         "named below) with its schema and completion budget; constrained decoding, validation,",
-        "re-asks and the bench of structured generation (`python -m bench.structured`) all use",
-        "that declaration. Budgets and schemas are shown at the default settings.\n",
+        "re-asks and the bench of structured generation (the retired `bench/structured.py`,",
+        "docs/measurements.md) all use that declaration. Budgets and schemas are shown at the",
+        "default settings.\n",
         "| stage | declared in | what it asks | settings (defaults) | max tokens |",
         "| --- | --- | --- | --- | --- |",
     ]

@@ -197,10 +197,14 @@ def table_rows(runs: dict[str, Run]) -> list[dict[str, float | str]]:
     return table
 
 
+TABLE_HEADER = f"{'method':<17}{'Recall@5':>9}{'EM':>7}{'F1':>7}{'tokens/q':>10}{'s/q':>8}"
+"""The comparison table's header line (the README's demo excerpt is checked against it)."""
+
+
 def print_table(runs: dict[str, Run]) -> None:
     """The comparison table, best Recall@5 first."""
     rows = sorted(table_rows(runs), key=lambda r: -_or_minus_one(r["recall@5"]))
-    print(f"\n{'method':<17}{'Recall@5':>9}{'EM':>7}{'F1':>7}{'tokens/q':>10}{'s/q':>8}")
+    print(f"\n{TABLE_HEADER}")
     for r in rows:
         print(
             f"{r['method']:<17}{_cell(r['recall@5'], 9, '.2f')}{_cell(r['em'], 7, '.2f')}"

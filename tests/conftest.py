@@ -19,7 +19,25 @@ os.environ.setdefault(
     os.path.join(tempfile.mkdtemp(prefix="graphrag-test-rates-"), "llm_rates.json"),
 )
 
+from tests import budget
 from tests.paths import REPO, SHARED_DATA
+
+_SECONDS: list[tuple[str, float]] = []
+"""(node id, seconds) of every setup, call and teardown this run, for the budget report."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep each phase's seconds for the budget report."""
+    _SECONDS.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's reporter
+    """Each tier's seconds against its budget and its slowest files (tests/budget.py)."""
+    lines = budget.report_lines(budget.seconds_by_file(_SECONDS))
+    if lines:
+        terminalreporter.section("test budget")
+        for line in lines:
+            terminalreporter.write_line(line, red=line.startswith("OVER BUDGET"))
 
 
 @pytest.fixture(scope="session")

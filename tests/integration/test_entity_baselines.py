@@ -285,7 +285,7 @@ def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
 
 def test_placeholder_keywords_are_not_keys() -> None:
     """SmolLM2 copies the format line's "..." as keys (19 of 100 MuSiQue and HotpotQA questions
-    in bench/rograg_refusal.py): such keys are dropped, and an answer of nothing else is
+    in the retired bench/rograg_refusal.py): such keys are dropped, and an answer of nothing else is
     invalid, so it is re-asked and then falls back, counted, instead of matching nothing."""
     from graphrag_engine.models.structured import ParseError
     from graphrag_engine.retrieve.keywords import KEYWORDS

@@ -12,9 +12,40 @@ import pytest
 from bench import common, headline, tables
 from tests.paths import REPO
 
-HELPERS = ("__init__", "common", "tables", "headline", "llm_free", "gpu_carry")
+HELPERS = ("__init__", "common", "method_runs", "tables", "headline", "llm_free", "gpu_carry")
 """bench modules that measure nothing themselves: shared pieces and the GPU machine's packer."""
+TOOLS = {"lego_finetune": "trains LEGO's fine-tuned scorers; retrieve/scoring.py sends users here"}
+"""Benches kept for what they make, not for a page: each with why."""
 BENCHES = sorted(p for p in (REPO / "bench").glob("*.py") if p.stem not in HELPERS)
+MAX_MODULES, MAX_LINES = 22, 300
+"""The bench folder's budget: about 20 modules a newcomer can read, none longer than this."""
+
+
+def test_the_bench_folder_stays_within_its_budget() -> None:
+    """At most MAX_MODULES modules of at most MAX_LINES lines; answered experiments are retired
+    (their results kept, their answers in docs/measurements.md), not left beside the benches."""
+    modules = sorted((REPO / "bench").glob("*.py"))
+    assert len(modules) <= MAX_MODULES, [m.stem for m in modules]
+    long = {m.name: n for m in modules if (n := len(m.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"bench modules over {MAX_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("path", BENCHES, ids=lambda p: p.stem)
+def test_each_bench_backs_a_page(path) -> None:
+    """A bench's results are in bench/results/ (so a page of docs/benchmarks/ shows them), or
+    it is a tool kept for what it makes."""
+    written = {json.loads(r.read_text())["bench"] for r in common.RESULTS.glob("*.json")}
+    assert path.stem in written or path.stem in TOOLS, f"{path.name}: no result, no page"
+
+
+def test_retired_benches_are_listed_with_their_answers() -> None:
+    """Every result whose bench module is gone names that bench in the retired list."""
+    retired_list = (REPO / "docs" / "measurements.md").read_text().split("## Retired benches")[1]
+    retired_list = retired_list.split("\n## ")[0]
+    for r in common.RESULTS.glob("*.json"):
+        bench = json.loads(r.read_text())["bench"]
+        if not (REPO / "bench" / f"{bench}.py").exists():
+            assert f"| `{bench}` |" in retired_list, f"{bench} is retired without its answer"
 
 
 @pytest.mark.parametrize("path", BENCHES, ids=lambda p: p.stem)
@@ -51,7 +82,8 @@ def test_write_result_keeps_command_commit_date_machine(tmp_path, monkeypatch) -
     assert path.name == "demo_bench-t.json"
     assert rec["bench"] == "demo_bench" and rec["tag"] == "t"
     assert rec["command"].startswith("python -m bench.demo_bench")
-    assert rec["commit"] and rec["date"] and rec["machine"]["cores"] >= 1
+    assert re.fullmatch(r"[0-9a-f]{40}", rec["commit"]), "the exact commit, not a short name"
+    assert rec["date"] and rec["machine"]["cores"] >= 1
     assert rec["figures"] == {"rows": [{"a": 1, "b": 0.5}], "n": 3}
     page = tables.render_all(tmp_path)["demo_bench.md"]
     assert "python -m bench.demo_bench" in page and "| a | b |" in page and "| 1 | 0.5 |" in page
@@ -85,3 +117,27 @@ def test_readme_headline_is_current() -> None:
     text = headline.README.read_text()
     assert headline.START in text and headline.END in text
     assert headline.readme_with_headline(text) == text, "run `python -m bench.tables`"
+
+
+def test_a_result_from_uncommitted_code_says_so_and_fails_the_check(tmp_path, monkeypatch) -> None:
+    """write_result names the files that differ from the commit; edits to results and docs do
+    not count; bench.tables' check lists the result until it is re-run from a commit."""
+    status = " M graphrag_engine/methods/run.py\n M bench/results/x.json\n M docs/a.md\n"
+    head = "a" * 40 + "\n"
+    monkeypatch.setattr(common, "_git", lambda *a: head if a[0] == "rev-parse" else status)
+    monkeypatch.delenv("GRAPHRAG_BENCH_COMMIT", raising=False)
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    rec = json.loads(common.write_result("demo_bench", {"n": 1}).read_text())
+    assert rec["commit"] == "a" * 40 and rec["uncommitted"] == ["graphrag_engine/methods/run.py"]
+    assert tables.unstamped(tmp_path) == ["demo_bench.json"]
+    assert "uncommitted code changes" in tables.render_all(tmp_path)["demo_bench.md"]
+    monkeypatch.setattr(
+        common, "_git", lambda *a: head if a[0] == "rev-parse" else " M docs/a.md\n"
+    )
+    common.write_result("demo_bench", {"n": 1})
+    assert tables.unstamped(tmp_path) == []
+
+
+def test_every_committed_result_names_the_code_that_wrote_it() -> None:
+    """No result in bench/results/ was written from uncommitted code (or says `-dirty`)."""
+    assert tables.unstamped() == []

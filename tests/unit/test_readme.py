@@ -42,3 +42,22 @@ def test_readme_methods_table_lists_every_method() -> None:
     readme = (REPO / "README.md").read_text()
     for name in method_names():
         assert f"| `{name}` |" in readme, f"README's methods table lacks {name}"
+
+
+def test_the_demo_excerpt_is_the_demo_of_today() -> None:
+    """The README's demo excerpt is `bench.demo`'s kept output (bench.tables writes it; the
+    bench package test checks it is current), run with the command set-up 1 ends with, and its
+    table has the demo's current columns and a row for every method the demo runs."""
+    from bench.headline import DEMO_END, DEMO_START
+    from graphrag_engine.methods import method_names  # why: registers every method on import
+    from graphrag_engine.tour import TABLE_HEADER
+
+    readme = (REPO / "README.md").read_text()
+    excerpt = readme.split(DEMO_START, 1)[1].split(DEMO_END, 1)[0]
+    lines = excerpt.splitlines()
+    command = next(line for line in lines if line.startswith("$ "))
+    assert command.removeprefix("$ .venv/bin/") in readme.split("```bash\n", 2)[1].split("\n")[0]
+    assert TABLE_HEADER in lines, "the demo's table columns changed: run python -m bench.demo"
+    table = lines[lines.index(TABLE_HEADER) + 1 :]
+    rows = {line.split()[0] for line in table[: table.index("")]}
+    assert rows == set(method_names()) - {"none"}, "the demo's methods changed: run bench.demo"

@@ -1,79 +1,44 @@
-"""Retrieval quality on the dev splits of ../shared/data with LLM-free (alpha = 0) indexes:
-Recall@2 and Recall@5 (with 95% bootstrap intervals) of BM25, dense MiniLM, HippoRAG-style PPR,
-Clue-RAG's Q-Iter with its three ablations, and the LLM-free entity-graph baselines
-(LightRAG-style local / global / hybrid / mix with NER keywords, GraphRAG-style local search,
-ROGRAG's dual-level retrieval with fuzzy and exact matching of NER keys);
-the baselines next to the cross-check figures
-measured outside the project on the same files and to the same recipe re-measured here on
-whole passages (the engine ranks chunks of at most 200 tokens, a passage by its best chunk).
-
-    .venv/bin/python -m bench.retrieval [--sets musique,2wiki,hotpotqa] [--methods ...] [--work DIR]
-                                        [--answers N]
-
-`--answers N` also answers the first N questions of each set with the packaged SmolLM2
-(transformers, the method's own answer prompt; no retrieval as a floor, BM25, dense, PPR and
-Q-Iter) and reports accuracy (a gold answer or alias contained in the answer), EM and F1.
-
-Each corpus is indexed once with alpha = 0 (no LLM) into WORK/idx/SET (kept and reused when
-already there), every method runs with `graphrag-engine query --retrieval-only`, and
-`graphrag-engine eval` writes one report per set to WORK/reports/SET.
-"""
+"""How the method benches run the engine: named retrieval runs (METHODS) and config variants on
+one LLM-free index per dev set (WORK/idx/SET), retrieval-only CLI runs then one `eval`, the same
+with SmolLM2 serving a method's LLM stages (LocalLLM), and batched against one-at-a-time speed.
+(Once the retrieval bench, retired: docs/measurements.md, "Retired benches".)"""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import json
-import os
 import re
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import DATA, DEV_SETS, REPO, work_dir, write_result
+from bench.common import DATA, DEV_SETS, REPO, work_dir
 from graphrag_engine.cli import main as cli
 
-SETS = DEV_SETS
+CFG = "configs/methods/"
 METHODS = {  # run name: (label, --method)
     "bm25": ("BM25", "bm25"),
     "naive": ("dense MiniLM", "naive"),
     "hipporag": ("HippoRAG-style PPR", "hipporag"),
-    "clue": ("Clue-RAG Q-Iter", "configs/methods/clue.yaml"),
-    "clue_no_ka": ("  w/o knowledge anchoring", "configs/methods/clue_no_knowledge_anchoring.yaml"),
-    "clue_no_sa": (
-        "  w/o spreading activation",
-        "configs/methods/clue_no_spreading_activation.yaml",
-    ),
-    "clue_no_update": ("  w/o query update", "configs/methods/clue_no_query_update.yaml"),
+    "clue": ("Clue-RAG Q-Iter", CFG + "clue.yaml"),
+    "clue_no_ka": ("  w/o knowledge anchoring", CFG + "clue_no_knowledge_anchoring.yaml"),
+    "clue_no_sa": ("  w/o spreading activation", CFG + "clue_no_spreading_activation.yaml"),
+    "clue_no_update": ("  w/o query update", CFG + "clue_no_query_update.yaml"),
     # entity-graph baselines, LLM-free (NER keywords; local search by description embedding)
-    "lr_local": ("LightRAG-style local (NER)", "configs/methods/lightrag_ner.yaml", "mode: local"),
-    "lr_global": (
-        "LightRAG-style global (NER)",
-        "configs/methods/lightrag_ner.yaml",
-        "mode: global",
-    ),
-    "lr_hybrid": (
-        "LightRAG-style hybrid (NER)",
-        "configs/methods/lightrag_ner.yaml",
-        "mode: hybrid",
-    ),
-    "lr_mix": ("LightRAG-style mix (NER)", "configs/methods/lightrag_ner.yaml", "mode: mix"),
-    "gr_local": ("GraphRAG-style local search", "configs/methods/graphrag_local.yaml"),
+    "lr_local": ("LightRAG-style local (NER)", CFG + "lightrag_ner.yaml", "mode: local"),
+    "lr_global": ("LightRAG-style global (NER)", CFG + "lightrag_ner.yaml", "mode: global"),
+    "lr_hybrid": ("LightRAG-style hybrid (NER)", CFG + "lightrag_ner.yaml", "mode: hybrid"),
+    "lr_mix": ("LightRAG-style mix (NER)", CFG + "lightrag_ner.yaml", "mode: mix"),
+    "gr_local": ("GraphRAG-style local search", CFG + "graphrag_local.yaml"),
     # ROGRAG's dual-level retrieval alone, LLM-free (NER keys): fuzzy vs exact (Table 5)
-    "rog_fuzzy": ("ROGRAG dual-level fuzzy (NER)", "configs/methods/rograg_ner.yaml"),
-    "rog_exact": (
-        "ROGRAG dual-level exact (NER)",
-        "configs/methods/rograg_ner.yaml",
-        "match: exact",
-    ),
+    "rog_fuzzy": ("ROGRAG dual-level fuzzy (NER)", CFG + "rograg_ner.yaml"),
+    "rog_exact": ("ROGRAG dual-level exact (NER)", CFG + "rograg_ner.yaml", "match: exact"),
     # LinearRAG and its two ablations (bench/linearrag.py chose its threshold on train)
-    "linearrag": ("LinearRAG", "configs/methods/linearrag.yaml"),
-    "linearrag_no_activation": ("  w/o activation", "configs/methods/linearrag_no_activation.yaml"),
-    "linearrag_no_dense_seeds": (
-        "  w/o dense seeds",
-        "configs/methods/linearrag_no_dense_seeds.yaml",
-    ),
+    "linearrag": ("LinearRAG", CFG + "linearrag.yaml"),
+    "linearrag_no_activation": ("  w/o activation", CFG + "linearrag_no_activation.yaml"),
+    "linearrag_no_dense_seeds": ("  w/o dense seeds", CFG + "linearrag_no_dense_seeds.yaml"),
 }
 """run name: (label, --method, and optionally `key: value` lines, each replacing the one in
 that method section of the config)."""
@@ -278,53 +243,9 @@ def batched_vs_single(method, ctx, questions: list) -> tuple[dict, object]:
     return figures, clock
 
 
-# measured outside the project on the same files (issue #6): R@2, R@5
-CROSS_CHECK = {
-    ("musique", "bm25"): (0.378, 0.479),
-    ("musique", "naive"): (0.396, 0.536),
-    ("2wiki", "bm25"): (0.538, 0.648),
-    ("2wiki", "naive"): (0.533, 0.645),
-    ("hotpotqa", "bm25"): (0.562, 0.772),
-    ("hotpotqa", "naive"): (0.592, 0.767),
-}
-
-
-def reference_recall(name: str) -> dict[str, tuple[float, float]]:
-    """The cross-check recipe re-measured here on whole passages (no chunking): bm25s with
-    English stopwords and all-MiniLM-L6-v2 over "title\ntext"; mean R@2, R@5."""
-    import bm25s
-    import numpy as np
-
-    from graphrag_engine.eval.metrics import recall_at_k
-    from graphrag_engine.models.embed import SentenceTransformerEmbedder
-
-    corpus_file, questions_file = SETS[name]
-    corpus = [json.loads(x) for x in (DATA / corpus_file).open()]
-    qs = [json.loads(x) for x in (DATA / questions_file).open()]
-    texts = [f"{p['title']}\n{p['text']}" for p in corpus]
-    gold = [q["supporting_passage_ids"] for q in qs]
-    bm = bm25s.BM25()
-    bm.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-    qtok = bm25s.tokenize(
-        [q["question"] for q in qs], stopwords="en", return_ids=False, show_progress=False
-    )
-    ids, _ = bm.retrieve(qtok, k=5, show_progress=False)
-    emb = SentenceTransformerEmbedder()
-    sims = emb.encode([q["question"] for q in qs]) @ emb.encode(texts).T
-    dense_ids = np.argsort(-sims, axis=1)[:, :5]
-    out = {}
-    for method, ranked in (("bm25", ids), ("naive", dense_ids)):
-        rk = [[corpus[i]["id"] for i in row] for row in ranked]
-        out[method] = tuple(
-            round(float(np.mean([recall_at_k(r, g, k) for r, g in zip(rk, gold, strict=True)])), 3)
-            for k in (2, 5)
-        )
-    return out
-
-
-def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[dict]:
+def run_set(name: str, work: Path, methods: list[str]) -> list[dict]:
     """Index (once), query with every method, evaluate; rows of the result table."""
-    corpus, questions = SETS[name]
+    corpus, questions = DEV_SETS[name]
     index = work / "idx" / name
     index_seconds = None
     if not (index / "manifest.json").exists():
@@ -343,7 +264,6 @@ def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[
     report = work / "reports" / name
     assert cli(["eval", *runs, "--out", str(report), "--k", "1,2,5,10"]) == 0
     summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
-    ref_here = reference_recall(name) if reference else {}
     rows = []
     for method in methods:
         label = METHODS[method][0]
@@ -358,102 +278,6 @@ def run_set(name: str, work: Path, reference: bool, methods: list[str]) -> list[
             m = summary[(method, f"recall@{k}")]
             row[f"R@{k}"] = round(float(m["mean"]), 3)
             row[f"R@{k}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
-        ref = CROSS_CHECK.get((name, method))
-        row["cross_check"] = ref
-        row["reference_here"] = ref_here.get(method)
         row["index_seconds"] = index_seconds
         rows.append(row)
     return rows
-
-
-ANSWER_METHODS = ["none", "bm25", "naive", "hipporag", "clue"]
-ANSWER_LABELS = {"none": "no retrieval (LLM only)"}
-
-
-def answer_set(name: str, work: Path, limit: int) -> list[dict]:
-    """Answer the first `limit` questions with every answer method; accuracy, EM, F1 with CIs."""
-    questions = DATA / SETS[name][1]
-    index = work / "idx" / name
-    runs = []
-    for method in ANSWER_METHODS:
-        out = work / "answers" / name / method
-        spec = method_spec(method, work) if method in METHODS else method
-        args = ["query", str(index), str(questions), "--method", spec, "--limit", str(limit)]
-        assert (
-            cli([*args, "--llm-backend", "transformers", "--label", method, "--out", str(out)]) == 0
-        )
-        runs.append(str(out))
-    report = work / "reports" / f"{name}-answers"
-    assert cli(["eval", *runs, "--out", str(report), "--k", "5"]) == 0
-    summary = {(r["run"], r["metric"]): r for r in csv.DictReader((report / "summary.csv").open())}
-    rows = []
-    for method in ANSWER_METHODS:
-        s = json.loads((work / "answers" / name / method / "summary.json").read_text())
-        row = {
-            "set": name,
-            "method": ANSWER_LABELS.get(method) or METHODS[method][0],
-            "questions": s["questions"],
-            "q_per_s": s["questions_per_s"],
-            "prompt_tokens_per_q": s["query_tokens_per_question"].get("answer_prompt"),
-        }
-        for metric in ("accuracy", "exact_match", "f1"):
-            m = summary[(method, metric)]
-            row[metric] = round(float(m["mean"]), 3)
-            row[f"{metric}_ci"] = [round(float(m["ci_low"]), 3), round(float(m["ci_high"]), 3)]
-        rows.append(row)
-    return rows
-
-
-def print_answers(rows: list[dict]) -> None:
-    """The answer table."""
-    print(f"{'set':<10}{'method':<28}{'accuracy [95% CI]':<24}{'EM':<8}{'F1 [95% CI]':<24}")
-    for r in rows:
-        acc = f"{r['accuracy']:.3f} [{r['accuracy_ci'][0]:.3f}, {r['accuracy_ci'][1]:.3f}]"
-        f1 = f"{r['f1']:.3f} [{r['f1_ci'][0]:.3f}, {r['f1_ci'][1]:.3f}]"
-        print(f"{r['set']:<10}{r['method']:<28}{acc:<24}{r['exact_match']:<8.3f}{f1:<24}")
-
-
-def main() -> None:
-    """Run every set and print a table and a JSON line."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
-    ap.add_argument("--work", default=work_dir("retrieval"))
-    ap.add_argument("--methods", default=",".join(METHODS), help=f"of {', '.join(METHODS)}")
-    ap.add_argument(
-        "--no-reference",
-        action="store_true",
-        help="skip re-measuring the passage-level bm25s / MiniLM reference",
-    )
-    ap.add_argument(
-        "--answers", type=int, default=0, help="also answer the first N questions with SmolLM2"
-    )
-    args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    sets = args.sets.split(",")
-    rows = [
-        r
-        for name in sets
-        for r in run_set(name, work, not args.no_reference, args.methods.split(","))
-    ]
-    print(
-        f"{'set':<10}{'method':<28}{'R@2 [95% CI]':<24}{'R@5 [95% CI]':<24}"
-        f"{'cross-check R@2/R@5':<22}{'passage-level here':<20}"
-    )
-    for r in rows:
-        ref = "–" if r["cross_check"] is None else "{:.3f} / {:.3f}".format(*r["cross_check"])
-        r2 = f"{r['R@2']:.3f} [{r['R@2_ci'][0]:.3f}, {r['R@2_ci'][1]:.3f}]"
-        r5 = f"{r['R@5']:.3f} [{r['R@5_ci'][0]:.3f}, {r['R@5_ci'][1]:.3f}]"
-        here = "–" if not r["reference_here"] else "{:.3f} / {:.3f}".format(*r["reference_here"])
-        print(f"{r['set']:<10}{r['method']:<28}{r2:<24}{r5:<24}{ref:<22}{here:<20}")
-    answers = (
-        [r for name in sets for r in answer_set(name, work, args.answers)] if args.answers else []
-    )
-    if answers:
-        print_answers(answers)
-    write_result("retrieval", {"bench": "retrieval", "results": rows, "answers": answers})
-
-
-if __name__ == "__main__":
-    main()
