@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,39 @@ class NaNGuard:
         return scores
 
 
+@lru_cache(maxsize=4)
+def load_tokenizer(model: str, gguf_file: str | None) -> Any:
+    """The tokenizer of a local model (left padding, a pad token), loaded once per process: a
+    GGUF's is converted on load, which takes seconds, and every backend of the model shares it
+    (none changes it after this)."""
+    from transformers import AutoTokenizer
+
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    silence_library_bars()
+    tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True, **kwargs)
+    check_tokenizer(tokenizer, model)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+@lru_cache(maxsize=2)
+def load_weights(model: str, gguf_file: str | None, device: str) -> Any:
+    """A local model's weights on `device` in eval mode, loaded once per process (a GGUF's are
+    dequantized on load): generation only reads them, so every backend of the model shares
+    them, as the demo's thirteen methods and a test session's runs do."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    weights = AutoModelForCausalLM.from_pretrained(
+        model, local_files_only=True, dtype=torch.float32, **kwargs
+    ).to(device)
+    weights.eval()
+    return weights
+
+
 class TransformersLLM:
     """A causal LM answering prompts in padded batches (longest first, `batch_size` at a time);
     prompts with a JSON schema are decoded under the schema's grammar when `constrained`."""
@@ -124,8 +158,6 @@ class TransformersLLM:
         batch_size: int = 8,
         constrained: bool = True,
     ) -> None:
-        from transformers import AutoTokenizer
-
         if model is None:
             model, gguf_file = smollm2_gguf()
         if not Path(model).exists():
@@ -133,12 +165,7 @@ class TransformersLLM:
                 f"llm.model: {model} does not exist (give a local folder; nothing is downloaded)"
             )
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-        silence_library_bars()
-        self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True, **kwargs)
-        check_tokenizer(self.tokenizer, model)
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer = load_tokenizer(str(model), gguf_file)
         self._weights = (model, kwargs)
         self._model = None  # loaded on first generate: a dry run needs only the tokenizer
         self._window: int | None = None
@@ -187,14 +214,8 @@ class TransformersLLM:
     def model(self):
         """The model's weights, loaded on first use."""
         if self._model is None:
-            import torch
-            from transformers import AutoModelForCausalLM
-
             name, kwargs = self._weights
-            self._model = AutoModelForCausalLM.from_pretrained(
-                name, local_files_only=True, dtype=torch.float32, **kwargs
-            ).to(self.device)
-            self._model.eval()
+            self._model = load_weights(str(name), kwargs.get("gguf_file"), self.device)
         return self._model
 
     def _render(self, prompt: Prompt) -> str:

@@ -27,12 +27,19 @@ class BM25Retriever:
         tokens = self._bm25s.tokenize(
             queries, stopwords="en", return_ids=False, show_progress=False
         )
-        ids, scores = self.model.retrieve(tokens, k=kk, show_progress=False, n_threads=0)
-        order = np.lexsort((ids, -scores), axis=1)  # equal scores by ascending chunk row
-        ids, scores = np.take_along_axis(ids, order, 1), np.take_along_axis(scores, order, 1)
         out_ids = np.full((len(queries), k), -1, dtype=np.int64)
         out_scores = np.zeros((len(queries), k), dtype=np.float32)
-        out_ids[:, :kk], out_scores[:, :kk] = ids, scores
+        # a query of stop words, punctuation or symbols only has no BM25 token: no hits (bm25s
+        # refuses an empty query, which would fail the whole batch)
+        asked = [q for q, words in enumerate(tokens) if words]
+        if not asked or kk == 0:
+            return ChunkRanking(out_ids, out_scores)
+        ids, scores = self.model.retrieve(
+            [tokens[q] for q in asked], k=kk, show_progress=False, n_threads=0
+        )
+        order = np.lexsort((ids, -scores), axis=1)  # equal scores by ascending chunk row
+        ids, scores = np.take_along_axis(ids, order, 1), np.take_along_axis(scores, order, 1)
+        out_ids[asked, :kk], out_scores[asked, :kk] = ids, scores
         # a query sharing no word with the corpus scores 0 everywhere: no hits, not arbitrary ones
         out_ids[out_scores <= 0] = -1
         return ChunkRanking(out_ids, out_scores)

@@ -55,3 +55,16 @@ def test_code_like_model_text_is_only_text() -> None:
     assert difference(planted, "x").ok is False
     assert count(planted).text == "1"  # one item: the text itself
     assert json.dumps(union([planted]).items) == json.dumps([planted.strip(" .")])
+
+
+def test_bm25_gives_a_question_without_words_no_hits_and_ranks_the_rest() -> None:
+    """A question of stop words, punctuation, an emoji or a NUL has no BM25 token: an empty
+    ranking for it, the same ranking as alone for the others in its batch."""
+    from graphrag_engine.retrieve.lexical import BM25Retriever
+
+    bm25 = BM25Retriever(["The cat sat on the mat.", "A dog barked at the cat.", "Rain fell."])
+    batch = bm25.search(["?", "where did the cat sit", "the of and", "\U0001f600\x00"], 3)
+    assert (batch.ids[[0, 2, 3]] == -1).all() and (batch.scores[[0, 2, 3]] == 0).all()
+    alone = bm25.search(["where did the cat sit"], 3)
+    assert batch.ids[1].tolist() == alone.ids[0].tolist() and batch.ids[1][0] == 0
+    assert (bm25.search(["!"], 3).ids == -1).all()
