@@ -111,6 +111,18 @@ def demo_index(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture
+def demo_index_copy(demo_index: Path, tmp_path: Path) -> Path:
+    """A copy of the session's demo index (built with the defaults, as `index --demo` builds
+    it) that a test may write into, or hold as the local build another one must equal: a
+    copy takes milliseconds, a build seconds."""
+    import shutil
+
+    out = tmp_path / "demo-copy"
+    shutil.copytree(demo_index, out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def demo_reports_index(tmp_path_factory) -> Path:
     """The demo corpus with hierarchical communities (clusters of at most 6) and SmolLM2-written

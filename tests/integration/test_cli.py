@@ -49,9 +49,8 @@ def test_index_demo_and_info(tmp_path: Path, run_cli) -> None:
     assert as_json == idx.manifest
 
 
-def test_reindex_is_idempotent(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    assert main(["index", "--demo", "--out", str(out)]) == 0
+def test_reindex_is_idempotent(demo_index_copy: Path) -> None:
+    out = demo_index_copy  # a first `index --demo`, copied
     first = open_index(out).table("chunks")
     assert main(["index", "--demo", "--out", str(out)]) == 0
     idx = open_index(out)

@@ -40,10 +40,9 @@ def kill_once_started(actor_class: str) -> list[int]:
     return killed
 
 
-def test_ray_index_equals_local(tmp_path: Path) -> None:
+def test_ray_index_equals_local(tmp_path: Path, demo_index_copy: Path) -> None:
     pytest.importorskip("ray")
-    local, distributed = tmp_path / "local", tmp_path / "ray"
-    assert main(["index", "--demo", "--out", str(local)]) == 0
+    local, distributed = demo_index_copy, tmp_path / "ray"
     assert (
         main(
             [
@@ -143,7 +142,7 @@ def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
     assert backend.count_tokens(prompts) == smollm.count_tokens(prompts)
 
 
-def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
+def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path, demo_index_copy: Path) -> None:
     """One NER actor of the Ray Data pool is killed once it has started: Ray restarts it and
     retries its block, the build finishes, the index equals a local build, and the driver's
     cache tagged each distinct unit text once."""
@@ -157,9 +156,7 @@ def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path) -> None:
     finally:
         ray.shutdown()
     assert killed
-    local = tmp_path / "local"
-    assert main(["index", "--demo", "--out", str(local)]) == 0
-    a, b = open_index(local), open_index(out)
+    a, b = open_index(demo_index_copy), open_index(out)
     for t in TABLES:
         assert a.table(t).equals(b.table(t)), t
     np.testing.assert_allclose(a.vectors("unit_vectors"), b.vectors("unit_vectors"), atol=1e-5)

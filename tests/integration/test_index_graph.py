@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -21,9 +22,10 @@ from tests.index_compare import TABLES, assert_same_index, table_rows
 
 
 @pytest.fixture(scope="module")
-def demo_index(tmp_path_factory) -> Path:
+def demo_index(demo_index: Path, tmp_path_factory) -> Path:
+    """This module's own copy of the session's demo index (a test here re-indexes into it)."""
     out = tmp_path_factory.mktemp("demo") / "idx"
-    assert main(["index", "--demo", "--out", str(out)]) == 0
+    shutil.copytree(demo_index, out)
     return out
 
 
@@ -131,7 +133,7 @@ def test_rerun_embeds_nothing_and_changes_nothing(demo_index: Path, tmp_path: Pa
         assert table_rows(after, t, after.table(t).schema.names[0]) == snapshot[t]
 
 
-def test_add_equals_full_rebuild(tmp_path: Path) -> None:
+def test_add_equals_full_rebuild(tmp_path: Path, demo_index_copy: Path) -> None:
     lines = corpus_path().read_text().splitlines()
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text("\n".join(lines[:20]) + "\n")
@@ -140,9 +142,7 @@ def test_add_equals_full_rebuild(tmp_path: Path) -> None:
     assert main(["index", str(first), "--out", str(inc)]) == 0
     n_first = open_index(inc).rows("units")
     assert main(["index", str(second), "--out", str(inc), "--add"]) == 0
-    full = tmp_path / "full"
-    assert main(["index", "--demo", "--out", str(full)]) == 0
-    a, b = open_index(inc), open_index(full)
+    a, b = open_index(inc), open_index(demo_index_copy)  # the whole demo corpus at once
     assert a.rows("documents") == 36
     assert_same_index(a, b)
     # only what the new documents added was embedded in the --add run
@@ -217,11 +217,10 @@ def test_llm_units_dry_run_then_resume_after_kill(tmp_path: Path, run_cli) -> No
 
 
 @pytest.mark.slow
-def test_killed_index_runs_resume_to_the_same_index(tmp_path: Path) -> None:
+def test_killed_index_runs_resume_to_the_same_index(tmp_path: Path, demo_index_copy: Path) -> None:
     """SIGKILL `index` at several points (ingest, embedding, NER, commit); re-running the same
     command completes with the content of an uninterrupted run and re-embeds nothing paid for."""
-    clean = tmp_path / "clean"
-    assert main(["index", "--demo", "--out", str(clean)]) == 0
+    clean = demo_index_copy  # an uninterrupted run
     out = tmp_path / "killed"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
     cmd = [sys.executable, "-m", "graphrag_engine.cli", "index", "--demo", "--out", str(out)]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_engine.cli import main
 from graphrag_engine.models.llama_server import free_port
 from graphrag_engine.store import open_index
 from tests.index_compare import RAY_TABLES as TABLES
@@ -55,9 +54,11 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
         subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True)
 
 
-def test_submitted_index_job_joins_the_cluster_and_equals_local(ray_cluster, tmp_path) -> None:
+def test_submitted_index_job_joins_the_cluster_and_equals_local(
+    ray_cluster, tmp_path, demo_index
+) -> None:
     env, address = ray_cluster
-    submitted, local = tmp_path / "submitted", tmp_path / "local"
+    submitted = tmp_path / "submitted"
     job = subprocess.run(
         [
             str(BIN / "ray"), "job", "submit", "--address", address, "--working-dir", str(REPO),
@@ -68,8 +69,7 @@ def test_submitted_index_job_joins_the_cluster_and_equals_local(ray_cluster, tmp
     )  # fmt: skip
     assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
     assert "succeeded" in job.stdout
-    assert main(["index", "--demo", "--out", str(local)]) == 0
-    a, b = open_index(local), open_index(submitted)
+    a, b = open_index(demo_index), open_index(submitted)  # the session's local demo build
     assert b.manifest["stats"]["executor"] == "ray"
     # equal but for the README's two exceptions: the source path each process saw (absolute)
     # and float32 rounding of the vectors, at most 1e-6

@@ -81,14 +81,15 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
         ]
 
 
-def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(tmp_path) -> None:
+def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(
+    tmp_path, demo_index_copy
+) -> None:
     """`index --add` of a new document, then dual-level matching of its entity's name finds the
     new entity and the new document's chunk (exact by name, fuzzy by embedding)."""
     from graphrag_engine.cli import main
     from graphrag_engine.retrieve.entity_graph import entity_graph
 
-    out = tmp_path / "idx"
-    assert main(["index", "--demo", "--out", str(out)]) == 0
+    out = demo_index_copy
     new = tmp_path / "new.jsonl"
     text = "Orrin Vale is a shepherd on Mount Kesh. Orrin Vale breeds goats with Talia Brenn."
     new.write_text(json.dumps({"id": "new-1", "title": "Orrin Vale", "text": text}) + "\n")
