@@ -19,6 +19,10 @@ os.environ.setdefault(
     os.path.join(tempfile.mkdtemp(prefix="graphrag-test-rates-"), "llm_rates.json"),
 )
 
+# the dequantized copy of the packaged SmolLM2 is made once per test session, not in the
+# user's cache folder: the first load converts the GGUF, every later process reads the copy
+os.environ.setdefault("GRAPHRAG_MODEL_CACHE", tempfile.mkdtemp(prefix="graphrag-test-models-"))
+
 from tests import budget
 from tests.paths import REPO, SHARED_DATA
 
@@ -29,6 +33,31 @@ _SECONDS: list[tuple[str, float]] = []
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Keep each phase's seconds for the budget report."""
     _SECONDS.append((report.nodeid, report.duration))
+
+
+SHARED_GROUPS = {
+    "ray": (
+        "test_exec_ray",
+        "test_ray_jobs",
+        "test_ray_parts",
+        "test_ray_query",
+        "test_ray_session",
+    ),
+    "llm_reports": ("test_entity_baselines", "test_export", "test_pankrag"),
+}
+"""Test modules that run on one worker when the integration tier runs on two (`-n 2 --dist
+loadgroup`): the Ray modules share one local cluster, and the modules that read the
+SmolLM2-reported demo index share its one build. Every other module is a group of its own."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group tests for pytest-xdist's loadgroup scheduling (module by module, the shared groups
+    together), the shared groups first so that the longest work starts first."""
+    group_of = {m: g for g, modules in SHARED_GROUPS.items() for m in modules}
+    for item in items:
+        module = item.path.stem
+        item.add_marker(pytest.mark.xdist_group(group_of.get(module, module)))
+    items.sort(key=lambda item: item.path.stem not in group_of)  # stable: order kept within
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's reporter
@@ -99,6 +128,24 @@ def llama_server(tmp_path_factory):
         yield server.wait()
     finally:
         server.stop()
+
+
+@pytest.fixture
+def ray_cluster():
+    """The test session's one local Ray cluster (2 CPUs), started on first use and shut down
+    when the session ends; in-process runs join it (`ray_session` shuts down only what it
+    started). A test that needs Ray closed shuts it; the next user starts it again."""
+    ray = pytest.importorskip("ray")
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    return ray
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Shut down the session's Ray cluster, if one was started."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,10 @@ loaded with `gguf_file=` (transformers dequantizes it); nothing is downloaded.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
+import shutil
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -113,16 +116,67 @@ class NaNGuard:
         return scores
 
 
+CACHE_ENV = "GRAPHRAG_MODEL_CACHE"
+"""Where dequantized copies of GGUF models are kept (default ~/.cache/graphrag-engine/models)."""
+
+
+def dequantized_copy(model: str, gguf_file: str) -> Path:
+    """Where the plain float32 copy of a GGUF model is (or will be) kept: a folder named by the
+    GGUF file's content, so another file at the same path gets its own copy."""
+    gguf = Path(model) / gguf_file
+    h = hashlib.sha256()
+    with gguf.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache/graphrag-engine/models")
+    return root / f"{gguf.stem}-{h.hexdigest()[:16]}"
+
+
+def _load_gguf(model: str, gguf_file: str) -> Any:
+    """Float32 weights from a GGUF file: transformers converts the tokenizer and dequantizes
+    every tensor, about 20 s for SmolLM2 on 2 cores. A plain copy is saved and the weights are
+    read back from it, so this process and every later one load the very same tensors and
+    vocabulary (a later one in a fraction of a second)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    silence_library_bars()
+    kwargs = {"gguf_file": gguf_file, "local_files_only": True}
+    weights = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32, **kwargs)
+    copy = dequantized_copy(model, gguf_file)
+    tmp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
+    try:
+        save_dequantized(weights, AutoTokenizer.from_pretrained(model, **kwargs), tmp)
+        os.replace(tmp, copy)  # whole or absent: a reader never sees half a copy
+    except OSError:  # a full disk, a read-only cache, another process first: use what loaded
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (copy / "config.json").exists():
+            return weights
+    return AutoModelForCausalLM.from_pretrained(
+        str(copy), local_files_only=True, dtype=torch.float32
+    )
+
+
+def _plain_source(model: str, gguf_file: str | None) -> tuple[str, str | None]:
+    """Where to load a model from: its dequantized copy when one was saved, else itself."""
+    if gguf_file:
+        copy = dequantized_copy(model, gguf_file)
+        if (copy / "config.json").exists():
+            return str(copy), None
+    return model, gguf_file
+
+
 @lru_cache(maxsize=4)
 def load_tokenizer(model: str, gguf_file: str | None) -> Any:
-    """The tokenizer of a local model (left padding, a pad token), loaded once per process: a
-    GGUF's is converted on load, which takes seconds, and every backend of the model shares it
-    (none changes it after this)."""
+    """The tokenizer of a local model (left padding, a pad token), loaded once per process,
+    from the GGUF's dequantized copy when there is one (converting a GGUF's takes seconds);
+    every backend of the model shares it (none changes it after this)."""
     from transformers import AutoTokenizer
 
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    source, gguf = _plain_source(model, gguf_file)
     silence_library_bars()
-    tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True, **kwargs)
+    kwargs = {"gguf_file": gguf} if gguf else {}
+    tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, **kwargs)
     check_tokenizer(tokenizer, model)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -132,16 +186,20 @@ def load_tokenizer(model: str, gguf_file: str | None) -> Any:
 
 @lru_cache(maxsize=2)
 def load_weights(model: str, gguf_file: str | None, device: str) -> Any:
-    """A local model's weights on `device` in eval mode, loaded once per process (a GGUF's are
-    dequantized on load): generation only reads them, so every backend of the model shares
-    them, as the demo's thirteen methods and a test session's runs do."""
+    """A local model's weights on `device` in eval mode, loaded once per process (a GGUF's from
+    its dequantized copy, made on first load): generation only reads them, so every backend
+    of the model shares them, as the demo's methods and a test session's runs do."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    weights = AutoModelForCausalLM.from_pretrained(
-        model, local_files_only=True, dtype=torch.float32, **kwargs
-    ).to(device)
+    source, gguf = _plain_source(model, gguf_file)
+    if gguf:
+        weights = _load_gguf(source, gguf)
+    else:
+        weights = AutoModelForCausalLM.from_pretrained(
+            source, local_files_only=True, dtype=torch.float32
+        )
+    weights = weights.to(device)
     weights.eval()
     return weights
 

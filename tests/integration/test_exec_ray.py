@@ -40,25 +40,19 @@ def kill_once_started(actor_class: str) -> list[int]:
     return killed
 
 
-def test_ray_index_equals_local(tmp_path: Path, demo_index_copy: Path) -> None:
-    pytest.importorskip("ray")
-    local, distributed = demo_index_copy, tmp_path / "ray"
-    assert (
-        main(
-            [
-                "index",
-                "--demo",
-                "--out",
-                str(distributed),
-                "--executor",
-                "ray",
-                "--address",
-                "local",
-            ]
-        )
-        == 0
-    )
-    a, b = open_index(local), open_index(distributed)
+def test_ray_index_with_a_worker_killed_equals_local(
+    tmp_path: Path, demo_index_copy: Path, ray_cluster
+) -> None:
+    """The demo indexed on Ray (`--address local` joins the open cluster) while one NER actor
+    of the Ray Data pool is killed once it has started: Ray restarts it and retries its block,
+    the build finishes and equals the local build table for table (vectors to float32
+    rounding), and the driver's cache tagged each distinct unit text once."""
+    distributed = tmp_path / "ray"
+    killed = kill_once_started("TagBlocks")
+    args = ["index", "--demo", "--out", str(distributed), "--executor", "ray"]
+    assert main([*args, "--address", "local"]) == 0
+    assert killed
+    a, b = open_index(demo_index_copy), open_index(distributed)
     assert b.manifest["stats"]["executor"] == "ray" and a.manifest["stats"]["executor"] == "local"
     for t in TABLES:
         assert a.table(t).equals(b.table(t)), t
@@ -67,12 +61,13 @@ def test_ray_index_equals_local(tmp_path: Path, demo_index_copy: Path) -> None:
         np.testing.assert_allclose(a.vectors(v), b.vectors(v), rtol=0, atol=1e-6)
     sources = b.table("documents", ["source"]).column("source").to_pylist()
     assert all(Path(s.rsplit(":", 1)[0]).is_absolute() for s in sources)
+    units = set(b.table("units")["text"].to_pylist())
+    assert b.manifest["stats"]["stages"]["ner"]["tagged"] == len(units)
 
 
-def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
+def test_llm_engines_in_ray_actors_match_local(tmp_path: Path, ray_cluster) -> None:
     """With the transformers backend, extraction's prompts are a Ray Data pipeline over actors
     holding SmolLM2 each, and the extraction equals the in-process one."""
-    pytest.importorskip("ray")
     from graphrag_engine.demo import corpus_path
 
     corpus = tmp_path / "c.jsonl"
@@ -108,12 +103,11 @@ def test_llm_engines_in_ray_actors_match_local(tmp_path: Path) -> None:
         assert a.table(t).equals(b.table(t)), t
 
 
-def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
+def test_llm_pipeline_answers_every_block_once_in_input_order(smollm, ray_cluster) -> None:
     """Prompts go to a pool of two SmolLM2 actors in blocks of the model's batch size; one
     actor is killed once it has started: Ray restarts it and retries its block, every position
     reaches `on_done` exactly once, and the answers equal the in-process model's on the same
     blocks, in input order."""
-    ray = pytest.importorskip("ray")
     from dataclasses import asdict
 
     from graphrag_engine.config import LLMConfig
@@ -124,15 +118,11 @@ def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
     prompts = [f"In one sentence, what is {n}?" for n in names]
     params = GenParams(max_tokens=12)
     cfg = asdict(LLMConfig(backend="transformers", batch_size=2))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        backend = RayDataLLM(cfg, workers=2, gpus=0.0)
-        assert backend.model_id == smollm.model_id
-        seen: list[list[int]] = []
-        killed = kill_once_started("GenerateBlocks")
-        out = backend.generate(prompts, params, lambda positions, _: seen.append(positions))
-    finally:
-        ray.shutdown()
+    backend = RayDataLLM(cfg, workers=2, gpus=0.0)
+    assert backend.model_id == smollm.model_id
+    seen: list[list[int]] = []
+    killed = kill_once_started("GenerateBlocks")
+    out = backend.generate(prompts, params, lambda positions, _: seen.append(positions))
     assert killed
     assert sorted(p for block in seen for p in block) == list(range(len(prompts)))
     assert all(len(block) <= 2 for block in seen)
@@ -140,28 +130,6 @@ def test_llm_pipeline_answers_every_block_once_in_input_order(smollm) -> None:
     assert [c.text for c in out] == [c.text for c in expected]
     assert [c.completion_tokens for c in out] == [c.completion_tokens for c in expected]
     assert backend.count_tokens(prompts) == smollm.count_tokens(prompts)
-
-
-def test_a_worker_killed_mid_index_is_replaced(tmp_path: Path, demo_index_copy: Path) -> None:
-    """One NER actor of the Ray Data pool is killed once it has started: Ray restarts it and
-    retries its block, the build finishes, the index equals a local build, and the driver's
-    cache tagged each distinct unit text once."""
-    ray = pytest.importorskip("ray")
-    out = tmp_path / "ray"
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        killed = kill_once_started("TagBlocks")
-        assert main(["index", "--demo", "--out", str(out), "--executor", "ray"]) == 0
-    finally:
-        ray.shutdown()
-    assert killed
-    a, b = open_index(demo_index_copy), open_index(out)
-    for t in TABLES:
-        assert a.table(t).equals(b.table(t)), t
-    np.testing.assert_allclose(a.vectors("unit_vectors"), b.vectors("unit_vectors"), atol=1e-5)
-    units = set(b.table("units")["text"].to_pylist())
-    assert b.manifest["stats"]["stages"]["ner"]["tagged"] == len(units)
 
 
 def test_a_killed_driver_resumes_from_the_caches(shared_data, tmp_path: Path) -> None:

@@ -13,27 +13,18 @@ from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.store import open_index
 
-SENTENCES = "graph:\n  entity_sentences: 3\n  relation_sentences: 2\n  synonym_threshold: 0.8\n"
+SENTENCES = {"entity_sentences": 3, "relation_sentences": 2, "synonym_threshold": 0.8}
+"""The settings under test: the defaults, so the session's MuSiQue subset index has them."""
 
 
 @pytest.fixture(scope="module")
-def index(musique_subset: dict, tmp_path_factory):
-    """The MuSiQue subset indexed with sentence descriptions and synonym edges."""
-    from graphrag_engine.cli import main  # why: the CLI, as a user builds it
-
-    root = tmp_path_factory.mktemp("descriptions")
-    (root / "index.yaml").write_text(SENTENCES)
-    corpus = musique_subset["root"] / "corpus.jsonl"
-    args = [
-        "index",
-        str(corpus),
-        "--out",
-        str(root / "index"),
-        "--config",
-        str(root / "index.yaml"),
-    ]
-    assert main(args) == 0
-    return open_index(root / "index")
+def index(musique_subset: dict):
+    """The MuSiQue subset indexed with sentence descriptions and synonym edges (the defaults:
+    the session's build of the subset, checked to carry them)."""
+    idx = open_index(musique_subset["index"])
+    graph = idx.manifest["config"]["graph"]
+    assert {k: graph[k] for k in SENTENCES} == SENTENCES
+    return idx
 
 
 def test_relations_are_described_by_sentences_naming_both_ends(index) -> None:

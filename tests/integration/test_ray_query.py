@@ -25,12 +25,10 @@ METHODS = ["naive", "hipporag"]
 BATCH = 4
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+@pytest.fixture
+def cluster(ray_cluster):
+    """The session's local Ray cluster (2 CPUs)."""
+    return ray_cluster
 
 
 DERIVED = {"seconds", "retrieved_ids", "context_ids", "context_text", "extras"}

@@ -15,6 +15,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 def test_multi_method_run_starts_one_cluster(musique_subset, tmp_path, monkeypatch) -> None:
     ray = pytest.importorskip("ray")
+    if ray.is_initialized():  # the session's shared cluster: this test is about starting one
+        ray.shutdown()
     assert not ray.is_initialized()
     started = []
     real_connect = ray_executor.connect
@@ -33,13 +35,10 @@ def test_multi_method_run_starts_one_cluster(musique_subset, tmp_path, monkeypat
     for run in runs.values():
         assert len(read_rows(run.folder / "results.parquet")) == 8
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        Engine(musique_subset["index"]).run_many(
-            ["bm25"], musique_subset["questions"], tmp_path / "again", limit=4,
-            retrieval_only=True, batch_size=4, ray=RayPlacement(workers=2),
-        )  # fmt: skip
-        assert ray.is_initialized()
-        assert len(started) == 1
-    finally:
-        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # the session's again
+    Engine(musique_subset["index"]).run_many(
+        ["bm25"], musique_subset["questions"], tmp_path / "again", limit=4,
+        retrieval_only=True, batch_size=4, ray=RayPlacement(workers=2),
+    )  # fmt: skip
+    assert ray.is_initialized()
+    assert len(started) == 1
