@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ from tests.paths import REPO, SHARED_DATA
 
 _SECONDS: list[tuple[str, float]] = []
 """(node id, seconds) of every setup, call and teardown this run, for the budget report."""
+_STARTED = time.monotonic()
+"""When this run began (conftest files load before collection), for the budget report."""
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -35,34 +38,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _SECONDS.append((report.nodeid, report.duration))
 
 
-SHARED_GROUPS = {
-    "ray": (
-        "test_exec_ray",
-        "test_ray_jobs",
-        "test_ray_parts",
-        "test_ray_query",
-        "test_ray_session",
-    ),
-    "llm_reports": ("test_entity_baselines", "test_export", "test_pankrag"),
-}
-"""Test modules that run on one worker when the integration tier runs on two (`-n 2 --dist
-loadgroup`): the Ray modules share one local cluster, and the modules that read the
-SmolLM2-reported demo index share its one build. Every other module is a group of its own."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group tests for pytest-xdist's loadgroup scheduling (module by module, the shared groups
-    together), the shared groups first so that the longest work starts first."""
-    group_of = {m: g for g, modules in SHARED_GROUPS.items() for m in modules}
-    for item in items:
-        module = item.path.stem
-        item.add_marker(pytest.mark.xdist_group(group_of.get(module, module)))
-    items.sort(key=lambda item: item.path.stem not in group_of)  # stable: order kept within
-
-
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's reporter
     """Each tier's seconds against its budget and its slowest files (tests/budget.py)."""
-    lines = budget.report_lines(budget.seconds_by_file(_SECONDS))
+    wall = time.monotonic() - _STARTED
+    lines = budget.report_lines(budget.seconds_by_file(_SECONDS), wall)
     if lines:
         terminalreporter.section("test budget")
         for line in lines:
