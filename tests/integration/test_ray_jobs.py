@@ -30,7 +30,9 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     `ray` CLI and the dashboard address. The project's Python comes first on the cluster's
     PATH, as on a node whose image holds the project; token auth is off on this loopback
     cluster."""
-    pytest.importorskip("ray")
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():  # the session's in-process cluster: `ray stop --force` below
+        ray.shutdown()  # would kill it under the test process; the next user starts it again
     dashboard = free_port()
     env = {
         **os.environ,
