@@ -49,7 +49,6 @@ class LlamaServer:
             model = str(Path(folder) / name)
         self.port = free_port()
         self.alias = alias
-        self.parallel = parallel
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self._log = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "graphrag_engine.models.llama_server", "--model", model]
@@ -94,9 +93,9 @@ class LlamaServer:
         return ["--llm-backend", "openai", "--llm-model", self.alias, "--base-url", self.url]
 
     def llm_yaml(self, read_timeout_s: float = 600.0) -> str:
-        """A config's `models.llm` section that sends its prompts to this server (it serves
-        `parallel` requests at a time, so a queued request may wait: hence the long read
-        timeout)."""
+        """A config's `models.llm` section that sends its prompts to this server (it decodes
+        only as many requests together as it has slots, so a queued request may wait: hence the
+        long read timeout)."""
         return llm_yaml(
             backend="openai", model=self.alias, base_url=self.url, read_timeout_s=read_timeout_s
         )

@@ -120,16 +120,24 @@ CACHE_ENV = "GRAPHRAG_MODEL_CACHE"
 """Where dequantized copies of GGUF models are kept (default ~/.cache/graphrag-engine/models)."""
 
 
+@lru_cache(maxsize=8)
+def _content_digest(path: Path, size: int, mtime_ns: int) -> str:
+    """The sha256 of a file, read once per process for a given size and modification time."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def dequantized_copy(model: str, gguf_file: str) -> Path:
     """Where the plain float32 copy of a GGUF model is (or will be) kept: a folder named by the
     GGUF file's content, so another file at the same path gets its own copy."""
     gguf = Path(model) / gguf_file
-    h = hashlib.sha256()
-    with gguf.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
+    stat = gguf.stat()
+    digest = _content_digest(gguf, stat.st_size, stat.st_mtime_ns)
     root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache/graphrag-engine/models")
-    return root / f"{gguf.stem}-{h.hexdigest()[:16]}"
+    return root / f"{gguf.stem}-{digest[:16]}"
 
 
 def _load_gguf(model: str, gguf_file: str) -> Any:

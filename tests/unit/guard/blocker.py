@@ -62,10 +62,9 @@ def blocked_program(args: object) -> str | None:
     name = os.path.basename(argv[0])
     if name in BLOCKED_PROGRAMS:
         return name
-    if "-m" in argv[:-1] and argv[argv.index("-m") + 1].split(".")[0] in ("vllm", "ray"):
-        return argv[argv.index("-m") + 1]
-    if "-m" in argv[:-1] and argv[argv.index("-m") + 1] in BLOCKED_MODULES:
-        return argv[argv.index("-m") + 1]
+    module = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else ""
+    if module in BLOCKED_MODULES or module.split(".")[0] in BLOCKED_MODULES:  # ray.*, vllm.*
+        return module
     return None
 
 
