@@ -305,7 +305,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from graphrag_engine.export import export_graph
     from graphrag_engine.store import open_index
 
-    files = export_graph(open_index(args.index), args.format, args.out)
+    files = export_graph(open_index(args.index), args.format, args.out, replace=args.replace)
     print(f"{args.format}: {len(files)} files -> {args.out}: " + ", ".join(f.name for f in files))
     return 0
 

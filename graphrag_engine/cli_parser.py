@@ -228,7 +228,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="graphml/gexf: one file for Gephi, networkx, yEd; neo4j-csv: files for "
         "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables",
     )
-    p.add_argument("--out", required=True, help="folder to write (replaced as a whole)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="folder to write: new, empty or an earlier export (replaced as a whole)",
+    )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace an --out folder that holds other files (they are listed, then removed)",
+    )
     p.set_defaults(command="export")
 
     p = sub.add_parser("methods", help="list the registered methods, their papers and indexes")

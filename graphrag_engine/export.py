@@ -9,10 +9,13 @@ leaves nothing half-written.
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,8 @@ GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 GEXF_NS = "http://gexf.net/1.3"
 NODE_FIELDS = ("name", "type", "description", "community")
 EDGE_FIELDS = ("weight", "description", "keywords")
+XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+MARKER = ".graphrag-engine-export.json"  # what an export wrote, so a re-export may replace it
 
 
 def graph_tables(index: Index) -> dict[str, list[dict[str, Any]]]:
@@ -56,25 +61,73 @@ def graph_tables(index: Index) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def export_graph(index: Index, fmt: str, out: str | Path) -> list[Path]:
-    """Write the index's graph in `fmt` into the folder `out` (replaced as a whole); the
-    files written."""
+def export_graph(
+    index: Index,
+    fmt: str,
+    out: str | Path,
+    replace: bool = False,
+    say: Callable[[str], None] = print,
+) -> list[Path]:
+    """Write the index's graph in `fmt` into the folder `out`; the files written. `out` may be
+    new, empty or an earlier export (replaced as a whole); any other folder is refused unless
+    `replace`, and then `say` names what goes before anything is removed."""
     if fmt not in FORMATS:
         raise BadInputError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BadInputError(f"--out {out}: is a file; give a folder path")
+    out = Path(out).resolve()
+    check_export_folder(index, out, replace, say)
     tables = graph_tables(index)
     with staging_beside(out) as staging:
         WRITERS[fmt](tables, index, staging)
+        (staging / MARKER).write_text(
+            json.dumps({"format": fmt, "files": sorted(p.name for p in staging.iterdir())})
+        )
         if out.exists():
             shutil.rmtree(out)
         os.replace(staging, out)
-    return sorted(out.iterdir())
+    return sorted(p for p in out.iterdir() if p.name != MARKER)
+
+
+def check_export_folder(
+    index: Index, out: Path, replace: bool, say: Callable[[str], None] = print
+) -> None:
+    """Refuse an `--out` that is or holds the index, is a file, or is a folder the engine did
+    not write (unless `replace`: then say what will be removed)."""
+    root = index.root.resolve()
+    if out == root or root.is_relative_to(out) or out.is_relative_to(root):
+        raise BadInputError(
+            f"--out {out}: is, holds or lies inside the index {root}; choose a folder outside it"
+        )
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise BadInputError(f"--out {out}: is a file; give a folder path")
+    present = sorted(p.name for p in out.iterdir())
+    if not present or _written_by_export(out, present):
+        return
+    if not replace:
+        shown = ", ".join(present[:5]) + (
+            f" and {len(present) - 5} more" if len(present) > 5 else ""
+        )
+        raise BadInputError(
+            f"--out {out}: holds files an export did not write ({shown}); choose a new or empty "
+            "folder, or pass --replace to remove them"
+        )
+    say(f"export: --replace removes {out} and its {len(present)} entries: " + ", ".join(present))
+
+
+def _written_by_export(out: Path, present: list[str]) -> bool:
+    """Whether `out` holds exactly the files an earlier export listed in its marker."""
+    try:
+        listed = json.loads((out / MARKER).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return isinstance(listed, list) and sorted([*listed, MARKER]) == present
 
 
 def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+    """A value as XML 1.0 text: characters XML cannot hold (controls other than tab and
+    newlines, lone surrogates, U+FFFE/U+FFFF) become U+FFFD, so any text exports well-formed."""
+    return "" if value is None else XML_INVALID.sub("\ufffd", str(value))
 
 
 def _write_graphml(tables: dict, index: Index, out: Path) -> None:
@@ -118,7 +171,7 @@ def _write_gexf(tables: dict, index: Index, out: Path) -> None:
             ET.SubElement(attrs, f"{ns}attribute", {"id": f, "title": f, "type": "string"})
     nodes = ET.SubElement(graph, f"{ns}nodes")
     for e in tables["entities"]:
-        node = ET.SubElement(nodes, f"{ns}node", {"id": e["entity_id"], "label": e["name"]})
+        node = ET.SubElement(nodes, f"{ns}node", {"id": e["entity_id"], "label": _text(e["name"])})
         values = ET.SubElement(node, f"{ns}attvalues")
         for f in NODE_FIELDS[1:]:
             ET.SubElement(values, f"{ns}attvalue", {"for": f, "value": _text(e.get(f))})

@@ -99,3 +99,61 @@ def test_export_of_an_index_without_entities_says_how_to_build_one(tmp_path: Pat
     assert main(args) == 2
     assert "graph.enabled: true" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_export_never_removes_what_it_did_not_write(demo_index: Path, tmp_path: Path, capsys):
+    """`--out` that is the index, lies inside it or holds other files is refused (exit 2,
+    nothing removed); an earlier export is replaced; `--replace` names what goes first."""
+
+    def files() -> list[Path]:  # SQLite's -wal/-shm come and go with its connections
+        return sorted(p for p in demo_index.rglob("*") if not p.name.endswith(("-wal", "-shm")))
+
+    before = files()
+    export = ["export", str(demo_index), "--format", "graphml", "--out"]
+    for out in (demo_index, demo_index / "graph", demo_index.parent):
+        assert main([*export, str(out)]) == 2
+        assert "index" in capsys.readouterr().err
+    assert files() == before
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("mine")
+    assert main([*export, str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "notes.txt" in err and "--replace" in err
+    assert (project / "notes.txt").read_text() == "mine"
+    fresh = tmp_path / "fresh"
+    assert main([*export, str(fresh)]) == 0
+    assert main([*export, str(fresh)]) == 0  # an earlier export is replaced
+    assert sorted(p.name for p in fresh.iterdir()) == [
+        ".graphrag-engine-export.json",
+        "graph.graphml",
+    ]
+    (fresh / "added.txt").write_text("a user's file")
+    assert main([*export, str(fresh)]) == 2  # no longer only what the export wrote
+    capsys.readouterr()
+    assert main([*export, str(project), "--replace"]) == 0
+    assert "notes.txt" in capsys.readouterr().out
+    assert not (project / "notes.txt").exists() and (project / "graph.graphml").exists()
+
+
+def test_exports_of_control_characters_are_well_formed(demo_index: Path, tmp_path: Path):
+    """Entity and relation text holding control characters, NUL and a lone surrogate still
+    exports GraphML and GEXF that XML parsers (and networkx) read."""
+    import xml.etree.ElementTree as ET
+
+    from graphrag_engine.export import WRITERS, graph_tables
+
+    ix = open_index(demo_index)
+    tables = graph_tables(ix)
+    tables["entities"][0]["description"] = "bell\x07 nul\x00 tab\t ok \ud800 end"
+    tables["entities"][0]["name"] = "form\x0cfeed"
+    tables["relations"][0]["description"] = "esc\x1b[31m red"
+    for fmt, read in (("graphml", nx.read_graphml), ("gexf", nx.read_gexf)):
+        out = tmp_path / fmt
+        out.mkdir()
+        WRITERS[fmt](tables, ix, out)
+        path = out / f"graph.{fmt}"
+        ET.parse(path)  # well-formed XML
+        g = read(path)
+        node = g.nodes[tables["entities"][0]["entity_id"]]
+        assert node["description"] == "bell\ufffd nul\ufffd tab\t ok \ufffd end"
