@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -28,7 +29,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from graphrag_engine.config import QueryConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
 from graphrag_engine.eval.report import evaluate_runs, write_staged
@@ -36,6 +36,7 @@ from graphrag_engine.methods import load_query_config, method_names, method_spec
 from graphrag_engine.methods.needs import check_needs
 from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
+from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
 from graphrag_engine.store.index_store import Index, NoIndex
@@ -92,13 +93,20 @@ def _label(method: str | QueryConfig) -> str:
     return Path(method).stem if method.endswith((".yaml", ".yml")) else method
 
 
+SAFE_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._+ -]{0,62}[A-Za-z0-9._+-])?")
+
+
 def _check_label(label: str | None) -> str | None:
-    """A run label as given, refused when it could not name a folder or a report row."""
+    """A run label as given, refused unless it is a safe file name (it names the run's folder
+    under --out and a report row): letters, digits, '.', '_', '+', '-' and inner spaces, at
+    most 64 characters, starting with a letter or digit (so never '..')."""
     if label is None:
         return None
-    if not label.strip() or "/" in label or "|" in label or label.strip() != label:
+    if not SAFE_LABEL.fullmatch(label):
+        shown = label if len(label) <= 40 else label[:40] + "..."
         raise BadInputError(
-            f"--label {label!r}: give a non-empty name without '/', '|' or surrounding spaces"
+            f"--label {shown!r}: give 1-64 letters, digits, '.', '_', '+', '-' or inner "
+            "spaces, starting with a letter or digit"
         )
     return label
 

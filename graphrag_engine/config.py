@@ -1,7 +1,8 @@
 """Typed configuration: YAML files in configs/ loaded into dataclasses, validated strictly.
 
-An unknown key or a value of the wrong type is rejected with the file, the line and the
-dotted key, so a typo never silently falls back to a default.
+An unknown key, a value of the wrong type or a number outside its range (setting_ranges.py)
+is rejected with the file, the line and the dotted key, so a typo never silently falls back to
+a default.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
 
 from graphrag_engine.errors import ConfigError
+from graphrag_engine.setting_ranges import check_ranges, out_of_range
 from graphrag_engine.yaml_files import compose_yaml
 
 
@@ -40,6 +42,11 @@ class IngestConfig:
 @dataclass
 class ChunkingConfig:
     """Token-based chunking with overlap and sentence-aware boundaries."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "chunk_tokens": ">= 8",
+        "batch_docs": ">= 1",
+    }
 
     chunk_tokens: int = 200
     """Most tokens of one chunk (a hard cut where a window has no word boundary)."""
@@ -70,6 +77,18 @@ class ChunkingConfig:
 @dataclass
 class LLMConfig:
     """Which LLM answers prompts, and how it is reached."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "batch_size": ">= 1",
+        "context_window": ">= 1",
+        "concurrency": ">= 1",
+        "connect_timeout_s": "> 0",
+        "read_timeout_s": "> 0",
+        "max_failed_share": "[0, 1]",
+        "flush_every": ">= 1",
+        "tensor_parallel_size": ">= 1",
+        "gpu_memory_utilization": "(0, 1]",
+    }
 
     backend: Literal["none", "transformers", "openai", "vllm"] = "none"
     """none (no LLM), transformers (in-process), openai (any OpenAI-compatible server), vllm (in-process, GPU)."""
@@ -134,6 +153,11 @@ class LLMConfig:
 class EmbedderConfig:
     """Which model turns texts into vectors."""
 
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "batch_size": ">= 1",
+        "context_window": ">= 1",
+    }
+
     backend: Literal["sentence-transformers", "onnx", "onnx-int8", "bge-m3", "openai"] = (
         "sentence-transformers"
     )
@@ -171,6 +195,10 @@ class EmbedderConfig:
 class RerankerConfig:
     """Which model reranks candidates against a query."""
 
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "batch_size": ">= 1",
+    }
+
     backend: Literal["bi-encoder", "cross-encoder", "flag"] = "bi-encoder"
     """bi-encoder (reuses the embedder), cross-encoder (sentence-transformers) or flag (FlagEmbedding)."""
     model: str | None = None
@@ -202,6 +230,13 @@ class ModelsConfig:
 @dataclass
 class GraphConfig:
     """Stages after chunking: knowledge units, NER, entity resolution, graphs, embeddings."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "alpha": "[0, 1]",
+        "unit_max_tokens": ">= 1",
+        "synonym_threshold": ">= -1",
+        "synonym_top_k": ">= 1",
+    }
 
     enabled: bool = True
     """Run the stages after chunking (false: documents and chunks only, for BM25-style methods)."""
@@ -255,6 +290,11 @@ class GraphConfig:
 class ExtractionConfig:
     """LLM triple extraction (LightRAG / ReGraphRAG prompt family), optional."""
 
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "max_rounds": ">= 1",
+        "max_tokens": ">= 1",
+    }
+
     enabled: bool = False
     """Extract entity/relation triples with the LLM (needs models.llm)."""
     entity_types: list[str] = field(
@@ -280,6 +320,11 @@ class ExtractionConfig:
 class CommunitiesConfig:
     """Hierarchical Leiden communities of the entity graph and their LLM reports (optional)."""
 
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "max_cluster_size": ">= 1",
+        "report_max_tokens": ">= 1",
+    }
+
     enabled: bool = False
     """Detect hierarchical Leiden communities of the entity graph."""
     max_cluster_size: int = 10
@@ -299,6 +344,10 @@ class CommunitiesConfig:
 @dataclass
 class IndexConfig:
     """Everything `graphrag-engine index` needs; later stages add their sections here."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "workers": ">= 1",
+    }
 
     ingest: IngestConfig = field(default_factory=IngestConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
@@ -328,6 +377,7 @@ class IndexConfig:
 
     def validate(self, where: str) -> None:
         """Cross-field checks that a type alone cannot express."""
+        check_ranges(self, where)
         self.chunking.validate(where)
         self.graph.validate(where)
         self.models.embedder.validate(where)
@@ -446,6 +496,10 @@ def _build(
                 f"{_where(file, key_node)}: unknown key '{dotted}' (known keys: {known})"
             )
         values[key] = _convert(hints[key], value_node, file, dotted)
+        if spec := out_of_range(cls, key, values[key]):
+            raise ConfigError(
+                f"{_where(file, value_node)}: key '{dotted}' must be {spec}, got {values[key]}"
+            )
     return cls(**values)
 
 
@@ -517,139 +571,3 @@ def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(tp))
     return getattr(tp, "__name__", str(tp))
-
-
-# -- query configs (`graphrag-engine query --method CONFIG`) ------------------------------------
-@dataclass
-class AnnConfig:
-    """Approximate nearest-neighbour search of large vector tables (faiss), behind the same
-    call as the exact search; tables below `min_vectors` rows are searched exactly."""
-
-    backend: Literal["auto", "exact", "hnsw", "ivf"] = "auto"
-    """exact: every vector scored (blocked cosine top-k); hnsw / ivf: a faiss index built once
-    per vector table and cached beside the index; auto: hnsw for tables of at least
-    min_vectors rows (ivf on a GPU), exact below."""
-    min_vectors: int = 1_000_000
-    """Rows from which `auto` (and hnsw / ivf) search approximately; smaller tables are exact."""
-    hnsw_m: int = 32
-    """HNSW graph degree (memory grows with it; recall too)."""
-    hnsw_ef_construction: int = 80
-    """HNSW build-time candidate list (build time against graph quality)."""
-    hnsw_ef_search: int = 128
-    """HNSW search-time candidate list (q/s against recall); at least the k searched."""
-    ivf_lists: int = 0
-    """IVF inverted lists; 0: 4 * sqrt(rows), at most rows / 40 (k-means points per list)."""
-    ivf_probe: int = 32
-    """IVF lists searched per query (q/s against recall)."""
-    cache: bool = True
-    """Save built ANN indexes under the index folder's ann/ (keyed by the vectors' sha256) and
-    reuse them; false (or a read-only index folder): built in memory for each run."""
-
-    def validate(self, where: str) -> None:
-        """Positive sizes."""
-        for key in ("min_vectors", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_probe"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{where}: retrieval.ann.{key} must be >= 1")
-        if self.ivf_lists < 0:
-            raise ConfigError(f"{where}: retrieval.ann.ivf_lists must be >= 0 (0: automatic)")
-
-
-@dataclass
-class RetrievalConfig:
-    """How many passages a method ranks and how many reach the answer prompt."""
-
-    top_k: int = 5
-    """Passages (chunks) given to the answer prompt."""
-    candidates: int = 20
-    """Ranked passages kept per question for Recall@k / Hit@k (k <= candidates)."""
-    ann: AnnConfig = field(default_factory=AnnConfig)
-    """Approximate search of large vector tables (chunks, units, entities, relations)."""
-    device: str = "auto"
-    """Where exact vector search and PPR run: cpu, cuda or cuda:N; auto: the embedder's device
-    when it is a CUDA device that torch sees, else cpu. On a GPU the vector tables stay on the
-    device for the run and PPR keeps only each question's best passages there."""
-
-
-@dataclass
-class GenerationConfig:
-    """The answer stage shared by every method."""
-
-    enabled: bool = True
-    """Generate answers (false: retrieval only, as --retrieval-only)."""
-    max_tokens: int = 48
-    """Completion tokens of one answer, the same for every method of a comparison (raise it for
-    long answers)."""
-    answer_style: Literal["auto", "short", "long", "method"] = "auto"
-    """Which answer prompt: short (one shared few-words instruction for every method), long
-    (each method's paper prompt where it is a long-form one, else one shared long-form
-    prompt), method (each method's own prompt as registered), auto (long for question sets
-    without short gold answers: UltraDomain, MultiHop-RAG; short otherwise)."""
-    max_context_tokens: int | None = None
-    """The answer window: contexts are cut (whole passages) to fit this many tokens of the
-    embedder's tokenizer, and a method's published section budgets shrink in proportion when
-    they exceed it. Unset: the answering model's context window less the answer (where the
-    backend tells it), else unbounded (graphrag_engine/retrieve/budget.py)."""
-
-
-@dataclass
-class QueryConfig:
-    """Everything `graphrag-engine query` needs: the method, the shared retrieval and answer
-    settings, the models, and the method's own section (`options`).
-
-    A method's section is its config dataclass, registered with the method
-    (graphrag_engine.methods.base.register); in YAML it sits under the method's name (`lego:`, `clue:`).
-    Build one with `graphrag_engine.methods.query_config(name)` or `load_query_config(path)`."""
-
-    method: str = "naive"
-    """A registered method name (`graphrag-engine methods` lists them)."""
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    generation: GenerationConfig = field(default_factory=GenerationConfig)
-    models: ModelsConfig = field(default_factory=ModelsConfig)
-    batch_size: int = 1024
-    """Questions per batch; each finished batch is checkpointed in the run folder."""
-    options: Any = field(default=None, metadata={"section": True})
-    """The method's own settings (its registered config dataclass), None for a method without."""
-
-    def validate(self, where: str) -> None:
-        """Cross-field checks that a type alone cannot express, then the method's own."""
-        r = self.retrieval
-        if r.top_k < 1 or r.candidates < r.top_k:
-            raise ConfigError(
-                f"{where}: need 1 <= retrieval.top_k <= retrieval.candidates, got "
-                f"top_k={r.top_k}, candidates={r.candidates}"
-            )
-        if self.batch_size < 1:
-            raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
-        if not (r.device in ("auto", "cpu", "cuda") or r.device.startswith("cuda:")):
-            raise ConfigError(
-                f"{where}: retrieval.device must be auto, cpu, cuda or cuda:N, got {r.device!r}"
-            )
-        self.models.embedder.validate(where)
-        self.models.llm.validate(where)
-        r.ann.validate(where)
-        if self.options is not None and hasattr(self.options, "validate"):
-            self.options.validate(where)
-
-    def validate_llm(self, where: str) -> None:
-        """That an LLM backend is set when the answer stage or the method needs one; checked
-        once the command line's overrides (--retrieval-only, --llm-backend) are applied."""
-        method_llm = self.method_llm_use()
-        if (self.generation.enabled or method_llm) and self.models.llm.backend == "none":
-            what = method_llm or "generation.enabled"
-            raise ConfigError(
-                f"{where}: {what} needs an LLM, but models.llm.backend is 'none'; pass "
-                "--llm-backend transformers (or set models.llm.backend), or run retrieval only "
-                "(--retrieval-only, or generation.enabled: false)"
-            )
-
-    def method_llm_use(self) -> str | None:
-        """What the method itself asks of an LLM (beyond the answer stage), or None."""
-        return getattr(self.options, "llm_use", lambda: None)()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every setting, defaults included; the method's section under its name."""
-        out = dataclasses.asdict(dataclasses.replace(self, options=None))
-        del out["options"]
-        if self.options is not None:
-            out[self.method] = dataclasses.asdict(self.options)
-        return out

@@ -23,8 +23,10 @@ from typing import Any
 
 import yaml
 
-from graphrag_engine.config import IndexConfig, QueryConfig
+from graphrag_engine.config import IndexConfig
 from graphrag_engine.methods import METHODS, method_names, query_config
+from graphrag_engine.query_config import QueryConfig
+from graphrag_engine.setting_ranges import range_of
 from graphrag_engine.stages import stages_page
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,7 +84,9 @@ def section_lines(obj: Any, indent: str = "") -> list[str]:
             raise ValueError(
                 f"{type(obj).__name__}.{f.name} has no docstring: document it in its class"
             )
-        out += _comment(docs[f.name], indent)
+        spec = range_of(type(obj), f.name)
+        doc = docs[f.name] + (f" Range: {spec}." if spec and spec != "any" else "")
+        out += _comment(doc, indent)
         out.append(f"{indent}{f.name}: {_scalar(value)}")
     return out
 

@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 
 from graphrag_engine.api import Engine, Run
-from graphrag_engine.config import IndexConfig, QueryConfig
+from graphrag_engine.config import IndexConfig
 from graphrag_engine.demo import corpus_path
 from graphrag_engine.errors import BadInputError, GraphRAGError
 from graphrag_engine.eval.report import score_rows
 from graphrag_engine.index.pipeline import build_index
 from graphrag_engine.methods import method_names, method_spec
 from graphrag_engine.methods.needs import SOURCES, missing_part
+from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.store import open_index
 
 QUESTIONS = 3

@@ -4,6 +4,7 @@ BM25 and HyDE. Each is one batch step over all questions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize
@@ -56,6 +57,10 @@ def bm25(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
 @dataclass
 class HyDEConfig:
     """HyDE: embed an LLM-written hypothetical passage instead of (or with) the question."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "max_tokens": ">= 1",
+    }
 
     max_tokens: int = 128
     """Completion tokens of the hypothetical passage."""

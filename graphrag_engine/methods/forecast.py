@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphrag_engine.config import QueryConfig
 from graphrag_engine.models.forecast import (
     StageForecast,
     calibrator,
@@ -21,6 +20,7 @@ from graphrag_engine.models.forecast import (
     price,
     usage_forecast,
 )
+from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.stages import stage as structured_stage
 
 

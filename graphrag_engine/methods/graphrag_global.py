@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import ClassVar
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
@@ -92,6 +93,13 @@ JSON:"""
 @dataclass
 class GraphRAGGlobalConfig:
     """GraphRAG's global search settings (its 8,000-token map batches and reduce context)."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "batch_tokens": ">= 1",
+        "reduce_tokens": ">= 1",
+        "map_max_tokens": ">= 1",
+        "dynamic_threshold": "[0, 10]",
+    }
 
     community_level: int = 2
     """Reports at this level (the deepest the index has when it has fewer)."""

@@ -20,7 +20,7 @@ the seeds' mass reaches, so a question's cost does not grow with the whole graph
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -43,6 +43,13 @@ NEEDS = {Part.CHUNKS, Part.CHUNK_VECTORS, Part.PASSAGE_ENTITY_GRAPH, Part.ENTITY
 @dataclass
 class HippoRAGConfig:
     """HippoRAG-style PPR over the passage-entity graph."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "damping": "(0, 1)",
+        "link_threshold": "[-1, 1]",
+        "link_top_k": ">= 1",
+        "push_eps": "> 0",
+    }
 
     damping: float = 0.5
     """HippoRAG's PPR damping (probability of following an edge)."""

@@ -25,7 +25,7 @@ budget and kept whole by the answer stage; the sources are also the chunk rankin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
@@ -50,6 +50,10 @@ from graphrag_engine.retrieve.types import Context, Retrieved, StageClock
 class LightRAGConfig:
     """LightRAG's query modes; token budgets per section (LightRAG's defaults are 4,000 each
     for 32k-context models; these fit the default 2,048-token answer context)."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "top_k": ">= 1",
+    }
 
     mode: Literal["local", "global", "hybrid", "mix"] = "hybrid"
     """local (entities), global (relations), hybrid (both) or mix (hybrid plus dense chunks)."""

@@ -34,7 +34,7 @@ sentence), and an entity reached twice in a round carries the larger score into 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -60,6 +60,13 @@ BLOCK = 256
 @dataclass
 class LinearRAGConfig:
     """LinearRAG: semantic bridging through sentences, then PPR over entities and passages."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "threshold": "[-1, 1]",
+        "top_sentences": ">= 1",
+        "damping": "(0, 1)",
+        "push_eps": "> 0",
+    }
 
     threshold: float = 0.3
     """Activation floor: a frontier entity below it stops, a passed score below it is dropped

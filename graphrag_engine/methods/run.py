@@ -18,11 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from graphrag_engine.config import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.methods.answer import answer_batch, answer_style, keeps_whole, prompt_for
 from graphrag_engine.progress import move_bar, progress
+from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import passages_of
 from graphrag_engine.retrieve.types import Context, Retrieved, StageClock

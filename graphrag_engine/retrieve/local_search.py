@@ -24,7 +24,7 @@ The context is the four sections, each cut to its share of `max_tokens` and kept
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -48,6 +48,13 @@ from graphrag_engine.retrieve.types import Context
 class GraphRAGLocalConfig:
     """GraphRAG's local search settings (its defaults, with a budget for a 2,048-token answer
     context instead of its 12,000)."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "top_k_entities": ">= 1",
+        "max_tokens": ">= 1",
+        "text_unit_prop": "[0, 1]",
+        "community_prop": "[0, 1]",
+    }
 
     entities: Literal["embedding", "ner"] = "embedding"
     """embedding: the question's vector against entity descriptions; ner: linked entities."""

@@ -23,7 +23,7 @@ index's unit and chunk vectors (the same cosine it would compute); a cross-encod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -61,6 +61,12 @@ def answer_prompt(question: str, passages: list[str] | None, cfg=None) -> list[d
 @dataclass
 class ClueRAGConfig:
     """Clue-RAG's Q-Iter retrieval (paper defaults K=3, D=3, M=5, N=5) and its ablations."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "anchor_k": ">= 1",
+        "beam": ">= 1",
+        "top_n": ">= 1",
+    }
 
     anchor_k: int = 3
     """K: entity nodes per query entity (spreading activation) and units (knowledge anchoring)."""

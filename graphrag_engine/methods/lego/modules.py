@@ -14,7 +14,7 @@ answer-entity precision / recall.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -35,6 +35,15 @@ SCORER_DOC = """How a LEGO module scores texts against the question: any registe
 @dataclass
 class LegoSEConfig:
     """LEGO subgraph extraction: PPR or RWR from the topic entities, then an optional scorer."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "restart_prob": "(0, 1]",
+        "max_ent": ">= 1",
+        "node_threshold": "any",
+        "edge_threshold": "any",
+        "window": ">= 1",
+        "walks": ">= 1",
+    }
 
     method: Literal["ppr", "rwr"] = "ppr"
     """ppr: exact personalized PageRank; rwr: Monte-Carlo random walks with restart."""
@@ -71,6 +80,12 @@ class LegoSEConfig:
 class LegoPFConfig:
     """LEGO path filtering over the extracted subgraph."""
 
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "max_hops": ">= 1",
+        "max_paths": ">= 1",
+        "beam_width": ">= 1",
+    }
+
     method: Literal["spf", "cpf", "beam"] = "spf"
     """spf: a shortest path from the topic entities to every node; cpf: every simple path;
     beam: iterative beam search that scores partial paths."""
@@ -100,6 +115,10 @@ class LegoPFConfig:
 @dataclass
 class LegoPRConfig:
     """LEGO path refinement: score the filtered paths and keep the top_k."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "top_k": ">= 1",
+    }
 
     scorer: str = "none"
     """Final path reranker: none (keep PF's order) or one of SE's scorer names."""

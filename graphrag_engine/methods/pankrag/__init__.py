@@ -36,7 +36,7 @@ chunk ranking (for Recall@k) interleaves every step's chunks, in plan order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -77,6 +77,13 @@ NEEDS = frozenset({Part.CHUNKS, Part.CHUNK_VECTORS, Part.ENTITY_GRAPH, Part.ENTI
 class PankRAGConfig:
     """PankRAG's execution settings (section 4.4: alpha 0.6 / beta 0.4 for specific questions,
     0.75 / 0.25 for abstract ones; alpha + beta = 1) and its ablations."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "max_steps": ">= 1",
+        "alpha_specific": "[0, 1]",
+        "alpha_abstract": "[0, 1]",
+        "sub_answer_tokens": ">= 1",
+    }
 
     plan: Literal["llm", "gold", "direct"] = "llm"
     """llm: the planner (one batched call); gold: MuSiQue's decomposition (oracle); direct:

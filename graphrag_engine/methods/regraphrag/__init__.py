@@ -26,7 +26,7 @@ triplet by triplet).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -58,6 +58,13 @@ ACROSS_ALL = "Across all"
 class ReGraphRAGConfig:
     """ReGraphRAG's settings (paper section 5.1: m = 4, n = 3, 30 nodes per sub-query) and the
     ablation switches of its Table 2."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "perspectives": ">= 1",
+        "sub_queries": ">= 1",
+        "top_k": ">= 1",
+        "context_tokens": ">= 1",
+    }
 
     perspectives: int = 4
     """m: perspectives per question."""

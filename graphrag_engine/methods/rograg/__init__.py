@@ -31,7 +31,7 @@ For the whole batch at once:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
@@ -64,6 +64,14 @@ Stage = Literal["logic_form", "dual_level"]
 @dataclass
 class ROGRAGConfig:
     """ROGRAG's stages, matching levers, verifier and refusal text."""
+
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "top_k": ">= 1",
+        "floor": "[-1, 1]",
+        "max_steps": ">= 1",
+        "step_answer_tokens": ">= 1",
+        "select_max": ">= 1",
+    }
 
     stages: list[Stage] = field(default_factory=lambda: ["logic_form", "dual_level"])
     """The fallback chain, tried in order."""
