@@ -364,12 +364,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Score query runs (or compare two) and write a report folder."""
-    from graphrag_engine.eval.report import compare_runs, evaluate_runs, write_staged
-
     ks = cutoffs(args.k)
     if args.dry_run:
         return _eval_forecast(args)
+    fresh = not Path(args.out).exists()
     writable_folder(args.out)
+    try:
+        return _eval(args, ks)
+    except BaseException:
+        if fresh and Path(args.out).is_dir() and not any(Path(args.out).iterdir()):
+            Path(args.out).rmdir()  # a refused eval leaves no empty report folder behind
+        raise
+
+
+def _eval(args: argparse.Namespace, ks: list[int]) -> int:
+    """cmd_eval's work once its report folder exists."""
+    from graphrag_engine.eval.report import compare_runs, evaluate_runs, write_staged
+
     if args.compare:
         if len(args.runs) != 2:
             raise BadInputError("eval --compare: give exactly two run folders (RUN_A RUN_B)")

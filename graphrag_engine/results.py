@@ -21,6 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from graphrag_engine.errors import BadInputError
+
 _BASE = [
     ("qid", pa.string()),
     ("question", pa.string()),
@@ -109,3 +111,37 @@ def decode_row(row: dict[str, Any]) -> dict[str, Any]:
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Every row of a results (or checkpoint) Parquet file, decoded."""
     return [decode_row(r) for r in pq.read_table(path).to_pylist()]
+
+
+SCORED = {
+    "qid": "string",
+    "answer": "string",
+    "retrieved_chunk_ids": "list<string>",
+    "gold_answers": "list<string>",
+    "supporting_ids": "list<string>",
+}
+"""The columns evaluation scores, with their types (a column of nulls passes as any type)."""
+
+
+def _is(t: pa.DataType, want: str) -> bool:
+    if pa.types.is_null(t):
+        return True
+    if want == "string":
+        return pa.types.is_string(t) or pa.types.is_large_string(t)
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is(t.value_type, "string")
+
+
+def check_results_schema(schema: pa.Schema, path: str | Path) -> None:
+    """Refuse a Parquet file that is not a run's results: a scored column missing or of
+    another type (BadInputError naming the file and the column)."""
+    for name, want in SCORED.items():
+        if name not in schema.names:
+            raise BadInputError(
+                f"{path}: column '{name}' missing; this is not a query run's results.parquet "
+                "(give the folder `graphrag-engine query --out` wrote)"
+            )
+        if not _is(schema.field(name).type, want):
+            raise BadInputError(
+                f"{path}: column '{name}' is {schema.field(name).type}, a results file holds "
+                f"{want}; give the folder `graphrag-engine query --out` wrote"
+            )

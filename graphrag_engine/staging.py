@@ -22,3 +22,13 @@ def staging_beside(out: Path) -> Iterator[Path]:
         yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one rename, synced first: a reader sees old or new."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.judge import pairwise_judge, ragas_scores, win_rate_table
@@ -36,8 +37,8 @@ from graphrag_engine.eval.metrics import (
     token_f1,
 )
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
-from graphrag_engine.results import read_rows
-from graphrag_engine.staging import staging_beside
+from graphrag_engine.results import check_results_schema, read_rows
+from graphrag_engine.staging import staging_beside, write_atomic
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
@@ -61,15 +62,56 @@ def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]
             raise BadInputError(
                 f"{run}/summary.json: not a JSON object; resume the run to rewrite it"
             )
+        check_summary(summary, run / "summary.json")
     try:
+        check_results_schema(pq.read_schema(path), path)
         rows = read_rows(path)
     except (OSError, pa.ArrowException) as exc:
         raise BadInputError(
             f"{path}: not a readable results file ({str(exc)[:160]}); resume the run with the "
             "same `graphrag-engine query` command to write it again"
         ) from None
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        if row["qid"] in seen:
+            raise BadInputError(
+                f"{path}: row {i + 1} repeats question {row['qid']!r}, which would be scored "
+                "twice; a run holds each question once (run the query again into a new folder)"
+            )
+        seen.add(row["qid"])
     label = summary.get("label")
     return (label if isinstance(label, str) and label else run.name), summary, rows
+
+
+SUMMARY_FIELDS: dict[str, tuple[type, ...]] = {
+    "label": (str,),
+    "seconds": (int, float),
+    "questions_per_s": (int, float, type(None)),
+    "index_tokens": (int, float),
+    "gold_in_index": (int, float, type(None)),
+    "query_tokens_per_question": (dict,),
+}
+"""The summary.json fields a report reads, with the JSON types each may hold."""
+
+
+def check_summary(summary: dict[str, Any], path: Path) -> None:
+    """Refuse a summary.json field a report reads that holds another type (exit 2)."""
+    for name, types_ in SUMMARY_FIELDS.items():
+        value = summary.get(name)
+        if name not in summary or (isinstance(value, types_) and not isinstance(value, bool)):
+            if name == "query_tokens_per_question" and isinstance(value, dict):
+                bad = [k for k, v in value.items() if not isinstance(v, int | float)]
+                if bad:
+                    raise BadInputError(
+                        f"{path}: field 'query_tokens_per_question.{bad[0]}' is not a number; "
+                        "resume the run to rewrite the summary"
+                    )
+            continue
+        kinds = " or ".join("null" if t is type(None) else t.__name__ for t in types_)
+        raise BadInputError(
+            f"{path}: field '{name}' is {type(value).__name__}, expected {kinds}; resume the "
+            "run with the same `graphrag-engine query` command to rewrite the summary"
+        )
 
 
 def unique_labels(runs: list[str | Path], labels: list[str]) -> list[str]:
@@ -406,12 +448,27 @@ def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path
     return out / "compare.md"
 
 
+REPORT_MARKER = ".graphrag-engine-report.json"
+"""Lists the files the last report wrote into its folder, so the next one removes those it
+does not write again (a compare table beside a newer report) and nothing else."""
+
+
 def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
     """Write a report into a staging folder beside `out`, then move its files into `out`
     (renames, which need no space): a killed or failed eval leaves the report folder as it
     was, never a half-written or empty file. Returns the written file's path in `out`."""
+    marker = out / REPORT_MARKER
+    try:
+        earlier = set(json.loads(marker.read_text())["files"]) if marker.exists() else set()
+    except (OSError, ValueError, KeyError, TypeError):
+        earlier = set()  # an unreadable marker: remove nothing of the earlier report
     with staging_beside(out) as staging:
         written = write(staging)
-        for path in sorted(staging.iterdir()):
-            os.replace(path, out / path.name)
+        names = sorted(p.name for p in staging.iterdir())
+        for name in names:
+            os.replace(staging / name, out / name)
+    for name in sorted(earlier - set(names) - {REPORT_MARKER}):
+        if "/" not in name and name not in ("", ".", "..") and (out / name).is_file():
+            (out / name).unlink()  # a file only the earlier report had: stale
+    write_atomic(marker, json.dumps({"files": names}).encode())
     return out / written.name

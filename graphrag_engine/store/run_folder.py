@@ -36,19 +36,9 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.results import part_table, read_rows, results_table
+from graphrag_engine.staging import write_atomic
 from graphrag_engine.store.index_store import Index
 from graphrag_engine.store.locks import try_lock
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one rename, synced first: a reader sees old or new."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
 
 TRANSPORT = frozenset(
     ("base_url", "api_key_env", "concurrency", "connect_timeout_s", "read_timeout_s")

@@ -4,8 +4,11 @@ outside its documented range (file:line, exit 2), and run labels that are not sa
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from graphrag_engine.api import _check_label
@@ -139,3 +142,74 @@ def test_safe_labels_are_kept(label: str) -> None:
 def test_labels_that_are_no_safe_file_name_are_refused(label: str) -> None:
     with pytest.raises(BadInputError, match="--label"):
         _check_label(label)
+
+
+def write_run(folder: Path, qids: list[str], summary: dict | None = None) -> Path:
+    """A run folder as `query` writes it: results.parquet (the typed table) and summary.json."""
+    from graphrag_engine.results import results_table
+
+    folder.mkdir(parents=True)
+    rows = [
+        {
+            "qid": q, "question": f"question {q}?", "method": "bm25", "answer": "Paris",
+            "retrieved_ids": ["c1"], "retrieved_chunk_ids": ["c1"], "retrieved_scores": [1.0],
+            "context_ids": ["c1"], "context_text": ["Paris is in France."],
+            "gold_answers": ["Paris"], "supporting_ids": ["c1"], "qtype": None, "kind": None,
+            "tokens": {}, "seconds": {"retrieve": 0.1}, "answer_failed": None, "extras": {},
+        }
+        for q in qids
+    ]  # fmt: skip
+    pq.write_table(results_table(rows), folder / "results.parquet")
+    body = summary if summary is not None else {"label": folder.name, "seconds": 1.0}
+    (folder / "summary.json").write_text(json.dumps(body))
+    return folder
+
+
+def test_eval_scores_a_well_formed_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "ok", ["a", "b"])
+    assert main(["eval", str(run), "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "report.md").exists()
+
+
+def test_eval_refuses_files_it_cannot_score(tmp_path: Path, capsys) -> None:
+    """A results file of another schema, a summary field of the wrong type and a question
+    written twice each exit 2 naming the file and what is wrong; no report is written."""
+    other = tmp_path / "other"
+    other.mkdir()
+    pq.write_table(pa.table({"qid": ["a"], "score": [1.0]}), other / "results.parquet")
+    typed = write_run(tmp_path / "typed", ["a"])
+    pq.write_table(
+        pa.table({**{c: pq.read_table(typed / "results.parquet")[c] for c in ("qid", "answer")},
+                  "retrieved_chunk_ids": [7], "gold_answers": [["x"]], "supporting_ids": [["c"]]}),
+        typed / "results.parquet",
+    )  # fmt: skip
+    cases = {
+        other: "column 'answer' missing",
+        typed: "column 'retrieved_chunk_ids' is int64",
+        write_run(tmp_path / "sum", ["a"], {"label": "x", "seconds": "fast"}): "field 'seconds'",
+        write_run(tmp_path / "tok", ["a"], {"query_tokens_per_question": {"answer": "many"}}): (
+            "query_tokens_per_question.answer"
+        ),
+        write_run(tmp_path / "twice", ["a", "b", "a"]): "row 3 repeats question 'a'",
+    }
+    for run, message in cases.items():
+        out = tmp_path / f"rep-{run.name}"
+        assert main(["eval", str(run), "--out", str(out)]) == 2, run
+        err = capsys.readouterr().err
+        assert str(run) in err and message in err, err
+        assert not out.exists()
+
+
+def test_a_report_folder_keeps_no_stale_table_of_an_earlier_report(tmp_path: Path) -> None:
+    """`eval --compare` then `eval` into one folder: the compare table goes, the new report
+    stays, and a file the engine never wrote is kept."""
+    a, b = write_run(tmp_path / "a", ["q1", "q2"]), write_run(tmp_path / "b", ["q1", "q2"])
+    out = tmp_path / "rep"
+    assert main(["eval", "--compare", str(a), str(b), "--out", str(out)]) == 0
+    compare_files = {p.name for p in out.iterdir()} - {".graphrag-engine-report.json"}
+    assert compare_files
+    (out / "notes.txt").write_text("mine")
+    assert main(["eval", str(a), str(b), "--out", str(out)]) == 0
+    now = {p.name for p in out.iterdir()}
+    assert "report.md" in now and "notes.txt" in now
+    assert compare_files == {"compare.md", "compare.csv"} and not compare_files & now
