@@ -6,9 +6,12 @@
 | 1 | an internal error (a bug): `GRAPHRAG_DEBUG=1` shows the traceback |
 | 2 | bad input: a file, record, config or argument, named with what to do |
 | 3 | `query`: some answers failed after every retry (recorded; the same command asks again) |
+| 4 | an LLM stage's share of invalid answers is over `models.llm.max_failed_share`; nothing committed |
+| 69 | the LLM (a server or a local model) failed a call after every retry: down, timing out, HTTP 5xx; nothing committed, the same command resumes |
 | 74 | the device is full, over quota or read-only while writing; nothing committed was lost |
 | 75 | another process holds the index (`reindex`) |
 | 130 | interrupted (Ctrl-C) |
+| 141 | standard output closed by its reader (piped into `head`); nothing else is affected |
 | 143 | terminated (SIGTERM); what was being written was dropped |
 """
 
@@ -30,6 +33,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated()
 
 
+BROKEN_PIPE_EXIT = 141
+"""Exit code when stdout's reader closed it (128 + SIGPIPE, as a shell reports it)."""
 STORAGE_EXIT = 74
 """Exit code of a write that found the device full, over quota or read-only (sysexits'
 EX_IOERR)."""
@@ -83,7 +88,9 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
     try:
-        return func(args)
+        code = func(args)
+        sys.stdout.flush()  # a reader that went away shows here when the output was buffered
+        return code
     except GraphRAGError as exc:
         print(f"graphrag-engine: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -97,6 +104,10 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except KeyboardInterrupt:
         print("graphrag-engine: interrupted; the index was left as it was", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of stdout went away (`| head`): no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
     except (OSError, sqlite3.OperationalError) as exc:
         why = _storage_full(exc)
         if why is None:

@@ -24,7 +24,11 @@ Done = Callable[[list[int], list["Completion"]], None]
 
 
 class LLMError(GraphRAGError):
-    """A model call that failed after its retries (server down, timeouts, bad responses)."""
+    """A model call that failed after its retries (server down, timeouts, HTTP 5xx, bad
+    responses); the CLI exits with 69 (EX_UNAVAILABLE): the same command resumes once the
+    model answers again."""
+
+    exit_code = 69
 
 
 class LLMRequiredError(GraphRAGError):

@@ -116,3 +116,24 @@ def test_an_extraction_server_that_answers_garbage_fails_the_build(tmp_path, run
     last = proc.stderr.strip().splitlines()[-1]
     assert "LLM stage 'extract'" in last and "(100%" in last and "nothing was committed" in last
     assert not (out / "manifest.json").exists() and not list(out.glob(".staging-*"))
+
+
+def test_an_extraction_server_failing_every_call_is_a_documented_exit(tmp_path, run_cli) -> None:
+    """A server answering HTTP 500 to every call (the FAULT INJECTOR) ends `index` with 69
+    (the LLM is unavailable, documented), not 1 (a bug): one line naming the server and what
+    to do, nothing committed, no staging left."""
+    from tests.fault_server import FaultInjector
+
+    out = tmp_path / "idx"
+    with FaultInjector(["500"] * 200) as fault:
+        cfg = tmp_path / "extract.yaml"
+        cfg.write_text(
+            "extraction:\n  enabled: true\n  retries: 0\n  gleaning: 0\n"
+            f"models:\n  llm:\n    backend: openai\n    model: fault\n    base_url: {fault.url}\n"
+            "    max_retries: 1\n"
+        )
+        proc = run_cli("index", "--demo", "--out", str(out), "--config", str(cfg))
+    assert proc.returncode == 69, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "internal error" not in proc.stderr and "HTTP 500" in last and fault.url in last
+    assert not (out / "manifest.json").exists() and not list(out.glob(".staging-*"))

@@ -459,7 +459,7 @@ def test_a_failed_answer_is_recorded_the_run_finishes_and_a_rerun_asks_again(
         assert [r["answer"] for r in rows] == ["first", "second", "third"]
         assert not (out / "parts" / "00000.failed").exists()
         fault.plan = ["500", "500"]
-        assert main([*args, "--out", str(tmp_path / "ff"), "--limit", "1", "--fail-fast"]) == 1
+        assert main([*args, "--out", str(tmp_path / "ff"), "--limit", "1", "--fail-fast"]) == 69
 
 
 def test_a_run_folder_from_before_content_identities_resumes_when_it_matches(

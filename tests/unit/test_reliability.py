@@ -213,3 +213,24 @@ def test_a_report_folder_keeps_no_stale_table_of_an_earlier_report(tmp_path: Pat
     now = {p.name for p in out.iterdir()}
     assert "report.md" in now and "notes.txt" in now
     assert compare_files == {"compare.md", "compare.csv"} and not compare_files & now
+
+
+@pytest.mark.parametrize("args", [["info", "{index}", "--json"], ["methods"]])
+def test_a_reader_that_closes_stdout_ends_the_command_quietly(tmp_path: Path, args) -> None:
+    """`info --json | head` (the reader gone before the output is written): exit 141 as a shell
+    reports SIGPIPE, no traceback and no 'internal error' on stderr."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.unit.test_needs import chunks_only_index
+
+    chunks_only_index(tmp_path / "idx")
+    cmd = [sys.executable, "-m", "graphrag_engine.cli"]
+    cmd += [a.replace("{index}", str(tmp_path / "idx")) for a in args]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes a byte
+    proc = subprocess.run(cmd, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""
