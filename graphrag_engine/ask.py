@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import textwrap
 
 from graphrag_engine.api import Engine
@@ -22,7 +23,14 @@ def run_ask(args: argparse.Namespace) -> int:
     engine = Engine(args.index)
     for method in args.method:  # every config checked before anything runs
         engine.config(method, **overrides)
-    runs = engine.ask(args.question, args.method, args.out, **overrides)
+    if args.out:
+        return _print_answers(args, engine.ask(args.question, args.method, args.out, **overrides))
+    with tempfile.TemporaryDirectory(prefix="graphrag-ask-") as tmp:  # nothing left behind
+        return _print_answers(args, engine.ask(args.question, args.method, tmp, **overrides))
+
+
+def _print_answers(args: argparse.Namespace, runs: dict) -> int:
+    """Each method's answer, context, sources, tokens and seconds for the asked question."""
     for label, run in runs.items():
         row, summary = run.rows()[0], run.summary
         print(f"== {label} ({summary['method']})")

@@ -293,8 +293,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Index the demo corpus and compare every method that can run on it, with a report."""
-    from graphrag_engine.tour import run_demo
+    from graphrag_engine.tour import check_demo_args, run_demo
 
+    check_demo_args(args.questions, args.methods)  # before --out is made or an index built
     writable_folder(args.out)
     run_demo(args.out, questions=args.questions, answers=not args.no_answers, methods=args.methods)
     return 0

@@ -16,12 +16,36 @@ def staging_beside(out: Path) -> Iterator[Path]:
     """A fresh, empty `.<name>.staging-<pid>` folder beside `out`, removed on the way out
     whether the work succeeded (its content moved into place by then) or not."""
     staging = out.with_name(f".{out.name}.staging-{os.getpid()}")
+    remove_stale_staging(out)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
         yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def remove_stale_staging(out: Path) -> list[Path]:
+    """Remove the staging folders beside `out` whose process is gone (a killed export or
+    judge could not remove its own); the folders removed."""
+    removed = []
+    for path in out.parent.glob(f".{out.name}.staging-*"):
+        pid = path.name.rsplit("-", 1)[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_atomic(path: Path, data: bytes) -> None:

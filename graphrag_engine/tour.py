@@ -88,6 +88,17 @@ def build_demo_index(folder: Path) -> float:
     return seconds
 
 
+def check_demo_args(questions: int, methods: list[str] | None) -> None:
+    """Refuse a question count below one or an unknown --method before anything is built."""
+    if questions < 1:
+        raise BadInputError(f"demo --questions {questions}: give 1 or more (the demo has 45)")
+    unknown = sorted(set(methods or []) - set(method_names()))
+    if unknown:
+        raise BadInputError(
+            f"demo --method {unknown[0]!r}: not a registered method ({', '.join(method_names())})"
+        )
+
+
 def demo_configs(
     engine: Engine, llm: bool, answers: bool, methods: list[str] | None = None
 ) -> tuple[dict[str, QueryConfig], dict[str, str]]:
@@ -97,11 +108,7 @@ def demo_configs(
     runnable: dict[str, QueryConfig] = {}
     skipped: dict[str, str] = {}
     _, questions = engine.questions("demo", limit=1)
-    unknown = sorted(set(methods or []) - set(method_names()))
-    if unknown:
-        raise BadInputError(
-            f"demo --method {unknown[0]!r}: not a registered method ({', '.join(method_names())})"
-        )
+    check_demo_args(1, methods)
     for name in methods or method_names():
         if name == "none" and not methods:
             continue  # the closed-book baseline reads nothing: not a retrieval method
@@ -135,8 +142,7 @@ def run_demo(
     """Index, run every method that can run (or `methods`), print the comparison table, write
     the report; returns the runs (label -> Run)."""
     out = Path(out)
-    if questions < 1:
-        raise BadInputError(f"demo --questions {questions}: give 1 or more (the demo has 45)")
+    check_demo_args(questions, methods)
     started = time.perf_counter()
     index_s = build_demo_index(out / "index")
     engine = Engine(out / "index")

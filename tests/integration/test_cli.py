@@ -214,3 +214,13 @@ def test_ask_answers_one_typed_question_with_each_method(
     assert answer != "answer: (retrieval only)" and len(answer) > len("answer: ")
     assert '"answer_prompt"' in out or "tokens: " in out
     assert main(["ask", str(demo_index), "  ", "--method", "bm25", "--retrieval-only"]) == 2
+    # without --out the runs go to a temporary folder that is gone when `ask` returns
+    import tempfile
+
+    def leftovers() -> set[str]:
+        return {p.name for p in Path(tempfile.gettempdir()).glob("graphrag-ask-*")}
+
+    before = leftovers()
+    assert main(["ask", str(demo_index), question, "--method", "bm25", "--retrieval-only"]) == 0
+    assert "== bm25 (bm25)" in capsys.readouterr().out
+    assert leftovers() == before

@@ -220,3 +220,40 @@ def test_answers_judge_and_ragas_with_smollm(
     per_q = list(csv.DictReader((tmp_path / "rep" / "per_question.csv").open()))
     assert len(per_q) == 8
     assert json.loads(json.dumps(per_q[0]))["qid"] == "demo-q01"
+
+
+def test_a_killed_judge_leaves_no_staging_behind(demo_index: Path, tmp_path: Path) -> None:
+    """`eval --judge` SIGKILLed while its judge (the FAULT INJECTOR, hanging) is asked: its
+    staging folder stays, since a killed process runs no cleanup; the next eval into the same
+    folder removes it (its process is gone) and writes the report."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.fault_server import FaultInjector
+
+    runs = [tmp_path / "bm25", tmp_path / "naive"]
+    out = tmp_path / "rep"
+    with FaultInjector([]) as fault:  # answers first ("ok"), then a judge that hangs
+        base = ["query", str(demo_index), "demo", "--limit", "2", "--llm-backend", "openai"]
+        base += ["--llm-model", "fault", "--base-url", fault.url]
+        for run in runs:
+            assert main([*base, "--method", run.name, "--out", str(run)]) == 0
+        fault.plan = ["hang:60"] * 20
+        sent = len(fault.requests)
+        cmd = [sys.executable, "-m", "graphrag_engine.cli", "eval", *map(str, runs), "--judge"]
+        cmd += ["--judge-backend", "openai", "--judge-model", "fault", "--base-url", fault.url]
+        env = {**os.environ, "GRAPHRAG_PROGRESS": "0", "HF_HUB_OFFLINE": "1"}
+        proc = subprocess.Popen([*cmd, "--out", str(out)], env=env, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while len(fault.requests) == sent and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert len(fault.requests) > sent, "the judge never asked"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    staged = list(tmp_path.glob(".rep.staging-*"))
+    assert len(staged) == 1 and not (out / "report.md").exists()
+    assert main(["eval", *map(str, runs), "--out", str(out)]) == 0
+    assert not list(tmp_path.glob(".rep.staging-*")) and (out / "report.md").exists()

@@ -234,3 +234,14 @@ def test_a_reader_that_closes_stdout_ends_the_command_quietly(tmp_path: Path, ar
     os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert proc.stderr == ""
+
+
+def test_a_refused_demo_builds_nothing_and_leaves_no_folder(tmp_path: Path, capsys) -> None:
+    """`demo --method nosuch` and `--questions 0` are refused before --out is made or the demo
+    index is built."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--method", "nosuch", "--out", str(out)]) == 2
+    assert "not a registered method" in capsys.readouterr().err
+    assert main(["demo", "--questions", "0", "--out", str(out)]) == 2
+    assert "give 1 or more" in capsys.readouterr().err
+    assert not out.exists()
