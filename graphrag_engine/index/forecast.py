@@ -12,6 +12,7 @@ corpus tokens), else from the NER graph of a sample of the chunks (index/forecas
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ from graphrag_engine.index.units import UNITS_STAGE
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.forecast import StageForecast, price
 from graphrag_engine.store.manifest import read_manifest
+
+BLOCK = 256
+"""Prompts built and counted at a time by a dry run."""
 
 
 def previous_stages(out: Path) -> dict[str, dict[str, Any]]:
@@ -79,9 +83,9 @@ def forecast_index(
         # capacity of chunk text
         fits = np.cumsum(np.sort(np.asarray(n_tokens))) <= capacity
         n = int(fits.sum())
-        counts = backend.count_tokens([UNITS_STAGE.prompt(t) for t in texts])
+        counted = count_in_blocks(backend.count_tokens, UNITS_STAGE.prompt, texts)
         overhead = backend.count_tokens([UNITS_STAGE.prompt("")])[0]
-        per_chunk_token = max(sum(counts) - overhead * len(counts), 0) / max(sum(n_tokens), 1)
+        per_chunk_token = max(counted - overhead * len(texts), 0) / max(sum(n_tokens), 1)
         tokens = n * overhead + capacity * per_chunk_token
         per, how = _mean_completion(before.get("units", {}), g.unit_max_tokens)
         rows.append(
@@ -92,15 +96,17 @@ def forecast_index(
             )
         )  # fmt: skip
     if x.enabled and texts:
-        first = backend.count_tokens([EXTRACT_STAGE.prompt(t, x.entity_types) for t in texts])
+        first = count_in_blocks(
+            backend.count_tokens, lambda t: EXTRACT_STAGE.prompt(t, x.entity_types), texts
+        )
         per, how = _mean_completion(before.get("extract", {}), x.max_tokens)
         # what a round adds to the conversation: its one user message, counted on its own
         extra = backend.count_tokens([GLEANING_STAGE.prompt([])])[0]
         ask = backend.count_tokens([LOOP_CHECK_STAGE.prompt([])])[0]
         rounds = x.gleaning if x.loop == "none" else x.max_rounds
-        prompts, tokens, completion = len(texts), sum(first), per * len(texts)
+        prompts, tokens, completion = len(texts), first, per * len(texts)
         for k in range(1, rounds + 1):  # round k carries the k answers and requests before it
-            history = sum(first) + len(texts) * k * (per + extra)
+            history = first + len(texts) * k * (per + extra)
             prompts += len(texts)
             tokens += history
             completion += per * len(texts)
@@ -145,6 +151,20 @@ def forecast_index(
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
         row.model = backend.model_id  # its measured rates give the time
     return rows
+
+
+def count_in_blocks(
+    count: Callable[[list[str]], list[int]],
+    prompt: Callable[[str], str],
+    texts: Sequence[str],
+    block: int = BLOCK,
+) -> int:
+    """The tokens of `prompt(text)` over every text, built and counted `block` prompts at a
+    time: a dry run over a large corpus holds one block of prompts, never all of them."""
+    total = 0
+    for lo in range(0, len(texts), block):
+        total += sum(count([prompt(t) for t in texts[lo : lo + block]]))
+    return total
 
 
 def _add_reasks(row: StageForecast, before: dict[str, Any]) -> None:

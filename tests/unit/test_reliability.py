@@ -245,3 +245,29 @@ def test_a_refused_demo_builds_nothing_and_leaves_no_folder(tmp_path: Path, caps
     assert main(["demo", "--questions", "0", "--out", str(out)]) == 2
     assert "give 1 or more" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_dry_run_counts_prompts_a_block_at_a_time() -> None:
+    """`index --dry-run` builds and counts the extraction / unit prompts BLOCK at a time: the
+    same total as counting them all at once, with memory for one block (a 2 kB template over
+    8,000 chunks is 16 MB of prompts at once; a block is 0.5 MB)."""
+    import tracemalloc
+
+    from graphrag_engine.index.forecast import BLOCK, count_in_blocks
+
+    template = "Extract every entity and relation of the text below. " * 36 + "\n\n{}"
+    texts = [f"chunk {i}: Ann met Bo in Paris." for i in range(8_000)]
+    sizes: list[int] = []
+
+    def count(prompts: list[str]) -> list[int]:
+        sizes.append(len(prompts))
+        return [len(p.split()) for p in prompts]
+
+    whole = sum(len(template.format(t).split()) for t in texts)
+    tracemalloc.start()
+    total = count_in_blocks(count, template.format, texts)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert total == whole
+    assert max(sizes) == BLOCK and sum(sizes) == len(texts)
+    assert peak < 4 * 2**20, peak
