@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from graphrag_engine.models.base import Completion
+from graphrag_engine.models.sqlite_check import check_cache_db, damaged
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -27,6 +28,7 @@ CREATE TABLE IF NOT EXISTS responses (
     created REAL NOT NULL
 )
 """
+RESPONSE_COLUMNS = {"key", "model", "text", "prompt_tokens", "completion_tokens", "finish_reason"}
 
 
 class ResponseCache:
@@ -38,10 +40,23 @@ class ResponseCache:
         self._local = threading.local()
         self.readonly = readonly  # a dry run reads what is cached and writes nothing
         if readonly:
+            if self.path.exists():  # read as it is: it must be what the engine wrote
+                try:
+                    check_cache_db(self._conn(), self.path, "responses", RESPONSE_COLUMNS)
+                except sqlite3.OperationalError:
+                    raise
+                except sqlite3.DatabaseError as exc:
+                    raise damaged(self.path, str(exc)) from None
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._conn() as conn:
-            conn.execute(_SCHEMA)
+        try:
+            with self._conn() as conn:
+                conn.execute(_SCHEMA)
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:  # not a database at all
+            raise damaged(self.path, str(exc)) from None
+        check_cache_db(self._conn(), self.path, "responses", RESPONSE_COLUMNS)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

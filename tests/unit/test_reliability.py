@@ -271,3 +271,32 @@ def test_a_dry_run_counts_prompts_a_block_at_a_time() -> None:
     assert total == whole
     assert max(sizes) == BLOCK and sum(sizes) == len(texts)
     assert peak < 4 * 2**20, peak
+
+
+@pytest.mark.parametrize("damage", ["garbage", "foreign"])
+def test_a_damaged_cache_file_is_named_not_an_internal_error(tmp_path: Path, damage) -> None:
+    """Every SQLite cache the engine reads back (embeddings, NER, LLM responses, read-only as a
+    dry run reads it): a file that is no database, or another program's database, is one
+    BadInputError (exit 2) naming the file and saying to move it aside."""
+    import sqlite3
+
+    from graphrag_engine.models.cache import ResponseCache
+    from graphrag_engine.models.embed_cache import EmbeddingCache
+    from graphrag_engine.models.ner_cache import NERCache
+
+    for opener in (
+        EmbeddingCache,
+        NERCache,
+        ResponseCache,
+        lambda p: ResponseCache(p, readonly=True),
+    ):
+        path = tmp_path / f"{damage}-{id(opener)}.sqlite"
+        if damage == "garbage":
+            path.write_bytes(b"these bytes are no SQLite database" * 200)
+        else:
+            with sqlite3.connect(path) as conn:
+                for table in ("mentions", "responses", "vectors"):  # same names, other columns
+                    conn.execute(f"CREATE TABLE {table} (id INTEGER)")
+        with pytest.raises(BadInputError, match="not a cache this engine wrote") as err:
+            opener(path)
+        assert str(path) in str(err.value) and "move it aside" in str(err.value)
