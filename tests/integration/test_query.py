@@ -551,3 +551,48 @@ def test_the_papers_budgets_shrink_to_the_answer_window_and_the_run_says_so(
     assert (
         ctx.budget.window == 8192 - 48 - 256 and "the model's window of 8,192" in ctx.budget.basis
     )
+
+
+NO_TOKEN_QUESTIONS = ["?", "the of and", "\U0001f600", "\x00"]
+"""Questions in which a method's tokenizer, NER or keyword step finds nothing."""
+
+
+def test_questions_without_tokens_get_empty_rankings_in_every_method(
+    demo_reports_index: Path, tmp_path: Path, llama_server
+) -> None:
+    """Every registered method over questions with no word in them: the run finishes and a
+    no-token question gets a ranking (empty or not, never an error); beside them a real
+    question is ranked as it is alone. Methods with LLM stages get one such question, their
+    stages answered by the session's llama.cpp server (SmolLM2), failures recorded."""
+    from graphrag_engine.api import Engine
+    from graphrag_engine.eval.datasets import Question
+    from graphrag_engine.methods import METHODS, query_config
+    from graphrag_engine.tour import PARSE_RETRIES, SETTINGS
+
+    real = Question(qid="real", question="Which harbour town did Ilsa Varnholt sail from?")
+    asked = [Question(qid=f"q{i}", question=t) for i, t in enumerate(NO_TOKEN_QUESTIONS)]
+    engine = Engine(demo_reports_index)  # the demo with communities and reports: every method
+    for name in METHODS:
+        cfg = query_config(name)
+        if cfg.method_llm_use():  # its own LLM stages: the loopback server, failures recorded
+            cfg.models.llm.backend, cfg.models.llm.model = "openai", llama_server.alias
+            cfg.models.llm.base_url, cfg.models.llm.max_failed_share = llama_server.url, 1.0
+            cfg.models.llm.context_window = 2048  # a slot's window; contexts shrink to fit
+            cfg.generation.max_context_tokens = 512  # as the demo runs SmolLM2
+            qs = [asked[0]]  # its LLM stages read the question; one is enough
+        else:
+            qs = [*asked, real]
+        cfg.generation.enabled = False  # rankings are what a no-token question could break
+        for key, value in SETTINGS.get(name, {}).items():  # the demo's, printed by the demo
+            setattr(cfg.options, key, value)
+        cfg.models.llm.parse_retries = PARSE_RETRIES
+        if name == "regraphrag":  # 2 x 1 perspectives, not 4 x 3: 176 tokens to decode, not 704
+            cfg.options.perspectives, cfg.options.sub_queries = 2, 1
+        run = engine.run(cfg, qs, tmp_path / name)
+        rows = {r["qid"]: r for r in run.rows()}
+        assert set(rows) == {q.qid for q in qs}, name
+        for q in qs:
+            assert isinstance(rows[q.qid]["retrieved_chunk_ids"], list), (name, q.qid)
+        if not cfg.method_llm_use():
+            alone = engine.run(cfg, [real], tmp_path / f"{name}-alone").rows()[0]
+            assert rows["real"]["retrieved_chunk_ids"] == alone["retrieved_chunk_ids"], name
