@@ -2,8 +2,9 @@
 tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, and GraphRAG-style
 Parquet tables (entities, relationships, communities, community_reports, text_units).
 
-Every export is written into a staging folder and renamed into place, so a failed export
-leaves nothing half-written.
+Every export is written into a staging folder and its files renamed into place, so a failed
+export leaves nothing half-written; `--out` is refused when it holds anything an export did not
+write there (unless `--replace`), and never the index.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.staging import staging_beside
+from graphrag_engine.staging import staging_beside, write_atomic
 from graphrag_engine.store.index_store import Index
 
 FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag")
@@ -78,12 +79,18 @@ def export_graph(
     tables = graph_tables(index)
     with staging_beside(out) as staging:
         WRITERS[fmt](tables, index, staging)
-        (staging / MARKER).write_text(
-            json.dumps({"format": fmt, "files": sorted(p.name for p in staging.iterdir())})
-        )
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
+        names = sorted(p.name for p in staging.iterdir())
+        out.mkdir(parents=True, exist_ok=True)  # kept, not replaced: it may be the working folder
+        for old in out.iterdir():  # what check_export_folder let go (an earlier export, or all)
+            if old.name in names or old.name == MARKER:
+                continue  # replaced below
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
+        for name in names:
+            os.replace(staging / name, out / name)
+        write_atomic(out / MARKER, json.dumps({"format": fmt, "files": names}).encode())
     return sorted(p for p in out.iterdir() if p.name != MARKER)
 
 

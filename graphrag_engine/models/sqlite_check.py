@@ -29,4 +29,3 @@ def damaged(path: Path, why: str) -> BadInputError:
         f"{path}: not a cache this engine wrote ({why}); move it aside and run the same "
         "command again (the cache is rebuilt; what it held is computed again)"
     )
-

@@ -101,7 +101,9 @@ def test_export_of_an_index_without_entities_says_how_to_build_one(tmp_path: Pat
     assert not (tmp_path / "x").exists()
 
 
-def test_export_never_removes_what_it_did_not_write(demo_index: Path, tmp_path: Path, capsys):
+def test_export_never_removes_what_it_did_not_write(
+    demo_index: Path, tmp_path: Path, capsys, monkeypatch
+):
     """`--out` that is the index, lies inside it or holds other files is refused (exit 2,
     nothing removed); an earlier export is replaced; `--replace` names what goes first."""
 
@@ -134,6 +136,14 @@ def test_export_never_removes_what_it_did_not_write(demo_index: Path, tmp_path: 
     assert main([*export, str(project), "--replace"]) == 0
     assert "notes.txt" in capsys.readouterr().out
     assert not (project / "notes.txt").exists() and (project / "graph.graphml").exists()
+    here = tmp_path / "here"  # `--out .`: the working folder, checked like any other
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main([*export, "."]) == 0 and (here / "graph.graphml").exists()
+    assert main([*export, "."]) == 0  # its own earlier export
+    monkeypatch.chdir(project.parent)
+    (tmp_path / "loose.txt").write_text("a user's file beside the folders")
+    assert main([*export, "."]) == 2  # a folder of other things
 
 
 def test_exports_of_control_characters_are_well_formed(demo_index: Path, tmp_path: Path):
