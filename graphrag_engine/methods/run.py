@@ -32,6 +32,7 @@ from graphrag_engine.store.run_folder import (
     claim_run_folder,
     merge_parts,
     part_path,
+    read_json,
     run_identity,
     run_usage,
     spent_seconds,
@@ -243,11 +244,11 @@ def run_batch(
     before = ctx.ledger.summary()
     carried: dict[str, dict[str, Any]] = {}
     if ckpt.exists() and not ctx.dry_run:
-        r = Retrieved.from_json(json.loads(ckpt.read_text()))
+        r = Retrieved.from_json(read_json(ckpt))
         clock.seconds = dict(r.seconds)
         committed = part_path(ctx.run_dir, b, ".usage.json").exists()
         if ckpt_usage.exists() and not committed:
-            carried = json.loads(ckpt_usage.read_text())
+            carried = read_json(ckpt_usage)
     else:
         r = method(ctx, batch, clock)
         if not ctx.dry_run:

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
@@ -151,7 +152,7 @@ def _check_run_dir(
     (out / "parts").mkdir(exist_ok=True)
     marker = out / "run.json"
     if marker.exists():
-        old = json.loads(marker.read_text())
+        old = read_json(marker)
         old["config"] = _with_added_keys(  # older runs kept transport keys, lacked new ones
             _without_transport(old.get("config") or {}),
             _without_transport(defaults),
@@ -203,6 +204,28 @@ def claim_run_folder(
         yield
     finally:
         os.close(lock)
+
+
+def read_json(path: Path, kind: type = dict) -> Any:
+    """A JSON file of the run folder read back, refused (exit 2, naming it) when it does not
+    parse or is not a `kind`: a damaged bookkeeping file, never an internal error."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise damaged_run_file(path, f"not JSON: {exc}") from None
+    if not isinstance(value, kind):
+        raise damaged_run_file(path, f"a {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
+def damaged_run_file(path: Path, why: str) -> BadInputError:
+    """The error for a run-folder file that cannot be read back."""
+    what = (
+        "delete it and run the same command again (a batch without its rows is computed again)"
+        if path.parent.name == "parts"
+        else "move the run folder aside and run the command again into a new one"
+    )
+    return BadInputError(f"{path}: damaged ({why}); {what}")
 
 
 def part_path(out: Path, b: int, suffix: str = ".parquet") -> Path:
@@ -264,7 +287,7 @@ def write_part(
 def add_usage(path: Path, usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """What `path` holds plus `usage` (numbers summed per stage/model), written back: a
     batch's usage over every process that worked on it."""
-    total = sum_usage(json.loads(path.read_text()) if path.exists() else {}, usage)
+    total = sum_usage(read_json(path) if path.exists() else {}, usage)
     write_atomic(path, json.dumps(total, indent=2).encode())
     return total
 
@@ -290,7 +313,7 @@ def run_usage(out: Path, n_batches: int) -> dict[str, dict[str, Any]]:
     for b in range(n_batches):
         path = part_path(out, b, ".usage.json")
         if path.exists():
-            total = sum_usage(total, json.loads(path.read_text()))
+            total = sum_usage(total, read_json(path))
     return total
 
 
@@ -303,12 +326,25 @@ def read_seconds(path: Path) -> float | None:
     """The wall seconds a batch's seconds file holds (None when there is none)."""
     if not path.exists():
         return None
-    return float(json.loads(path.read_text()).get("batch", {}).get("seconds", 0.0))
+    seconds = read_json(path).get("batch", {})
+    value = seconds.get("seconds", 0.0) if isinstance(seconds, dict) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise damaged_run_file(path, "no number at batch.seconds")
+    return float(value)
+
+
+def read_part(out: Path, b: int) -> list[dict[str, Any]]:
+    """The rows batch `b` committed, refused (exit 2, naming the file) when it is damaged."""
+    path = part_path(out, b)
+    try:
+        return read_rows(path)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise damaged_run_file(path, str(exc)[:160]) from None
 
 
 def merge_parts(out: Path, n_batches: int) -> list[dict[str, Any]]:
     """Every batch's rows, in order, written as results.parquet and results.jsonl."""
-    rows = [r for b in range(n_batches) for r in read_rows(part_path(out, b))]
+    rows = [r for b in range(n_batches) for r in read_part(out, b)]
     tmp = out / "results.parquet.tmp"
     pq.write_table(results_table(rows), tmp)
     os.replace(tmp, out / "results.parquet")

@@ -596,3 +596,36 @@ def test_questions_without_tokens_get_empty_rankings_in_every_method(
         if not cfg.method_llm_use():
             alone = engine.run(cfg, [real], tmp_path / f"{name}-alone").rows()[0]
             assert rows["real"]["retrieved_chunk_ids"] == alone["retrieved_chunk_ids"], name
+
+
+def test_damaged_run_folder_files_are_named_on_resume(demo_index: Path, tmp_path: Path, capsys):
+    """A run folder's bookkeeping read back on resume (run.json, a batch's rows, its seconds
+    and usage files, the retrieval checkpoint): damaged, each is exit 2 naming the file and
+    what to do (was: internal errors); deleting a batch file and re-running recovers."""
+    import shutil
+
+    args = ["query", str(demo_index), "demo", "--method", "bm25", "--retrieval-only"]
+    args += ["--limit", "4", "--batch-size", "2"]
+    clean = tmp_path / "clean"
+    assert main([*args, "--out", str(clean)]) == 0
+    capsys.readouterr()
+    damages = {
+        "run.json": (b'{"index": ', "move the run folder aside"),
+        "parts/00000.parquet": (b"not parquet", "delete it and run the same command again"),
+        "parts/00000.seconds.json": (b"[1, 2]", "a list, not a dict"),
+        "parts/00001.usage.json": (b"\xff\xfe", "not JSON"),
+    }
+    for name, (data, message) in damages.items():
+        run = tmp_path / name.replace("/", "-")
+        shutil.copytree(clean, run)
+        (run / "results.parquet").unlink()  # unfinished: the resume reads the parts back
+        (run / name).write_bytes(data)
+        assert main([*args, "--out", str(run)]) == 2, name
+        err = capsys.readouterr().err
+        assert f"{run / name}: damaged" in err and message in err, err
+        if name.startswith("parts/"):
+            (run / name).unlink()
+            assert main([*args, "--out", str(run)]) == 0, name
+            assert [r["qid"] for r in read_rows(run / "results.parquet")] == [
+                r["qid"] for r in read_rows(clean / "results.parquet")
+            ]
