@@ -19,6 +19,7 @@ class AnnConfig:
     call as the exact search; tables below `min_vectors` rows are searched exactly."""
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+        "min_vectors": ">= 1",
         "hnsw_m": ">= 2",
         "hnsw_ef_construction": ">= 1",
         "hnsw_ef_search": ">= 1",
@@ -44,14 +45,6 @@ class AnnConfig:
     cache: bool = True
     """Save built ANN indexes under the index folder's ann/ (keyed by the vectors' sha256) and
     reuse them; false (or a read-only index folder): built in memory for each run."""
-
-    def validate(self, where: str) -> None:
-        """Positive sizes."""
-        for key in ("min_vectors", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_probe"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{where}: retrieval.ann.{key} must be >= 1")
-        if self.ivf_lists < 0:
-            raise ConfigError(f"{where}: retrieval.ann.ivf_lists must be >= 0 (0: automatic)")
 
 
 @dataclass
@@ -141,7 +134,6 @@ class QueryConfig:
             )
         self.models.embedder.validate(where)
         self.models.llm.validate(where)
-        r.ann.validate(where)
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate(where)
 

@@ -136,7 +136,7 @@ def test_ann_settings_are_checked(run_cli, musique_subset: dict, tmp_path: Path)
     bad.write_text("method: naive\nretrieval:\n  ann:\n    min_vectors: 0\n")
     proc = run_cli("query", str(musique_subset["index"]), str(musique_subset["questions"]),
                    "--method", str(bad), "--out", str(tmp_path / "r"), "--retrieval-only")  # fmt: skip
-    assert proc.returncode == 2 and "retrieval.ann.min_vectors must be >= 1" in proc.stderr
+    assert proc.returncode == 2 and "retrieval.ann.min_vectors' must be >= 1" in proc.stderr
 
 
 def test_a_run_folder_from_before_the_ann_keys_resumes(
