@@ -10,7 +10,6 @@ write there (unless `--replace`), and never the index.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.staging import staging_beside, write_atomic
+from graphrag_engine.staging import listed_files, staging_beside, write_listing
 from graphrag_engine.store.index_store import Index
 
 FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag")
@@ -90,7 +89,7 @@ def export_graph(
                 old.unlink()
         for name in names:
             os.replace(staging / name, out / name)
-        write_atomic(out / MARKER, json.dumps({"format": fmt, "files": names}).encode())
+        write_listing(out / MARKER, names, format=fmt)
     return sorted(p for p in out.iterdir() if p.name != MARKER)
 
 
@@ -124,11 +123,8 @@ def check_export_folder(
 
 def _written_by_export(out: Path, present: list[str]) -> bool:
     """Whether `out` holds exactly the files an earlier export listed in its marker."""
-    try:
-        listed = json.loads((out / MARKER).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return isinstance(listed, list) and sorted([*listed, MARKER]) == present
+    listed = listed_files(out / MARKER)
+    return listed is not None and sorted([*listed, MARKER]) == present
 
 
 def _text(value: Any) -> str:

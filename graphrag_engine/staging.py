@@ -4,6 +4,7 @@ half-written output (export renames the whole folder, eval moves its report file
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -56,3 +57,18 @@ def write_atomic(path: Path, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def listed_files(marker: Path) -> list[str] | None:
+    """The file names a marker written by `write_listing` lists; None when there is none or
+    it cannot be read (then nothing may be taken as written by the engine)."""
+    try:
+        listed = json.loads(marker.read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return listed if isinstance(listed, list) else None
+
+
+def write_listing(marker: Path, names: list[str], **fields: object) -> None:
+    """Record, beside what a command wrote into a folder, the names it wrote there."""
+    write_atomic(marker, json.dumps({**fields, "files": names}).encode())

@@ -38,7 +38,7 @@ from graphrag_engine.eval.metrics import (
 )
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
 from graphrag_engine.results import check_results_schema, read_rows
-from graphrag_engine.staging import staging_beside, write_atomic
+from graphrag_engine.staging import listed_files, staging_beside, write_listing
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
@@ -97,21 +97,22 @@ SUMMARY_FIELDS: dict[str, tuple[type, ...]] = {
 def check_summary(summary: dict[str, Any], path: Path) -> None:
     """Refuse a summary.json field a report reads that holds another type (exit 2)."""
     for name, types_ in SUMMARY_FIELDS.items():
-        value = summary.get(name)
-        if name not in summary or (isinstance(value, types_) and not isinstance(value, bool)):
-            if name == "query_tokens_per_question" and isinstance(value, dict):
-                bad = [k for k, v in value.items() if not isinstance(v, int | float)]
-                if bad:
-                    raise BadInputError(
-                        f"{path}: field 'query_tokens_per_question.{bad[0]}' is not a number; "
-                        "resume the run to rewrite the summary"
-                    )
-            continue
-        kinds = " or ".join("null" if t is type(None) else t.__name__ for t in types_)
-        raise BadInputError(
-            f"{path}: field '{name}' is {type(value).__name__}, expected {kinds}; resume the "
-            "run with the same `graphrag-engine query` command to rewrite the summary"
-        )
+        if name not in summary:
+            continue  # an older summary: the report shows what it lacks as unknown
+        value = summary[name]
+        if not isinstance(value, types_) or isinstance(value, bool):
+            kinds = " or ".join("null" if t is type(None) else t.__name__ for t in types_)
+            raise BadInputError(
+                f"{path}: field '{name}' is {type(value).__name__}, expected {kinds}; resume "
+                "the run with the same `graphrag-engine query` command to rewrite the summary"
+            )
+        if isinstance(value, dict):
+            bad = [k for k, v in value.items() if not isinstance(v, int | float)]
+            if bad:
+                raise BadInputError(
+                    f"{path}: field '{name}.{bad[0]}' is not a number; resume the run to "
+                    "rewrite the summary"
+                )
 
 
 def unique_labels(runs: list[str | Path], labels: list[str]) -> list[str]:
@@ -458,10 +459,7 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
     (renames, which need no space): a killed or failed eval leaves the report folder as it
     was, never a half-written or empty file. Returns the written file's path in `out`."""
     marker = out / REPORT_MARKER
-    try:
-        earlier = set(json.loads(marker.read_text())["files"]) if marker.exists() else set()
-    except (OSError, ValueError, KeyError, TypeError):
-        earlier = set()  # an unreadable marker: remove nothing of the earlier report
+    earlier = set(listed_files(marker) or [])  # none, or unreadable: remove nothing
     with staging_beside(out) as staging:
         written = write(staging)
         names = sorted(p.name for p in staging.iterdir())
@@ -470,5 +468,5 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
     for name in sorted(earlier - set(names) - {REPORT_MARKER}):
         if "/" not in name and name not in ("", ".", "..") and (out / name).is_file():
             (out / name).unlink()  # a file only the earlier report had: stale
-    write_atomic(marker, json.dumps({"files": names}).encode())
+    write_listing(marker, names)
     return out / written.name

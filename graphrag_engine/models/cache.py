@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from graphrag_engine.models.base import Completion
-from graphrag_engine.models.sqlite_check import check_cache_db, damaged
+from graphrag_engine.models.sqlite_check import cache_file, check_cache_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -41,21 +41,11 @@ class ResponseCache:
         self.readonly = readonly  # a dry run reads what is cached and writes nothing
         if readonly:
             if self.path.exists():  # read as it is: it must be what the engine wrote
-                try:
-                    check_cache_db(self._conn(), self.path, "responses", RESPONSE_COLUMNS)
-                except sqlite3.OperationalError:
-                    raise
-                except sqlite3.DatabaseError as exc:
-                    raise damaged(self.path, str(exc)) from None
+                check_cache_db(self._conn(), self.path, "responses", RESPONSE_COLUMNS)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with self._conn() as conn:
-                conn.execute(_SCHEMA)
-        except sqlite3.OperationalError:
-            raise
-        except sqlite3.DatabaseError as exc:  # not a database at all
-            raise damaged(self.path, str(exc)) from None
+        with cache_file(self.path), self._conn() as conn:
+            conn.execute(_SCHEMA)
         check_cache_db(self._conn(), self.path, "responses", RESPONSE_COLUMNS)
 
     def _conn(self) -> sqlite3.Connection:

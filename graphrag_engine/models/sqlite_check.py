@@ -5,19 +5,29 @@ database) is one clear error naming the file, exit 2, instead of an internal err
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from graphrag_engine.errors import BadInputError
 
 
-def check_cache_db(conn: sqlite3.Connection, path: Path, table: str, columns: set[str]) -> None:
-    """Refuse the cache at `path` (open as `conn`) unless `table` holds `columns`."""
+@contextmanager
+def cache_file(path: Path) -> Iterator[None]:
+    """Turn what SQLite raises on a file that is no database into `damaged(path)`; a locked,
+    full or read-only file (OperationalError) keeps the command's own exit (75 / 74)."""
     try:
-        found = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        yield
     except sqlite3.OperationalError:
-        raise  # locked, full or read-only: the command's own exit (75 / 74) says so
+        raise
     except sqlite3.DatabaseError as exc:
         raise damaged(path, str(exc)) from None
+
+
+def check_cache_db(conn: sqlite3.Connection, path: Path, table: str, columns: set[str]) -> None:
+    """Refuse the cache at `path` (open as `conn`) unless `table` holds `columns`."""
+    with cache_file(path):
+        found = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
     if not columns <= found:
         missing = ", ".join(sorted(columns - found))
         raise damaged(path, f"table {table!r} lacks {missing}")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphrag_engine.models.sqlite_check import check_cache_db, damaged
+from graphrag_engine.models.sqlite_check import cache_file, check_cache_db
 from graphrag_engine.progress import progress
 
 Blocks = Callable[[list[str]], Iterator[tuple[Sequence[int], Sequence[Any]]]]
@@ -65,16 +65,16 @@ class TextCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.table} "
-                f"(model TEXT, key TEXT, {self.column} {self.column_type}, PRIMARY KEY (model, key))"
-            )
-        except sqlite3.OperationalError:
-            raise
-        except sqlite3.DatabaseError as exc:  # not a database at all
+            with cache_file(self.path):
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self.table} "
+                    f"(model TEXT, key TEXT, {self.column} {self.column_type}, "
+                    "PRIMARY KEY (model, key))"
+                )
+        except BaseException:
             self._conn.close()
-            raise damaged(self.path, str(exc)) from None
+            raise
         check_cache_db(self._conn, self.path, self.table, {"model", "key", self.column})
         self.hits = 0
         self.misses = 0
