@@ -155,7 +155,8 @@ def run_demo(
     configs, skipped = demo_configs(engine, llm, answers, methods)
     served = "their LLM stages and answers" if answers else "their LLM stages (no answers)"
     print(
-        f"running {len(configs)} methods over {questions} demo questions (--questions N for more)"
+        f"running {len(configs)} methods over {questions} demo question{'s' if questions != 1 else ''}"
+        " (--questions N for more)"
         + (f"; SmolLM2-135M on this CPU serves {served}" if llm else "; passages ranked only")
         + (f", {CONTEXT_TOKENS}-token answer contexts" if answers else "")
     )

@@ -151,17 +151,15 @@ def demo_index_copy(demo_index: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_reports_index(tmp_path_factory) -> Path:
-    """The demo corpus with hierarchical communities (clusters of at most 6) and SmolLM2-written
-    community reports, built once per session (global search and PankRAG's report search)."""
+    """The demo corpus with hierarchical communities (clusters of at most 6) and their
+    extractive reports, built once per session without an LLM (global search, PankRAG's report
+    search, export). Reports written by SmolLM2 are built and read in
+    tests/integration/test_index_communities.py."""
     from graphrag_engine.cli import main
 
     tmp = tmp_path_factory.mktemp("demo-reports")
     cfg = tmp / "index.yaml"
-    cfg.write_text(
-        "communities:\n  enabled: true\n  max_cluster_size: 6\n  reports: true\n"
-        "  report_max_tokens: 100\nmodels:\n  llm:\n    backend: transformers\n"
-        "    batch_size: 8\n    parse_retries: 1\n"
-    )
+    cfg.write_text("communities:\n  enabled: true\n  max_cluster_size: 6\n")
     assert main(["index", "--demo", "--out", str(tmp / "index"), "--config", str(cfg)]) == 0
     return tmp / "index"
 

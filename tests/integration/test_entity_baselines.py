@@ -211,59 +211,6 @@ def test_global_search_needs_reports(run_cli, demo_index, tmp_path) -> None:
     assert "community_reports" in res.stderr and "communities.reports: true" in res.stderr
 
 
-@pytest.mark.slow
-def test_global_search_map_reduce_on_smollm_reports(demo_reports_index, tmp_path, smollm) -> None:
-    """A demo index with SmolLM2-written community reports, then global search (fixed level and
-    dynamic selection) with SmolLM2: one map prompt per report batch, points reduced by score,
-    and every question either answered from key points or given the no-data answer."""
-    from graphrag_engine.methods.graphrag_global import NO_DATA, graphrag_global
-
-    index = open_index(demo_reports_index)
-    assert index.rows("reports") > 0
-    questions = load_questions(demo_questions_path())[:2]
-    for dynamic in (False, True):
-        qcfg = query_config("graphrag_global")
-        qcfg.models.llm.backend = "transformers"
-        qcfg.options.dynamic = dynamic
-        qcfg.options.map_max_tokens = 120
-        ctx = QueryContext(index, qcfg, tmp_path / f"run{dynamic}", llm_backend=smollm)
-        r = graphrag_global(ctx, questions, StageClock())
-        for c, e, t in zip(r.contexts, r.extras, r.tokens, strict=True):
-            # a fixed level always maps; dynamic selection may rate every report irrelevant
-            assert (e["map_prompts"] >= 1 and t["global_map"] > 0) or (
-                dynamic and e["reports"] == 0
-            )
-            if e["reports"] == 0:
-                assert c.preset_answer == NO_DATA
-            if c.sections:  # key points: the reduce stage answered from them, its own call
-                scores = [int(x.split(")")[0].split()[-1]) for x in c.sections[0].items]
-                assert scores == sorted(scores, reverse=True) and min(scores) > 0
-                assert c.preset_answer and c.preset_answer != NO_DATA
-                assert t["global_reduce_prompt"] > 0
-            else:
-                assert c.preset_answer == NO_DATA and "global_reduce_prompt" not in t
-        if not dynamic:  # the leaf-most reports at or below the level, the same for each
-            assert {e["reports"] for e in r.extras} == {len(comms_at(ctx, 2))}
-
-
-def comms_at(ctx, level: int) -> list[int]:
-    """The reported communities global search reads at `level`, checked against their
-    definition: at the level, or above it with no reported child at or above it."""
-    from graphrag_engine.retrieve.communities import communities
-
-    comms = communities(ctx, need_reports=True)
-    rows = comms.reported_at(level)
-    for c in comms.report:
-        kids = [k for k in comms.children.get(c, []) if k in comms.report]
-        leafmost = comms.level[c] == level or (
-            comms.level[c] < level and not any(comms.level[k] <= level for k in kids)
-        )
-        assert (c in rows) == leafmost
-    covered = {e for c in rows for e in comms.members[c]}
-    assert covered == {e for c in comms.report for e in comms.members[c]}  # all of the graph
-    return rows
-
-
 def test_equal_vectors_rank_by_id_whatever_the_batch(demo) -> None:
     """Entities of the same name have equal vectors; their order (and who makes the top k) must
     not depend on whether a text was encoded alone or in a padded batch."""

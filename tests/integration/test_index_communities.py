@@ -28,6 +28,25 @@ def build(
     return out
 
 
+REPORTS_CONFIG = (
+    "  reports: true\n  report_max_tokens: 100\nmodels:\n  llm:\n    backend: transformers\n"
+    "    batch_size: 8\n    parse_retries: 0\n"
+    "    max_failed_share: 1.0\n"  # a report cut at 100 tokens is recorded, replaced by an extractive one
+)
+"""The index settings of SmolLM2-written community reports."""
+
+
+@pytest.fixture(scope="module")
+def smollm_reports(tmp_path_factory) -> dict:
+    """The first 14 demo documents with communities (clusters of at most 6) and SmolLM2-written
+    reports, built once for this file: the reports are checked, re-summarised after an add (on a
+    copy) and read by global search."""
+    root = tmp_path_factory.mktemp("smollm-reports")
+    base = root / "base.jsonl"
+    base.write_text("\n".join(corpus_path().read_text().splitlines()[:14]) + "\n")
+    return {"root": root, "corpus": base, "index": build(root, "r", REPORTS_CONFIG, corpus=base)}
+
+
 def test_hierarchy_partitions_and_is_deterministic(tmp_path: Path) -> None:
     idx = open_index(build(tmp_path, "a"))
     rows = idx.table("communities").to_pylist()
@@ -63,26 +82,20 @@ def test_hierarchy_partitions_and_is_deterministic(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) -> None:
-    extra = (
-        "  reports: true\n  report_max_tokens: 40\nmodels:\n  llm:\n    backend: transformers\n"
-        "    batch_size: 8\n    parse_retries: 0\n"
-        "    max_failed_share: 1.0\n"  # 40-token reports are often cut short: recorded
-    )
-    lines = corpus_path().read_text().splitlines()
-    base = tmp_path / "base.jsonl"
-    base.write_text("\n".join(lines[:14]) + "\n")
+def test_reports_resummarise_only_touched_communities(
+    smollm_reports: dict, tmp_path: Path, capsys
+) -> None:
+    import shutil
+
+    base, built = smollm_reports["corpus"], smollm_reports["index"]
+    cfg = smollm_reports["root"] / "r.yaml"  # the settings the fixture built with
     # before any build: estimated from the NER graph of (here all of) the chunks
-    (tmp_path / "r.yaml").write_text(
-        "communities:\n  enabled: true\n  max_cluster_size: 6\n" + extra
-    )
     first_dry = ["index", str(base), "--out", str(tmp_path / "none"), "--dry-run"]
-    assert main([*first_dry, "--config", str(tmp_path / "r.yaml")]) == 0
+    assert main([*first_dry, "--config", str(cfg)]) == 0
     estimate = capsys.readouterr().out
     assert "community_reports: " in estimate and "estimate for a first build" in estimate
     assert not (tmp_path / "none").exists()
-    out = build(tmp_path, "r", extra, corpus=base)
-    first = open_index(out)
+    first = open_index(built)
     stage = first.manifest["stats"]["stages"]["communities"]
     n = stage["items"]
     assert stage["model_calls"] == n and stage["reports"] == n  # failures: extractive ones
@@ -91,8 +104,10 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) ->
         assert r["title"] and r["summary"] and r["full_text"]
     # a dry run over that build forecasts its reports from it (same corpus: the same count),
     # instead of "not forecast"
+    out = tmp_path / "r"
+    shutil.copytree(built, out)  # the add below writes into a copy; the fixture stays as built
     capsys.readouterr()
-    dry = ["index", str(base), "--out", str(out), "--config", str(tmp_path / "r.yaml")]
+    dry = ["index", str(base), "--out", str(out), "--config", str(cfg)]
     assert main([*dry, "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert f"community_reports: {n} prompts" in text and "scaled by corpus tokens (x1.00)" in text
@@ -111,7 +126,7 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) ->
         )
         + "\n"
     )
-    build(tmp_path, "r", extra, corpus=new, add=True)
+    build(tmp_path, "r", REPORTS_CONFIG, corpus=new, add=True)
     after = open_index(out)
     stage2 = after.manifest["stats"]["stages"]["communities"]
     after_ids = set(after.table("communities")["community_id"].to_pylist())
@@ -124,8 +139,10 @@ def test_reports_resummarise_only_touched_communities(tmp_path: Path, capsys) ->
     assert 0 < stage2["model_calls"] <= len(after_ids - before_ids)
 
 
-def test_extractive_reports_serve_global_search_and_report_search(tmp_path: Path, smollm) -> None:
-    """An LLM-free build with communities writes an extractive report for every community;
+def test_extractive_reports_serve_global_search_and_report_search(
+    demo_reports_index: Path, tmp_path: Path, smollm
+) -> None:
+    """An LLM-free build with communities (the session's) writes an extractive report for every community;
     PankRAG's report search finds the community of a question's entity among them, and
     global search maps them with SmolLM2 as it maps LLM reports."""
     from graphrag_engine.eval.datasets import Question
@@ -136,10 +153,7 @@ def test_extractive_reports_serve_global_search_and_report_search(tmp_path: Path
     from graphrag_engine.retrieve.context import QueryContext
     from graphrag_engine.retrieve.types import StageClock
 
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("communities:\n  enabled: true\n  max_cluster_size: 6\n")
-    assert main(["index", "--demo", "--out", str(tmp_path / "idx"), "--config", str(cfg)]) == 0
-    idx = open_index(tmp_path / "idx")
+    idx = open_index(demo_reports_index)
     stats = idx.manifest["stats"]["stages"]["communities"]
     assert stats["reports_kind"] == "extractive" and stats["reports"] == stats["items"]
     reports = idx.table("reports").to_pylist()
@@ -160,3 +174,60 @@ def test_extractive_reports_serve_global_search_and_report_search(tmp_path: Path
     assert found and any("Quillon" in comms.report_text(c) for c, _ in found)
     r = graphrag_global(ctx, [Question("q1", question, ["Hana Lirrow"])], StageClock())
     assert r.extras[0]["map_prompts"] >= 1 and r.tokens[0]["global_map"] > 0
+
+
+@pytest.mark.slow
+def test_global_search_map_reduce_on_smollm_reports(smollm_reports, tmp_path, smollm) -> None:
+    """The demo index with SmolLM2-written community reports, then global search (fixed level and
+    dynamic selection) with SmolLM2: one map prompt per report batch, points reduced by score,
+    and every question either answered from key points or given the no-data answer."""
+    from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.graphrag_global import NO_DATA, graphrag_global
+    from graphrag_engine.retrieve.context import QueryContext
+    from graphrag_engine.retrieve.types import StageClock
+
+    index = open_index(smollm_reports["index"])
+    assert index.rows("reports") > 0
+    questions = load_questions(demo_questions_path())[:2]
+    for dynamic in (False, True):
+        qcfg = query_config("graphrag_global")
+        qcfg.models.llm.backend = "transformers"
+        qcfg.options.dynamic = dynamic
+        qcfg.options.map_max_tokens = 120
+        ctx = QueryContext(index, qcfg, tmp_path / f"run{dynamic}", llm_backend=smollm)
+        r = graphrag_global(ctx, questions, StageClock())
+        for c, e, t in zip(r.contexts, r.extras, r.tokens, strict=True):
+            # a fixed level always maps; dynamic selection may rate every report irrelevant
+            assert (e["map_prompts"] >= 1 and t["global_map"] > 0) or (
+                dynamic and e["reports"] == 0
+            )
+            if e["reports"] == 0:
+                assert c.preset_answer == NO_DATA
+            if c.sections:  # key points: the reduce stage answered from them, its own call
+                scores = [int(x.split(")")[0].split()[-1]) for x in c.sections[0].items]
+                assert scores == sorted(scores, reverse=True) and min(scores) > 0
+                assert c.preset_answer and c.preset_answer != NO_DATA
+                assert t["global_reduce_prompt"] > 0
+            else:
+                assert c.preset_answer == NO_DATA and "global_reduce_prompt" not in t
+        if not dynamic:  # the leaf-most reports at or below the level, the same for each
+            assert {e["reports"] for e in r.extras} == {len(comms_at(ctx, 2))}
+
+
+def comms_at(ctx, level: int) -> list[int]:
+    """The reported communities global search reads at `level`, checked against their
+    definition: at the level, or above it with no reported child at or above it."""
+    from graphrag_engine.retrieve.communities import communities
+
+    comms = communities(ctx, need_reports=True)
+    rows = comms.reported_at(level)
+    for c in comms.report:
+        kids = [k for k in comms.children.get(c, []) if k in comms.report]
+        leafmost = comms.level[c] == level or (
+            comms.level[c] < level and not any(comms.level[k] <= level for k in kids)
+        )
+        assert (c in rows) == leafmost
+    covered = {e for c in rows for e in comms.members[c]}
+    assert covered == {e for c in comms.report for e in comms.members[c]}  # all of the graph
+    return rows

@@ -11,6 +11,8 @@ import shutil
 import numpy as np
 import pytest
 
+from graphrag_engine.cli import main
+from graphrag_engine.config import GraphConfig
 from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.clue_rag import clue_rag
@@ -39,7 +41,7 @@ def _cached_vectors(index_dir) -> int:
 
 @pytest.mark.parametrize("sentences", [True, False], ids=["sentence-described", "embedded"])
 def test_lazy_relation_vectors_equal_built_ones(
-    run_cli, tmp_path, capsys, monkeypatch, sentences: bool
+    demo_index, tmp_path, capsys, monkeypatch, sentences: bool
 ) -> None:
     """Sentence-described relations (the LLM-free default) get their sentences' mean unit
     vector, embedding nothing; relations without sentences embed their texts once."""
@@ -48,18 +50,15 @@ def test_lazy_relation_vectors_equal_built_ones(
     cfg = tmp_path / "lazy.yaml"
     cfg.write_text("graph:\n  relation_vectors: lazy\n" + extra)
     lazy = tmp_path / "lazy"
-    assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
-    (tmp_path / "built.yaml").write_text("graph:\n" + extra)
-    reference_dir = tmp_path / "built"
-    args = [
-        "index",
-        "--demo",
-        "--out",
-        str(reference_dir),
-        "--config",
-        str(tmp_path / "built.yaml"),
-    ]
-    assert run_cli(*args).returncode == 0
+    assert main(["index", "--demo", "--out", str(lazy), "--config", str(cfg)]) == 0
+    if sentences:  # the defaults: the session's demo index is the build with the vectors
+        assert (GraphConfig.entity_sentences, GraphConfig.relation_sentences) == (3, 2)
+        reference_dir = demo_index
+    else:
+        (tmp_path / "built.yaml").write_text("graph:\n" + extra)
+        reference_dir = tmp_path / "built"
+        built_cfg = str(tmp_path / "built.yaml")
+        assert main(["index", "--demo", "--out", str(reference_dir), "--config", built_cfg]) == 0
     built = open_index(reference_dir)
     index = open_index(lazy)
     assert index.has("entity_vectors") and not index.has("relation_vectors")
@@ -103,11 +102,11 @@ def _clue_rag(index_dir, run_dir):
     return ctx, clue_rag(ctx, load_questions(demo_questions_path()), StageClock())
 
 
-def test_lazy_unit_vectors_equal_built_ones(run_cli, demo_index, tmp_path) -> None:
+def test_lazy_unit_vectors_equal_built_ones(demo_index, tmp_path) -> None:
     cfg = tmp_path / "lazy.yaml"
     cfg.write_text("graph:\n  unit_vectors: lazy\n")
     lazy = tmp_path / "lazy"
-    assert run_cli("index", "--demo", "--out", str(lazy), "--config", str(cfg)).returncode == 0
+    assert main(["index", "--demo", "--out", str(lazy), "--config", str(cfg)]) == 0
     built, index = open_index(demo_index), open_index(lazy)
     assert index.has("entity_vectors") and index.has("relation_vectors")
     assert not index.has("unit_vectors")

@@ -150,7 +150,7 @@ def test_llm_plans_reask_cycles_and_dangling_steps_then_fall_back(subset) -> Non
 
 @pytest.mark.slow
 def test_report_search_walks_down_to_the_best_fitting_reports(demo_reports_index, tmp_path) -> None:
-    """On SmolLM2-written reports: scores are the cosines, best first; no chosen report is
+    """On the demo's community reports: scores are the cosines, best first; no chosen report is
     another's ancestor; none has a reported child at least as similar; every top community's
     subtree keeps a report."""
     from graphrag_engine.eval.datasets import demo_questions_path

@@ -409,7 +409,7 @@ def test_dry_run_forecasts_time_from_the_models_measured_calls(
     monkeypatch.setenv("GRAPHRAG_RATES_FILE", str(tmp_path / "rates.json"))
     cfg = tmp_path / "m.yaml"  # two stages of other shapes: long prompts, then long answers
     cfg.write_text("method: bm25\ngeneration:\n  max_tokens: 24\nretrieval:\n  top_k: 1\n")
-    run = ["query", str(demo_index), "demo", "--llm-backend", "transformers", "--limit", "4"]
+    run = ["query", str(demo_index), "demo", "--llm-backend", "transformers", "--limit", "2"]
     assert main([*run, "--method", "bm25", "--out", str(tmp_path / "r1")]) == 0
     assert main([*run, "--method", str(cfg), "--out", str(tmp_path / "r2")]) == 0
     rates = json.loads((tmp_path / "rates.json").read_text())
