@@ -1,4 +1,4 @@
-"""Command line: demo | index | info | query | eval | export | bench (thin: parse, call, print).
+"""Command line: demo | index | import | info | query | eval | export | bench (thin: parse, call, print).
 
 Bad input prints one line on stderr and exits 2; an internal failure exits 1; a query run that
 finished with questions whose answer prompt failed after every retry exits 3.
@@ -311,6 +311,31 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Turn another system's index into an engine index (a no-op when nothing changed)."""
+    from graphrag_engine.importers import import_index
+    from graphrag_engine.store.describe import table_lines
+
+    writable_folder(args.out)
+    started = time.perf_counter()
+    manifest = import_index(args.source, args.out, load_config(args.config), args.system)
+    source = manifest["stats"]["import"]
+    if manifest.get("unchanged"):
+        print(
+            f"up to date: {args.out} already holds this {source['layout']} import; nothing written"
+        )
+        return 0
+    for line in table_lines(manifest):
+        print(line)
+    counts = manifest["stats"]["stages"]["import"]
+    print(
+        f"imported {source['layout']} from {args.source} into {args.out} (generation "
+        f"{manifest['generation']}): {counts['entities']} entities, {counts['relations']} "
+        f"relations, {counts['reports']} reports; {time.perf_counter() - started:.1f} s wall"
+    )
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     """One line per registered method: its name, its paper and what its index must hold."""
     from graphrag_engine.methods import METHODS
@@ -469,6 +494,7 @@ COMMANDS = {
     "query": cmd_query,
     "ask": cmd_ask,
     "export": cmd_export,
+    "import": cmd_import,
     "methods": cmd_methods,
     "eval": cmd_eval,
     "compare": cmd_compare,

@@ -8,9 +8,7 @@ import argparse
 
 from graphrag_engine import __version__
 
-DESCRIPTION = (
-    "Command line: demo | index | info | query | eval | export | bench (thin: parse, call, print)."
-)
+DESCRIPTION = "Command line: demo | index | import | info | query | eval | export | bench (thin: parse, call, print)."
 
 
 def _calibrate_flag(p: argparse.ArgumentParser) -> None:
@@ -127,6 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="index directory (built when absent)")
     _add_build_args(p)
     p.set_defaults(command="reindex")
+
+    p = sub.add_parser(
+        "import", help="make an engine index of another system's index (Microsoft GraphRAG)"
+    )
+    p.add_argument("source", help="the folder the other system wrote (GraphRAG: its output/)")
+    p.add_argument("--out", required=True, help="index directory (replaced atomically)")
+    p.add_argument(
+        "--from",
+        dest="system",
+        choices=["graphrag"],
+        help="the system that wrote SOURCE (default: recognised from its files)",
+    )
+    p.add_argument("--config", help="index config YAML: the embedder and tokenizer the vectors use")
+    p.set_defaults(command="import")
 
     p = sub.add_parser("info", help="describe an index")
     p.add_argument("index")

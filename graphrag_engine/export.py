@@ -1,6 +1,6 @@
 """`graphrag-engine export`: the index's entity graph (and its communities) in the formats other
 tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, and GraphRAG-style
-Parquet tables (entities, relationships, communities, community_reports, text_units).
+Parquet tables in GraphRAG's current output layout (graphrag_engine/export_graphrag.py).
 
 Every export is written into a staging folder and its files renamed into place, so a failed
 export leaves nothing half-written; `--out` is refused when it holds anything an export did not
@@ -14,15 +14,12 @@ import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.export_graphrag import write_graphrag_tables
 from graphrag_engine.staging import listed_files, staging_beside, write_listing
 from graphrag_engine.store.index_store import Index
 
@@ -239,129 +236,9 @@ def _write_neo4j_csv(tables: dict, index: Index, out: Path) -> None:
         )
 
 
-def _write_parquet_graphrag(tables: dict, index: Index, out: Path) -> None:
-    """GraphRAG's output tables (entities, relationships, communities, community_reports,
-    text_units) with its column names; relationship ends are entity titles, as there."""
-    ents, rels, comms = tables["entities"], tables["relations"], tables["communities"]
-    name = {e["entity_id"]: e["name"] for e in ents}
-    degree: dict[str, int] = defaultdict(int)
-    for r in rels:
-        degree[r["src"]] += 1
-        degree[r["dst"]] += 1
-    pq.write_table(
-        pa.Table.from_pylist(
-            [
-                {
-                    "id": e["entity_id"],
-                    "human_readable_id": i,
-                    "title": e["name"],
-                    "type": e["type"],
-                    "description": e["description"],
-                    "text_unit_ids": e["chunk_ids"],
-                    "frequency": len(e["chunk_ids"] or []),
-                    "degree": degree[e["entity_id"]],
-                }
-                for i, e in enumerate(ents)
-            ]  # fmt: skip
-        ),
-        out / "entities.parquet",
-    )
-    pq.write_table(
-        pa.Table.from_pylist(
-            [
-                {
-                    "id": r["rel_id"],
-                    "human_readable_id": i,
-                    "source": name[r["src"]],
-                    "target": name[r["dst"]],
-                    "description": r["description"],
-                    "weight": float(r["weight"]),
-                    "combined_degree": degree[r["src"]] + degree[r["dst"]],
-                    "text_unit_ids": r["chunk_ids"],
-                }
-                for i, r in enumerate(rels)
-            ]  # fmt: skip
-        ),
-        out / "relationships.parquet",
-    )
-    number = {c["community_id"]: i for i, c in enumerate(comms)}
-    children: dict[str, list[int]] = defaultdict(list)
-    for c in comms:
-        if c["parent_id"] is not None:
-            children[c["parent_id"]].append(number[c["community_id"]])
-    titles = {r["community_id"]: r["title"] for r in tables["reports"]}
-    pq.write_table(
-        pa.Table.from_pylist(
-            [
-                {
-                    "id": c["community_id"],
-                    "human_readable_id": number[c["community_id"]],
-                    "community": number[c["community_id"]],
-                    "level": c["level"],
-                    "parent": -1 if c["parent_id"] is None else number[c["parent_id"]],
-                    "children": children[c["community_id"]],
-                    "title": titles.get(
-                        c["community_id"], f"Community {number[c['community_id']]}"
-                    ),
-                    "entity_ids": c["entity_ids"],
-                    "size": len(c["entity_ids"]),
-                }
-                for c in comms
-            ],  # fmt: skip
-            schema=_COMMUNITIES,
-        ),
-        out / "communities.parquet",
-    )
-    level = {c["community_id"]: c["level"] for c in comms}
-    pq.write_table(
-        pa.Table.from_pylist(
-            [
-                {
-                    "id": r["community_id"],
-                    "community": number[r["community_id"]],
-                    "level": level[r["community_id"]],
-                    "title": r["title"],
-                    "summary": r["summary"],
-                    "full_content": r["full_text"],
-                    "rank": float(r["rating"]),
-                }
-                for r in tables["reports"]
-            ],  # fmt: skip
-            schema=_REPORTS,
-        ),
-        out / "community_reports.parquet",
-    )
-    chunks = index.table("chunks", ["chunk_id", "doc_id", "text", "n_tokens"]).to_pylist()
-    pq.write_table(
-        pa.Table.from_pylist(
-            [
-                {
-                    "id": c["chunk_id"],
-                    "human_readable_id": i,
-                    "text": c["text"],
-                    "n_tokens": c["n_tokens"],
-                    "document_ids": [c["doc_id"]],
-                }
-                for i, c in enumerate(chunks)
-            ]  # fmt: skip
-        ),
-        out / "text_units.parquet",
-    )
-
-
-_COMMUNITIES = pa.schema(
-    [("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
-     ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
-     ("title", pa.string()), ("entity_ids", pa.list_(pa.string())), ("size", pa.int64())]
-)  # fmt: skip
-_REPORTS = pa.schema(
-    [("id", pa.string()), ("community", pa.int64()), ("level", pa.int64()), ("title", pa.string()),
-     ("summary", pa.string()), ("full_content", pa.string()), ("rank", pa.float64())]
-)  # fmt: skip
-
 WRITERS = {
     "graphml": _write_graphml,
     "gexf": _write_gexf,
     "neo4j-csv": _write_neo4j_csv,
-    "parquet-graphrag": _write_parquet_graphrag,
+    "parquet-graphrag": write_graphrag_tables,
 }

@@ -119,8 +119,11 @@ def run_graph_stages(
     chunks,
     stats: dict[str, Any],
     models: dict[str, str],
+    stages: list[Stage] | None = None,
+    **known: Any,
 ) -> None:
-    """Run STAGES into `writer`."""
+    """Run STAGES (or `stages`) into `writer`; `known` presets what earlier stages would have
+    made (an import brings its own units, entities and relations and runs only the vectors)."""
     executor = make_executor(
         config.executor,
         config.models.embedder,
@@ -131,7 +134,7 @@ def run_graph_stages(
         parts=out / RAY_PARTS,
     )
     try:
-        build = Build(writer, out, config, chunks, stats, models, executor)
+        build = Build(writer, out, config, chunks, stats, models, executor, **known)
         g = config.graph
         if g.embed or g.alpha > 0:
             build.embedder = executor
@@ -139,10 +142,11 @@ def run_graph_stages(
             models["embedder"] = executor.model_id
         stats["executor"] = executor.name
         start_ner_workers = getattr(executor, "start_ner_workers", None)
-        if start_ner_workers is not None and len(chunks) >= NER_EARLY_FROM:
+        runs_ner = any(s.name == "ner" for s in (STAGES if stages is None else stages))
+        if start_ner_workers is not None and runs_ner and len(chunks) >= NER_EARLY_FROM:
             if not build.ner_cache().holds(executor.ner_model_id):
                 start_ner_workers()
-        run_stages(build, STAGES)
+        run_stages(build, STAGES if stages is None else stages)
     finally:
         executor.close()
 

@@ -1,0 +1,279 @@
+"""`graphrag-engine import` of Microsoft GraphRAG's own index output (../shared/data/graphrag_output:
+GraphRAG 3.1.2 over *A Christmas Carol*, LLM-written descriptions and reports), its 1.x file
+layout, bad input, and the export -> import -> export round trip."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from graphrag_engine.cli import main
+from graphrag_engine.config import IndexConfig
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.export_graphrag import SCHEMAS
+from graphrag_engine.importers import import_index
+from graphrag_engine.index.resolve import entity_id
+from graphrag_engine.names import normalize_name
+from graphrag_engine.store import open_index
+
+TABLES = tuple(SCHEMAS)
+
+
+def _no_vectors() -> IndexConfig:
+    """An import config that writes no vectors (the checks here read tables only)."""
+    cfg = IndexConfig()
+    cfg.graph.embed = False
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def source(shared_data) -> Path:
+    """GraphRAG's own output folder."""
+    return shared_data / "graphrag_output"
+
+
+@pytest.fixture(scope="module")
+def imported(source, tmp_path_factory) -> Path:
+    """GraphRAG's output imported once through the CLI, with vectors (unit vectors lazy)."""
+    root = tmp_path_factory.mktemp("import")
+    (root / "index.yaml").write_text("graph:\n  unit_vectors: lazy\n")
+    out = root / "index"
+    assert (
+        main(["import", str(source), "--out", str(out), "--config", str(root / "index.yaml")]) == 0
+    )
+    return out
+
+
+def _rows(path: Path) -> list[dict]:
+    return pq.read_table(path).to_pylist()
+
+
+def test_graphrag_output_keeps_its_llm_graph_and_reports(imported, source, capsys) -> None:
+    """Text units become chunks; entities keep their descriptions and sources, relations their
+    weights and descriptions, communities their levels and parents, reports title, summary,
+    rating and findings; the manifest names the source and the hash of every file."""
+    index = open_index(imported)
+    src_units = _rows(source / "text_units.parquet")
+    src_entities = _rows(source / "entities.parquet")
+    src_rels = _rows(source / "relationships.parquet")
+    src_comms = _rows(source / "communities.parquet")
+    src_reports = _rows(source / "community_reports.parquet")
+
+    chunks = index.table("chunks").to_pylist()
+    assert [c["text"] for c in chunks] == [u["text"] for u in src_units]
+    chunk_of = {u["id"]: c["chunk_id"] for u, c in zip(src_units, chunks, strict=True)}
+
+    entities = {e["entity_id"]: e for e in index.table("entities").to_pylist()}
+    for e in src_entities:  # every entity, its description and its sources
+        mine = entities[entity_id(normalize_name(e["title"]))]
+        assert e["description"] in mine["description"]
+        assert {chunk_of[u] for u in e["text_unit_ids"]} <= set(mine["chunk_ids"])
+    relations = index.table("relations").to_pylist()
+    assert sum(r["weight"] for r in relations) == pytest.approx(sum(r["weight"] for r in src_rels))
+    dickens = entities[entity_id("charles dickens")]
+    carol = entities[entity_id("christmas carol")]
+    pair = [
+        r for r in relations if {r["src"], r["dst"]} == {dickens["entity_id"], carol["entity_id"]}
+    ]
+    assert len(pair) == 1 and "author" in pair[0]["description"]
+
+    comms = index.table("communities").to_pylist()
+    assert len(comms) == len(src_comms) == 122
+    level_of = {c["community_id"]: c["level"] for c in comms}
+    assert sorted(level_of.values()) == sorted(c["level"] for c in src_comms)
+    roots = [c for c in comms if c["parent_id"] is None]
+    assert len(roots) == sum(1 for c in src_comms if c["parent"] == -1)
+    assert all(level_of[c["parent_id"]] == c["level"] - 1 for c in comms if c["parent_id"])
+
+    reports = index.table("reports").to_pylist()  # in the source's order (titles repeat)
+    assert len(reports) == len(src_reports)
+    for r, mine in zip(src_reports, reports, strict=True):
+        assert mine["title"] == r["title"]
+        assert mine["summary"] == r["summary"] and mine["rating"] == r["rank"]
+        held = json.loads(mine["full_text"])["findings"]
+        assert [f["summary"] for f in held] == [f["summary"] for f in r["findings"]]
+
+    manifest = json.loads((imported / "manifest.json").read_text())
+    source_record = manifest["stats"]["import"]
+    assert source_record["system"] == "graphrag"
+    assert source_record["layout"] == "graphrag 2.x+ (plain names)"
+    assert set(source_record["files"]) == {f"{t}.parquet" for t in TABLES}
+    assert manifest["stats"]["stages"]["import"]["entities_named_only_by_relationships"] > 0
+    assert index.has("entity_vectors") and index.has("relation_vectors")
+    assert not index.has("unit_vectors")  # lazy, as the config asked
+
+
+def test_import_again_is_a_no_op_and_a_changed_file_is_imported(source, tmp_path) -> None:
+    """The same folder again writes nothing; one changed report title is re-imported."""
+    folder = tmp_path / "output"
+    shutil.copytree(source, folder)
+    out = tmp_path / "index"
+    first = import_index(folder, out, _no_vectors())
+    again = import_index(folder, out, _no_vectors())
+    assert again.get("unchanged") and again["generation"] == first["generation"]
+    table = pq.read_table(folder / "community_reports.parquet")
+    titles = table["title"].to_pylist()
+    titles[0] = "A retitled community"
+    table = table.set_column(table.schema.get_field_index("title"), "title", pa.array(titles))
+    pq.write_table(table, folder / "community_reports.parquet")
+    changed = import_index(folder, out, _no_vectors())
+    assert changed["generation"] == first["generation"] + 1
+    assert "A retitled community" in open_index(out).table("reports")["title"].to_pylist()
+
+
+def _as_1x(source: Path, folder: Path) -> None:
+    """GraphRAG's output rewritten in the 1.x layout: create_final_* names, a text unit's
+    `document_ids` list, no community `parent`/`children`, `rank_explanation`."""
+    folder.mkdir()
+    for name in TABLES:
+        table = pq.read_table(source / f"{name}.parquet")
+        if name == "text_units":
+            ids = [[d] for d in table["document_id"].to_pylist()]
+            table = table.drop_columns(["document_id"]).append_column(
+                "document_ids", pa.array(ids, pa.list_(pa.string()))
+            )
+        if name == "communities":
+            table = table.drop_columns(["parent", "children"])
+        if name == "community_reports":
+            table = table.rename_columns(
+                ["rank_explanation" if c == "rating_explanation" else c for c in table.column_names]
+            )
+        pq.write_table(table, folder / f"create_final_{name}.parquet")
+
+
+def test_the_1x_layout_gives_the_same_index(source, tmp_path) -> None:
+    """The create_final_* layout imports to the same tables; communities without a `parent`
+    column get the parent GraphRAG recorded, found from their members."""
+    _as_1x(source, tmp_path / "v1")
+    plain = import_index(source, tmp_path / "plain", _no_vectors())
+    old = import_index(tmp_path / "v1", tmp_path / "old", _no_vectors())
+    assert old["stats"]["import"]["layout"] == "graphrag 1.x"
+    a, b = open_index(tmp_path / "plain"), open_index(tmp_path / "old")
+    for table in ("chunks", "entities", "relations", "communities", "reports", "unit_entity"):
+        assert a.table(table).equals(b.table(table)), table
+    assert plain["stats"]["stages"]["import"] == old["stats"]["stages"]["import"]
+
+
+def _break(source: Path, folder: Path, table: str, change) -> None:
+    shutil.copytree(source, folder)
+    path = folder / f"{table}.parquet"
+    if change is None:
+        path.unlink()
+    else:
+        pq.write_table(change(pq.read_table(path)), path)
+
+
+def _set(table: pa.Table, column: str, row: int, value) -> pa.Table:
+    values = table[column].to_pylist()
+    values[row] = value
+    i = table.schema.get_field_index(column)
+    return table.set_column(i, column, pa.array(values, table.schema.field(column).type))
+
+
+BAD = {
+    "missing text units": ("text_units", None, "text_units.parquet: missing"),
+    "missing column": (
+        "entities",
+        lambda t: t.drop_columns(["title"]),
+        "no column 'title' or 'name'",
+    ),
+    "unknown text unit": (
+        "relationships",
+        lambda t: _set(t, "text_unit_ids", 3, ["no-such-unit"]),
+        "row 3 names text unit 'no-such-unit'",
+    ),
+    "repeated id": (
+        "entities",
+        lambda t: _set(t, "id", 5, t["id"][4].as_py()),
+        "rows 4 and 5 have the same id",
+    ),
+    "unknown community": (
+        "community_reports",
+        lambda t: _set(t, "community", 0, 9999),
+        "reports on community 9999",
+    ),
+    "unknown entity": (
+        "communities",
+        lambda t: _set(t, "entity_ids", 2, ["no-such-entity"]),
+        "row 2 names entity 'no-such-entity'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_exits_2_naming_file_and_column_and_commits_nothing(
+    case, source, tmp_path, capsys
+) -> None:
+    """Each broken source gets one message with the file and what is wrong; an index already
+    in --out is left as it was."""
+    table, change, message = BAD[case]
+    out = tmp_path / "index"
+    import_index(source, out, _no_vectors())
+    before = (out / "manifest.json").read_text()
+    _break(source, tmp_path / "broken", table, change)
+    (tmp_path / "index.yaml").write_text("graph:\n  embed: false\n")
+    code = main(
+        [
+            "import",
+            str(tmp_path / "broken"),
+            "--out",
+            str(out),
+            "--config",
+            str(tmp_path / "index.yaml"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{table}.parquet" in err and message in err, err
+    assert (out / "manifest.json").read_text() == before
+    assert not any(p.name.startswith(".staging") for p in out.iterdir())
+
+
+def _export(index: Path, out: Path) -> dict[str, pa.Table]:
+    assert main(["export", str(index), "--format", "parquet-graphrag", "--out", str(out)]) == 0
+    return {t: pq.read_table(out / f"{t}.parquet") for t in TABLES}
+
+
+@pytest.mark.parametrize("which", ["graphrag import", "engine-built demo"])
+def test_export_import_export_gives_the_same_tables(
+    which, imported, demo_reports_index, source, tmp_path
+) -> None:
+    """Export in GraphRAG's layout (its own columns and types), import, export again: the same
+    six tables, reports (JSON from GraphRAG, extractive text from the engine) included."""
+    index = imported if which == "graphrag import" else demo_reports_index
+    first = _export(index, tmp_path / "first")
+    for t, table in first.items():
+        assert table.schema.names == pq.read_schema(source / f"{t}.parquet").names, t
+    import_index(tmp_path / "first", tmp_path / "again", _no_vectors())
+    second = _export(tmp_path / "again", tmp_path / "second")
+    for t in TABLES:
+        assert first[t].equals(second[t]), t
+    assert first["communities"].num_rows > 0 and first["community_reports"].num_rows > 0
+    linked = pc.list_value_length(first["text_units"]["entity_ids"])
+    assert pc.sum(linked).as_py() > 0
+
+
+def test_methods_read_the_imported_descriptions(imported, tmp_path) -> None:
+    """Local search's context holds an entity's GraphRAG description and dense retrieval
+    ranks the book's chunks, on the imported index."""
+    from graphrag_engine import Engine
+
+    engine = Engine(imported)
+    qs = [Question("q1", "Who is Jacob Marley and what happened to him?", ["Scrooge's partner"])]
+    local = "\n".join(
+        engine.run("graphrag_local", qs, tmp_path / "local").rows()[0]["context_text"]
+    )
+    described = [d for d in _rows_of(imported, "entities", "description") if d]
+    assert sum(d[:80] in local for d in described) >= 3
+    dense = engine.run("naive", qs, tmp_path / "naive").rows()[0]
+    assert any("Marley" in text for text in dense["context_text"])
+
+
+def _rows_of(index: Path, table: str, column: str) -> list:
+    return open_index(index).table(table, [column])[column].to_pylist()
