@@ -318,7 +318,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     writable_folder(args.out)
     started = time.perf_counter()
-    manifest = import_index(args.source, args.out, load_config(args.config), args.system)
+    manifest = import_index(
+        args.source, args.out, load_config(args.config), args.system, args.corpus
+    )
     source = manifest["stats"]["import"]
     if manifest.get("unchanged"):
         print(

@@ -127,15 +127,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(command="reindex")
 
     p = sub.add_parser(
-        "import", help="make an engine index of another system's index (Microsoft GraphRAG)"
+        "import", help="make an engine index of a Microsoft GraphRAG index or HippoRAG's OpenIE"
     )
-    p.add_argument("source", help="the folder the other system wrote (GraphRAG: its output/)")
+    p.add_argument(
+        "source",
+        help="what the other system wrote: GraphRAG's output/ folder, HippoRAG's OpenIE JSON",
+    )
     p.add_argument("--out", required=True, help="index directory (replaced atomically)")
     p.add_argument(
         "--from",
         dest="system",
-        choices=["graphrag"],
+        choices=["graphrag", "hipporag"],
         help="the system that wrote SOURCE (default: recognised from its files)",
+    )
+    p.add_argument(
+        "--corpus",
+        nargs="+",
+        default=[],
+        help="hipporag: the corpus JSONL its OpenIE was run on (ids and texts come from it)",
     )
     p.add_argument("--config", help="index config YAML: the embedder and tokenizer the vectors use")
     p.set_defaults(command="import")

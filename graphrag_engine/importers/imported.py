@@ -32,7 +32,8 @@ from graphrag_engine.store.manifest import read_manifest
 from graphrag_engine.store.schemas import schema_for
 
 VECTOR_STAGES = ("embed_chunks", "embed", "synonyms")
-"""The build stages an import runs: the source brought units' sources, graph and reports."""
+"""The build stages an import runs (with `communities` when the source has none and the config
+asks for them): the source brought the graph and its provenance."""
 
 
 @dataclass
@@ -201,8 +202,11 @@ def write_imported(graph: ImportedGraph, out: str | Path, config: IndexConfig) -
             **graph.notes,
         }
         models = {"tokenizer": config.chunking.tokenizer, "graph": f"imported:{graph.system}"}
-        if config.graph.embed:
-            stages = [s for s in STAGES if s.name in VECTOR_STAGES]
+        wanted = set(VECTOR_STAGES if config.graph.embed else ())
+        if not graph.communities and config.communities.enabled:  # the engine's own, then
+            wanted.add("communities")
+        if wanted:
+            stages = [s for s in STAGES if s.name in wanted]
             run_graph_stages(
                 writer,
                 out,

@@ -277,3 +277,70 @@ def test_methods_read_the_imported_descriptions(imported, tmp_path) -> None:
 
 def _rows_of(index: Path, table: str, column: str) -> list:
     return open_index(index).table(table, [column])[column].to_pylist()
+
+
+@pytest.fixture(scope="module")
+def openie(shared_data) -> tuple[Path, Path]:
+    """HippoRAG's GPT-3.5 OpenIE of the MuSiQue train passages, and that corpus."""
+    return (
+        shared_data / "hipporag_openie_musique_train_gpt35.json",
+        shared_data / "musique_train_corpus.jsonl",
+    )
+
+
+def test_hipporag_openie_keeps_corpus_ids_and_every_triple(openie, shared_data, tmp_path) -> None:
+    """Passages keep the corpus's ids (every gold passage of MuSiQue train is found), every
+    well-formed triple is a relation's weight, and each relation is sourced to its passage."""
+    path, corpus = openie
+    manifest = import_index(path, tmp_path / "index", _no_vectors(), corpus=[corpus])
+    counts = manifest["stats"]["stages"]["import"]
+    assert manifest["stats"]["import"]["system"] == "hipporag"
+    index = open_index(tmp_path / "index")
+    docs = index.table("documents", ["doc_id", "external_id"]).to_pylist()
+    ids = [json.loads(line)["id"] for line in corpus.open()]
+    assert [d["external_id"] for d in docs] == ids
+    gold = {p for line in (shared_data / "musique_train.jsonl").open()
+            for p in json.loads(line)["supporting_passage_ids"]}  # fmt: skip
+    assert gold <= set(ids)
+    triples = [t for d in json.loads(path.read_text())["docs"] for t in d["extracted_triples"]]
+    relations = index.table("relations").to_pylist()
+    assert sum(r["weight"] for r in relations) + counts["malformed_triples"] == len(triples)
+    assert 0 < counts["malformed_triples"] < 0.05 * len(triples)
+    chunk_rows = index.table("chunks", ["chunk_id", "doc_id"]).to_pydict()
+    chunk_doc = dict(zip(chunk_rows["chunk_id"], chunk_rows["doc_id"], strict=True))
+    first = json.loads(path.read_text())["docs"][0]
+    s, p, o = first["extracted_triples"][0]
+    rel = [r for r in relations if r["description"] and f"{s} {p} {o}" in r["description"]]
+    assert rel and {chunk_doc[c] for c in rel[0]["chunk_ids"]} == {docs[0]["doc_id"]}
+
+
+@pytest.mark.parametrize("case", ["no corpus", "record missing", "extra record"])
+def test_openie_and_corpus_that_do_not_match_exit_2(case, openie, tmp_path, capsys) -> None:
+    """The corpus must be the one the OpenIE ran on: each side missing a passage is one error."""
+    path, corpus = openie
+    lines = corpus.read_text().splitlines(keepends=True)
+    mine = tmp_path / "corpus.jsonl"
+    if case == "record missing":
+        mine.write_text("".join(lines[:-1]))
+    elif case == "extra record":
+        extra = {"id": "x:1", "title": "Not in the OpenIE", "text": "A passage of our own."}
+        mine.write_text("".join(lines) + json.dumps(extra) + "\n")
+    (tmp_path / "index.yaml").write_text("graph:\n  embed: false\n")
+    args = [
+        "import",
+        str(path),
+        "--out",
+        str(tmp_path / "index"),
+        "--config",
+        str(tmp_path / "index.yaml"),
+    ]
+    code = main(args + ([] if case == "no corpus" else ["--corpus", str(mine)]))
+    err = capsys.readouterr().err
+    assert code == 2 and (path.name in err or mine.name in err), err
+    expected = {
+        "no corpus": "needs the corpus it was run on",
+        "record missing": "1 passages (the first: docs[1889]",
+        "extra record": "'x:1' has no passage",
+    }[case]
+    assert expected in err, err
+    assert not (tmp_path / "index" / "manifest.json").exists()
