@@ -127,17 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(command="reindex")
 
     p = sub.add_parser(
-        "import", help="make an engine index of a Microsoft GraphRAG index or HippoRAG's OpenIE"
+        "import", help="make an engine index of a GraphRAG, LightRAG or HippoRAG index"
     )
     p.add_argument(
         "source",
-        help="what the other system wrote: GraphRAG's output/ folder, HippoRAG's OpenIE JSON",
+        help="what the other system wrote: GraphRAG's output/ folder, LightRAG's working_dir, "
+        "HippoRAG's OpenIE JSON",
     )
     p.add_argument("--out", required=True, help="index directory (replaced atomically)")
     p.add_argument(
         "--from",
         dest="system",
-        choices=["graphrag", "hipporag"],
+        choices=["graphrag", "hipporag", "lightrag"],
         help="the system that wrote SOURCE (default: recognised from its files)",
     )
     p.add_argument(

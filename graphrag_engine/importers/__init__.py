@@ -1,6 +1,7 @@
 """`graphrag-engine import`: another system's index as an engine index, one reader per system
 (msgraphrag.py: Microsoft GraphRAG output folders; hipporag.py: HippoRAG's OpenIE JSON with its
-corpus) and one writer for all (imported.py)."""
+corpus; lightrag.py: LightRAG and nano-graphrag working directories) and one writer for all
+(imported.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.importers.hipporag import is_hipporag_openie, read_hipporag
 from graphrag_engine.importers.imported import ImportedGraph, write_imported
+from graphrag_engine.importers.lightrag import is_lightrag_dir, read_lightrag
 from graphrag_engine.importers.msgraphrag import is_graphrag_output, read_graphrag
 
-SYSTEMS = ("graphrag", "hipporag")
+SYSTEMS = ("graphrag", "hipporag", "lightrag")
 """The systems `import` reads (`--from`), recognised from the source when not given."""
 
 
@@ -22,11 +24,13 @@ def detect_system(source: Path) -> str:
     """The system that wrote `source`, from its files."""
     if source.is_dir() and is_graphrag_output(source):
         return "graphrag"
+    if is_lightrag_dir(source):
+        return "lightrag"
     if is_hipporag_openie(source):
         return "hipporag"
     raise BadInputError(
         f"import: {source} is not an index this engine reads: give a Microsoft GraphRAG output "
-        "folder, or HippoRAG's OpenIE JSON with --corpus"
+        "folder, a LightRAG or nano-graphrag working dir, or HippoRAG's OpenIE JSON with --corpus"
     )
 
 
@@ -43,6 +47,8 @@ def read_source(
     system = system or detect_system(source)
     if system == "graphrag":
         return read_graphrag(source)
+    if system == "lightrag":
+        return read_lightrag(source)
     if system == "hipporag":
         return read_hipporag(source, [Path(p) for p in corpus], config or IndexConfig())
     raise BadInputError(f"import --from {system}: known systems are {', '.join(SYSTEMS)}")

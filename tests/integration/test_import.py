@@ -344,3 +344,125 @@ def test_openie_and_corpus_that_do_not_match_exit_2(case, openie, tmp_path, caps
     }[case]
     assert expected in err, err
     assert not (tmp_path / "index" / "manifest.json").exists()
+
+
+def _as_lightrag(source: Path, folder: Path, quoted: bool) -> None:
+    """GraphRAG's real output written as a LightRAG / nano-graphrag working dir, in the layout
+    those projects document (networkx GraphML with `<SEP>`-joined fields, kv_store JSON; quoted
+    upper-case names as older releases wrote them when `quoted`), reports as nano-graphrag
+    stores them. The text is GraphRAG's LLM output; only the layout is ours."""
+    import networkx as nx
+
+    q = (lambda s: f'"{s}"') if quoted else (lambda s: s)
+    units = _rows(source / "text_units.parquet")
+    folder.mkdir()
+    chunks = {
+        u["id"]: {"tokens": u["n_tokens"], "content": u["text"], "chunk_order_index": i,
+                  "full_doc_id": u["document_id"]}
+        for i, u in enumerate(units)
+    }  # fmt: skip
+    docs = {d["id"]: {"content": d["text"]} for d in _rows(source / "documents.parquet")}
+    (folder / "kv_store_text_chunks.json").write_text(json.dumps(chunks))
+    (folder / "kv_store_full_docs.json").write_text(json.dumps(docs))
+    graph = nx.Graph()
+    entities = _rows(source / "entities.parquet")
+    for e in entities:
+        graph.add_node(
+            q(e["title"]), entity_type=q(e["type"] or ""), description=e["description"] or "",
+            source_id="<SEP>".join(e["text_unit_ids"]),
+        )  # fmt: skip
+    for r in _rows(source / "relationships.parquet"):
+        a, b = q(r["source"]), q(r["target"])
+        for end in (a, b):
+            if end not in graph:
+                graph.add_node(end, entity_type="", description="", source_id="")
+        if graph.has_edge(a, b):
+            edge = graph.edges[a, b]
+            edge["weight"] += r["weight"]
+            edge["description"] += "<SEP>" + r["description"]
+        else:
+            graph.add_edge(
+                a, b, weight=r["weight"], description=r["description"], keywords="",
+                source_id="<SEP>".join(r["text_unit_ids"]),
+            )  # fmt: skip
+    nx.write_graphml(graph, folder / "graph_chunk_entity_relation.graphml")
+    title_of = {e["id"]: e["title"] for e in entities}
+    reports = {r["community"]: r for r in _rows(source / "community_reports.parquet")}
+    kv = {}
+    for c in _rows(source / "communities.parquet"):
+        kv[str(c["community"])] = {
+            "level": c["level"], "title": f"Cluster {c['community']}",
+            "nodes": [q(title_of[e]) for e in c["entity_ids"]],
+            "sub_communities": [str(k) for k in c["children"]],
+            "report_json": json.loads(reports[c["community"]]["full_content_json"]),
+        }  # fmt: skip
+    (folder / "kv_store_community_reports.json").write_text(json.dumps(kv))
+
+
+@pytest.mark.parametrize("quoted", [False, True], ids=["lightrag", "quoted names"])
+def test_a_lightrag_working_dir_gives_the_graphrag_graph(quoted, source, tmp_path) -> None:
+    """The same LLM graph in LightRAG's layout imports to the same entities (names,
+    descriptions), relations (pairs, weights), community hierarchy and reports as GraphRAG's."""
+    _as_lightrag(source, tmp_path / "wd", quoted)
+    light = import_index(tmp_path / "wd", tmp_path / "light", _no_vectors())
+    assert light["stats"]["import"]["layout"] == "nano-graphrag working dir"
+    import_index(source, tmp_path / "gr", _no_vectors())
+    a, b = open_index(tmp_path / "gr"), open_index(tmp_path / "light")
+
+    def graph(index):
+        ents = index.table("entities", ["entity_id", "name", "description"]).to_pylist()
+        name = {e["entity_id"]: e["name"] for e in ents}
+        rels = index.table("relations", ["src", "dst", "weight"]).to_pylist()
+        return (
+            sorted((e["name"], e["description"] or "") for e in ents),
+            sorted((name[r["src"]], name[r["dst"]], r["weight"]) for r in rels),
+        )
+
+    assert graph(a) == graph(b)
+    for table in ("communities", "reports", "chunks"):
+        assert a.rows(table) == b.rows(table), table
+    assert a.table("communities", ["community_id", "parent_id"]).equals(
+        b.table("communities", ["community_id", "parent_id"])
+    )
+    assert sorted(a.table("reports")["title"].to_pylist()) == sorted(
+        b.table("reports")["title"].to_pylist()
+    )
+
+
+def _drop_chunk(folder: Path) -> None:
+    chunks = json.loads((folder / "kv_store_text_chunks.json").read_text())
+    chunks.pop(next(iter(chunks)))
+    (folder / "kv_store_text_chunks.json").write_text(json.dumps(chunks))
+
+
+def _unknown_node(folder: Path) -> None:
+    kv = json.loads((folder / "kv_store_community_reports.json").read_text())
+    next(iter(kv.values()))["nodes"].append("NOBODY")
+    (folder / "kv_store_community_reports.json").write_text(json.dumps(kv))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda f: (f / "kv_store_text_chunks.json").unlink(),
+            "kv_store_text_chunks.json: missing",
+        ),
+        (_drop_chunk, "source_id names chunk"),
+        (_unknown_node, "names node 'NOBODY'"),
+        (lambda f: (f / "kv_store_full_docs.json").write_text("{"), "not readable JSON"),
+    ],
+    ids=["no chunks file", "unknown chunk", "unknown node", "broken json"],
+)
+def test_a_broken_lightrag_dir_exits_2(change, message, source, tmp_path, capsys) -> None:
+    """Each broken working dir is one message naming the file; nothing is committed."""
+    _as_lightrag(source, tmp_path / "wd", quoted=False)
+    change(tmp_path / "wd")
+    (tmp_path / "index.yaml").write_text("graph:\n  embed: false\n")
+    code = main(
+        ["import", str(tmp_path / "wd"), "--from", "lightrag", "--out", str(tmp_path / "index"),
+         "--config", str(tmp_path / "index.yaml")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and str(tmp_path / "wd") in err, err
+    assert not (tmp_path / "index" / "manifest.json").exists()
