@@ -240,15 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(command="ask")
 
     p = sub.add_parser(
-        "export", help="write the entity graph as GraphML, GEXF, Neo4j CSV or GraphRAG Parquet"
+        "export", help="write the entity graph for Gephi, Neo4j, GraphRAG or LightRAG"
     )
     p.add_argument("index", help="index directory")
     p.add_argument(
         "--format",
         required=True,
-        choices=["graphml", "gexf", "neo4j-csv", "parquet-graphrag"],
+        choices=["graphml", "gexf", "neo4j-csv", "parquet-graphrag", "lightrag"],
         help="graphml/gexf: one file for Gephi, networkx, yEd; neo4j-csv: files for "
-        "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables",
+        "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables; lightrag: "
+        "a LightRAG working directory",
     )
     p.add_argument(
         "--out",

@@ -1,6 +1,7 @@
 """`graphrag-engine export`: the index's entity graph (and its communities) in the formats other
-tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, and GraphRAG-style
-Parquet tables in GraphRAG's current output layout (graphrag_engine/export_graphrag.py).
+tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, Parquet tables in
+GraphRAG's current output layout (graphrag_engine/export_graphrag.py), and a LightRAG working
+directory (its GraphML and kv stores).
 
 Every export is written into a staging folder and its files renamed into place, so a failed
 export leaves nothing half-written; `--out` is refused when it holds anything an export did not
@@ -10,6 +11,7 @@ write there (unless `--replace`), and never the index.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -23,7 +25,7 @@ from graphrag_engine.export_graphrag import write_graphrag_tables
 from graphrag_engine.staging import listed_files, staging_beside, write_listing
 from graphrag_engine.store.index_store import Index
 
-FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag")
+FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag", "lightrag")
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 GEXF_NS = "http://gexf.net/1.3"
 NODE_FIELDS = ("name", "type", "description", "community")
@@ -236,9 +238,62 @@ def _write_neo4j_csv(tables: dict, index: Index, out: Path) -> None:
         )
 
 
+def _write_lightrag(tables: dict, index: Index, out: Path) -> None:
+    """A LightRAG working directory: `graph_chunk_entity_relation.graphml` with LightRAG's node
+    (entity_type, description, source_id) and edge (weight, description, keywords, source_id)
+    attributes, sources joined by `<SEP>`, and the kv stores of its chunks and documents; what
+    `graphrag-engine import` (graphrag_engine/importers/lightrag.py) reads back."""
+    name = {e["entity_id"]: e["name"] for e in tables["entities"]}
+    root = ET.Element("graphml", xmlns=GRAPHML_NS)
+    keys = [("node", "entity_type", "string"), ("node", "description", "string"),
+            ("node", "source_id", "string"), ("edge", "weight", "double"),
+            ("edge", "description", "string"), ("edge", "keywords", "string"),
+            ("edge", "source_id", "string")]  # fmt: skip
+    key_id = {}
+    for i, (kind, attr, typ) in enumerate(keys):
+        key_id[kind, attr] = f"d{i}"
+        ET.SubElement(
+            root, "key", {"id": f"d{i}", "for": kind, "attr.name": attr, "attr.type": typ}
+        )
+    graph = ET.SubElement(root, "graph", edgedefault="undirected")
+
+    def data(element: ET.Element, kind: str, values: dict[str, Any]) -> None:
+        for attr, value in values.items():
+            ET.SubElement(element, "data", key=key_id[kind, attr]).text = _text(value)
+
+    for e in tables["entities"]:
+        node = ET.SubElement(graph, "node", id=_text(e["name"]))
+        data(node, "node", {"entity_type": e["type"] or "", "description": e["description"] or "",
+                            "source_id": "<SEP>".join(e["chunk_ids"] or [])})  # fmt: skip
+    for r in tables["relations"]:
+        edge = ET.SubElement(
+            graph, "edge", source=_text(name[r["src"]]), target=_text(name[r["dst"]])
+        )
+        data(edge, "edge", {"weight": float(r["weight"]), "description": r["description"] or "",
+                            "keywords": r["keywords"] or "",
+                            "source_id": "<SEP>".join(r["chunk_ids"] or [])})  # fmt: skip
+    ET.ElementTree(root).write(
+        out / "graph_chunk_entity_relation.graphml", encoding="utf-8", xml_declaration=True
+    )
+    chunks = index.table("chunks", ["chunk_id", "doc_id", "idx", "text", "n_tokens"]).to_pylist()
+    kv_chunks = {
+        c["chunk_id"]: {"tokens": c["n_tokens"], "content": c["text"],
+                        "chunk_order_index": c["idx"], "full_doc_id": c["doc_id"]}
+        for c in chunks
+    }  # fmt: skip
+    docs = index.table("documents", ["doc_id", "title", "text"]).to_pylist()
+    kv_docs = {d["doc_id"]: {"content": d["text"], "file_path": d["title"]} for d in docs}
+    for file, kv in (
+        ("kv_store_text_chunks.json", kv_chunks),
+        ("kv_store_full_docs.json", kv_docs),
+    ):
+        (out / file).write_text(json.dumps(kv, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
 WRITERS = {
     "graphml": _write_graphml,
     "gexf": _write_gexf,
     "neo4j-csv": _write_neo4j_csv,
     "parquet-graphrag": write_graphrag_tables,
+    "lightrag": _write_lightrag,
 }

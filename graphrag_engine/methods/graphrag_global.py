@@ -200,13 +200,18 @@ def _dynamic(
 def _batches(
     ctx: QueryContext, comms: Communities, rows: list[int], cfg: GraphRAGGlobalConfig
 ) -> list[str]:
-    """The reports shuffled and packed into prompts of at most `batch_tokens` tokens."""
+    """The reports shuffled and packed into prompts of at most `batch_tokens` tokens; a report
+    longer than that alone is cut to it (an imported GPT report can be, and a prompt past the
+    model's window fails)."""
     rows = list(rows)
     random.Random(cfg.seed).shuffle(rows)
     texts = [_report(comms, c) for c in rows]
+    budget = ctx.scaled(cfg.batch_tokens)
     out, part, used = [], [], 0
     for text, n in zip(texts, ctx.count_tokens(texts), strict=True):
-        if part and used + n > ctx.scaled(cfg.batch_tokens):
+        if n > budget:
+            text, n = ctx.head_tokens(text, budget), budget
+        if part and used + n > budget:
             out.append("\n\n".join(part))
             part, used = [], 0
         part.append(text)

@@ -341,6 +341,14 @@ class QueryContext:
         """Tokens of each text by the index's tokenizer (one batched encode)."""
         return [len(e.ids) for e in self.tokenizer.encode_batch(texts)] if texts else []
 
+    def head_tokens(self, text: str, tokens: int) -> str:
+        """`text` cut after its first `tokens` tokens by the index's tokenizer (whole when it
+        fits): for one item that alone exceeds a prompt's budget."""
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(encoding.ids) <= tokens:
+            return text
+        return text[: encoding.offsets[max(tokens, 1) - 1][1]]
+
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """One batched embedding call for a list of query texts (those given to
         `preset_query_vectors` are taken from there, not embedded again)."""

@@ -466,3 +466,127 @@ def test_a_broken_lightrag_dir_exits_2(change, message, source, tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2 and message in err and str(tmp_path / "wd") in err, err
     assert not (tmp_path / "index" / "manifest.json").exists()
+
+
+BOOK_QUESTIONS = [
+    Question("marley", "Who was Jacob Marley and why does his ghost visit Scrooge?", ["Marley"]),
+    Question("themes", "What are the main themes of the story?", []),
+]
+"""Questions about *A Christmas Carol*, written for the import test (the output has none)."""
+
+
+def _on_the_server(cfg, name: str, server) -> None:
+    """Point a method's own LLM stages at the session's llama.cpp server, as the demo runs it."""
+    from graphrag_engine.tour import PARSE_RETRIES, SETTINGS, WINDOWS
+
+    cfg.models.llm.backend, cfg.models.llm.model = "openai", server.alias
+    cfg.models.llm.base_url, cfg.models.llm.max_failed_share = server.url, 1.0
+    cfg.models.llm.context_window = 2048  # a slot's window; contexts shrink to fit
+    cfg.generation.max_context_tokens = WINDOWS.get(name, 512)  # the demo's windows
+    cfg.generation.enabled = False
+    for key, value in SETTINGS.get(name, {}).items():
+        setattr(cfg.options, key, value)
+    cfg.models.llm.parse_retries = PARSE_RETRIES
+
+
+def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_server) -> None:
+    """Every registered method but global search (next test) over the GraphRAG import: each
+    runs, each LLM-free one ranks the book's chunks, LLM stages answered by the session's llama.cpp server (SmolLM2,
+    failures recorded); local search's and LightRAG's contexts hold GraphRAG's entity
+    descriptions."""
+    from graphrag_engine import Engine
+    from graphrag_engine.methods import METHODS, query_config
+    from graphrag_engine.tour import SETTINGS
+
+    described = [d for d in _rows_of(imported, "entities", "description") if d]
+    engine = Engine(imported)
+    contexts = {}
+    for name in METHODS:
+        if name in ("none", "graphrag_global"):
+            continue
+        cfg = query_config(name)
+        for key, value in SETTINGS.get(name, {}).items():  # the demo's (LEGO on the index)
+            setattr(cfg.options, key, value)
+        qs = BOOK_QUESTIONS
+        if cfg.method_llm_use():
+            _on_the_server(cfg, name, llama_server)
+            qs = BOOK_QUESTIONS[:1]  # its LLM stages read the question; one is enough
+        cfg.generation.enabled = False
+        if name == "regraphrag":
+            cfg.options.perspectives, cfg.options.sub_queries = 2, 1
+        rows = engine.run(cfg, qs, tmp_path / name).rows()
+        assert [r["qid"] for r in rows] == [q.qid for q in qs], name
+        if not cfg.method_llm_use():  # SmolLM2's stages may leave a method nothing to rank
+            assert rows[0]["retrieved_chunk_ids"], name
+        contexts[name] = "\n".join(rows[0]["context_text"])
+    for name in ("graphrag_local", "lightrag"):
+        assert sum(d[:80] in contexts[name] for d in described) >= 1, name
+
+
+def test_global_search_maps_graphrag_reports(imported, source, tmp_path, llama_server) -> None:
+    """Global search's map batches over the import hold GraphRAG's reports (their findings),
+    each within its token budget even where one GPT report alone is longer; and global search
+    runs end to end with SmolLM2 over an import of four of GraphRAG's top-level communities."""
+    from graphrag_engine import Engine
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.graphrag_global import _batches
+    from graphrag_engine.retrieve.communities import communities
+    from graphrag_engine.retrieve.context import QueryContext
+
+    cfg = query_config("graphrag_global")
+    _on_the_server(cfg, "graphrag_global", llama_server)
+    ctx = QueryContext(open_index(imported), cfg, tmp_path / "ctx")
+    comms = communities(ctx, need_reports=True)
+    batches = _batches(ctx, comms, comms.reported_at(cfg.options.community_level), cfg.options)
+    budget = ctx.scaled(cfg.options.batch_tokens)
+    assert max(ctx.count_tokens(batches)) <= budget + 8  # joins between reports
+    findings = [
+        f["summary"] for r in _rows(source / "community_reports.parquet") for f in r["findings"]
+    ]
+    mapped = "\n".join(batches)
+    assert sum(f in mapped for f in findings) >= 10
+
+    few = tmp_path / "few"
+    shutil.copytree(source, few)
+    top = pq.read_table(few / "communities.parquet")
+    keep = top.filter(pc.equal(top["level"], 0)).slice(0, 4)
+    keep = keep.set_column(
+        keep.schema.get_field_index("children"), "children",
+        pa.array([[] for _ in range(keep.num_rows)], keep.schema.field("children").type),
+    )  # fmt: skip
+    pq.write_table(keep, few / "communities.parquet")
+    reports = pq.read_table(few / "community_reports.parquet")
+    wanted = pc.is_in(reports["community"], value_set=keep["community"])
+    pq.write_table(reports.filter(wanted), few / "community_reports.parquet")
+    import_index(few, tmp_path / "few-index", _no_vectors())
+    run = Engine(tmp_path / "few-index").run(cfg, BOOK_QUESTIONS[1:], tmp_path / "global")
+    row = run.rows()[0]
+    assert row["qid"] == "themes" and row["extras"]["reports"] == 4
+    assert row["extras"]["map_prompts"] >= 1 and row["tokens"].get("global_map", 0) > 0
+
+
+@pytest.mark.parametrize("which", ["graphrag import", "engine-built demo"])
+def test_lightrag_export_imports_to_the_same_graph(
+    which, imported, demo_reports_index, tmp_path
+) -> None:
+    """`export --format lightrag` writes a working dir networkx reads with LightRAG's attribute
+    names, and importing it gives back the same chunks, entities and relations."""
+    import networkx as nx
+
+    index = imported if which == "graphrag import" else demo_reports_index
+    out = tmp_path / "wd"
+    assert main(["export", str(index), "--format", "lightrag", "--out", str(out)]) == 0
+    graph = nx.read_graphml(out / "graph_chunk_entity_relation.graphml")
+    a = open_index(index)
+    assert graph.number_of_nodes() == a.rows("entities")
+    node = next(iter(graph.nodes(data=True)))[1]
+    assert {"entity_type", "description", "source_id"} <= set(node)
+    edge = next(iter(graph.edges(data=True)))[2]
+    assert {"weight", "description", "keywords", "source_id"} <= set(edge)
+    import_index(out, tmp_path / "again", _no_vectors())
+    b = open_index(tmp_path / "again")
+    assert a.table("chunks", ["chunk_id", "text"]).equals(b.table("chunks", ["chunk_id", "text"]))
+    cols = ["entity_id", "name", "type", "description", "chunk_ids"]
+    assert a.table("entities", cols).equals(b.table("entities", cols))
+    cols = ["rel_id", "src", "dst", "description", "keywords", "weight", "chunk_ids"]
+    assert a.table("relations", cols).equals(b.table("relations", cols))
