@@ -145,7 +145,7 @@ def _community_tables(
                 "id": cid,
                 "human_readable_id": number[cid],
                 **shared,
-                "title": report["title"] if report else f"Community {number[cid]}",
+                "title": f"Community {number[cid]}",  # GraphRAG's: its loaders group by it
                 "entity_ids": c["entity_ids"],
                 "relationship_ids": [
                     r["rel_id"] for r in rels if r["src"] in members and r["dst"] in members

@@ -5,6 +5,7 @@ corpus; lightrag.py: LightRAG and nano-graphrag working directories) and one wri
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,4 +66,6 @@ def import_index(
     engine index `out`; the committed manifest (with `unchanged: True` when `out` already
     held this import and nothing was written)."""
     config = config or IndexConfig()
-    return write_imported(read_source(source, system, corpus, config), out, config)
+    started = time.perf_counter()
+    graph = read_source(source, system, corpus, config)
+    return write_imported(graph, out, config, time.perf_counter() - started)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ import pyarrow as pa
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.index.graph_stages import STAGES, run_graph_stages
+from graphrag_engine.index.graph_stages import STAGES, peak_rss_mb, run_graph_stages
 from graphrag_engine.index.graphs import build_graphs
 from graphrag_engine.index.pipeline import StagedChunks
 from graphrag_engine.index.resolve import entity_id, relation_id
@@ -159,9 +160,13 @@ def unchanged(out: Path, graph_source: dict[str, Any], config: IndexConfig) -> d
     return manifest if same_source and manifest.get("config_hash") == config.config_hash() else None
 
 
-def write_imported(graph: ImportedGraph, out: str | Path, config: IndexConfig) -> dict[str, Any]:
+def write_imported(
+    graph: ImportedGraph, out: str | Path, config: IndexConfig, read_seconds: float = 0.0
+) -> dict[str, Any]:
     """Write `graph` as the index in `out` (a no-op when it already holds the same import);
-    return the manifest."""
+    return the manifest. The import stage's seconds are the reader's (`read_seconds`) and the
+    tables' up to the vectors, whose stages time themselves."""
+    started = time.perf_counter()
     out = Path(out)
     source = graph.source()
     done = unchanged(out, source, config)
@@ -200,6 +205,8 @@ def write_imported(graph: ImportedGraph, out: str | Path, config: IndexConfig) -
             "communities": len(graph.communities),
             "reports": len(graph.reports),
             **graph.notes,
+            "seconds": round(read_seconds + time.perf_counter() - started, 3),
+            "peak_rss_mb": peak_rss_mb(),
         }
         models = {"tokenizer": config.chunking.tokenizer, "graph": f"imported:{graph.system}"}
         wanted = set(VECTOR_STAGES if config.graph.embed else ())

@@ -157,7 +157,12 @@ def test_the_1x_layout_gives_the_same_index(source, tmp_path) -> None:
     a, b = open_index(tmp_path / "plain"), open_index(tmp_path / "old")
     for table in ("chunks", "entities", "relations", "communities", "reports", "unit_entity"):
         assert a.table(table).equals(b.table(table)), table
-    assert plain["stats"]["stages"]["import"] == old["stats"]["stages"]["import"]
+
+    def counts(manifest: dict) -> dict:
+        stage = manifest["stats"]["stages"]["import"]
+        return {k: v for k, v in stage.items() if k not in ("seconds", "peak_rss_mb")}
+
+    assert counts(plain) == counts(old)
 
 
 def _break(source: Path, folder: Path, table: str, change) -> None:
@@ -257,22 +262,6 @@ def test_export_import_export_gives_the_same_tables(
     assert first["communities"].num_rows > 0 and first["community_reports"].num_rows > 0
     linked = pc.list_value_length(first["text_units"]["entity_ids"])
     assert pc.sum(linked).as_py() > 0
-
-
-def test_methods_read_the_imported_descriptions(imported, tmp_path) -> None:
-    """Local search's context holds an entity's GraphRAG description and dense retrieval
-    ranks the book's chunks, on the imported index."""
-    from graphrag_engine import Engine
-
-    engine = Engine(imported)
-    qs = [Question("q1", "Who is Jacob Marley and what happened to him?", ["Scrooge's partner"])]
-    local = "\n".join(
-        engine.run("graphrag_local", qs, tmp_path / "local").rows()[0]["context_text"]
-    )
-    described = [d for d in _rows_of(imported, "entities", "description") if d]
-    assert sum(d[:80] in local for d in described) >= 3
-    dense = engine.run("naive", qs, tmp_path / "naive").rows()[0]
-    assert any("Marley" in text for text in dense["context_text"])
 
 
 def _rows_of(index: Path, table: str, column: str) -> list:
@@ -521,12 +510,13 @@ def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_serv
         contexts[name] = "\n".join(rows[0]["context_text"])
     for name in ("graphrag_local", "lightrag"):
         assert sum(d[:80] in contexts[name] for d in described) >= 1, name
+    assert "Marley" in contexts["naive"]
 
 
 def test_global_search_maps_graphrag_reports(imported, source, tmp_path, llama_server) -> None:
     """Global search's map batches over the import hold GraphRAG's reports (their findings),
     each within its token budget even where one GPT report alone is longer; and global search
-    runs end to end with SmolLM2 over an import of four of GraphRAG's top-level communities."""
+    runs end to end with SmolLM2 over an import of two of GraphRAG's top-level communities."""
     from graphrag_engine import Engine
     from graphrag_engine.methods import query_config
     from graphrag_engine.methods.graphrag_global import _batches
@@ -549,7 +539,7 @@ def test_global_search_maps_graphrag_reports(imported, source, tmp_path, llama_s
     few = tmp_path / "few"
     shutil.copytree(source, few)
     top = pq.read_table(few / "communities.parquet")
-    keep = top.filter(pc.equal(top["level"], 0)).slice(0, 4)
+    keep = top.filter(pc.equal(top["level"], 0)).slice(0, 2)
     keep = keep.set_column(
         keep.schema.get_field_index("children"), "children",
         pa.array([[] for _ in range(keep.num_rows)], keep.schema.field("children").type),
@@ -561,7 +551,7 @@ def test_global_search_maps_graphrag_reports(imported, source, tmp_path, llama_s
     import_index(few, tmp_path / "few-index", _no_vectors())
     run = Engine(tmp_path / "few-index").run(cfg, BOOK_QUESTIONS[1:], tmp_path / "global")
     row = run.rows()[0]
-    assert row["qid"] == "themes" and row["extras"]["reports"] == 4
+    assert row["qid"] == "themes" and row["extras"]["reports"] == 2
     assert row["extras"]["map_prompts"] >= 1 and row["tokens"].get("global_map", 0) > 0
 
 
