@@ -14,7 +14,6 @@ that is not three non-empty strings is the LLM's malformed output: skipped and c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from graphrag_engine.importers.imported import (
     ImportedGraph,
     RelationTable,
     file_sha256,
+    source_json,
 )
 from graphrag_engine.index.chunking import chunk_documents
 from graphrag_engine.index.ingest import DocumentReader, content_id
@@ -97,12 +97,7 @@ def read_hipporag(openie: Path, corpus: list[Path], config: IndexConfig) -> Impo
 
 def _passages(openie: Path) -> dict[str, dict[str, Any]]:
     """The OpenIE's passages by content id (title and text), each with its row."""
-    try:
-        data = json.loads(openie.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BadInputError(
-            f"{openie}: not readable JSON ({exc}); copy HippoRAG's file again"
-        ) from None
+    data = source_json(openie, "copy HippoRAG's file again")
     docs = data.get("docs") if isinstance(data, dict) else None
     if not isinstance(docs, list):
         raise BadInputError(f"{openie}: no 'docs' list; is this HippoRAG's OpenIE output?")

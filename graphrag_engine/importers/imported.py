@@ -70,6 +70,14 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def source_json(path: Path, fix: str) -> Any:
+    """A JSON file another system wrote, or one clear error naming it and what to do (`fix`)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInputError(f"{path}: not readable JSON ({exc}); {fix}") from None
+
+
 class EntityTable:
     """Entities keyed the engine's way (normalised name -> content-hash id); two source entities
     whose names normalise alike become one, their descriptions and sources joined."""

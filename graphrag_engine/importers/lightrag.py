@@ -23,6 +23,7 @@ from graphrag_engine.importers.imported import (
     ImportedGraph,
     RelationTable,
     file_sha256,
+    source_json,
 )
 from graphrag_engine.index.chunking import chunk_id
 from graphrag_engine.index.communities import community_id
@@ -98,12 +99,7 @@ def read_lightrag(folder: Path) -> ImportedGraph:
 
 def _kv(path: Path) -> dict[str, Any]:
     """A kv_store JSON file (an object of objects)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BadInputError(
-            f"{path}: not readable JSON ({exc}); copy it again from LightRAG's working dir"
-        ) from None
+    data = source_json(path, "copy it again from LightRAG's working dir")
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise BadInputError(f"{path}: not a LightRAG key-value store (an object of objects)")
     return data
