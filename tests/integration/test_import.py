@@ -480,7 +480,7 @@ def _on_the_server(cfg, name: str, server) -> None:
 
 def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_server) -> None:
     """Every registered method but global search (next test) over the GraphRAG import: each
-    runs, each LLM-free one ranks the book's chunks, LLM stages answered by the session's llama.cpp server (SmolLM2,
+    runs, each LLM-free one ranks the book's chunks and reads GraphRAG's text, LLM stages answered by the session's llama.cpp server (SmolLM2,
     failures recorded); local search's and LightRAG's contexts hold GraphRAG's entity
     descriptions."""
     from graphrag_engine import Engine
@@ -488,6 +488,13 @@ def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_serv
     from graphrag_engine.tour import SETTINGS
 
     described = [d for d in _rows_of(imported, "entities", "description") if d]
+    imported_texts = [
+        t[:60]
+        for t in described
+        + _rows_of(imported, "chunks", "text")
+        + _rows_of(imported, "relations", "description")
+        if t
+    ]
     engine = Engine(imported)
     contexts = {}
     for name in METHODS:
@@ -505,9 +512,11 @@ def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_serv
             cfg.options.perspectives, cfg.options.sub_queries = 2, 1
         rows = engine.run(cfg, qs, tmp_path / name).rows()
         assert [r["qid"] for r in rows] == [q.qid for q in qs], name
+        contexts[name] = "\n".join(rows[0]["context_text"])
         if not cfg.method_llm_use():  # SmolLM2's stages may leave a method nothing to rank
             assert rows[0]["retrieved_chunk_ids"], name
-        contexts[name] = "\n".join(rows[0]["context_text"])
+            # what it read is GraphRAG's: a text unit, an entity's or a relation's description
+            assert any(t in contexts[name] for t in imported_texts), name
     for name in ("graphrag_local", "lightrag"):
         assert sum(d[:80] in contexts[name] for d in described) >= 1, name
     assert "Marley" in contexts["naive"]
