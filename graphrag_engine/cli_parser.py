@@ -246,10 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         required=True,
-        choices=["graphml", "gexf", "neo4j-csv", "parquet-graphrag", "lightrag"],
+        choices=[
+            "graphml",
+            "gexf",
+            "neo4j-csv",
+            "parquet-graphrag",
+            "parquet-graphrag-1x",
+            "lightrag",
+        ],
         help="graphml/gexf: one file for Gephi, networkx, yEd; neo4j-csv: files for "
-        "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables; lightrag: "
-        "a LightRAG working directory",
+        "neo4j-admin database import; parquet-graphrag: GraphRAG's output tables (2.x, 3.x); "
+        "parquet-graphrag-1x: its create_final_* tables (1.x); lightrag: a LightRAG working "
+        "directory",
     )
     p.add_argument(
         "--out",

@@ -1,7 +1,7 @@
 """`graphrag-engine export`: the index's entity graph (and its communities) in the formats other
 tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, Parquet tables in
-GraphRAG's current output layout (graphrag_engine/export_graphrag.py), and a LightRAG working
-directory (its GraphML and kv stores).
+GraphRAG's current output layout or its 1.x `create_final_*` layout
+(graphrag_engine/export_graphrag.py), and a LightRAG working directory (its GraphML and kv stores).
 
 Every export is written into a staging folder and its files renamed into place, so a failed
 export leaves nothing half-written; `--out` is refused when it holds anything an export did not
@@ -16,16 +16,16 @@ import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.export_graphrag import write_graphrag_tables
+from graphrag_engine.export_graphrag import write_graphrag_1x_tables, write_graphrag_tables
 from graphrag_engine.staging import listed_files, staging_beside, write_listing
 from graphrag_engine.store.index_store import Index
 
-FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag", "lightrag")
+FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag", "parquet-graphrag-1x", "lightrag")
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 GEXF_NS = "http://gexf.net/1.3"
 NODE_FIELDS = ("name", "type", "description", "community")
@@ -135,30 +135,52 @@ def _text(value: Any) -> str:
 def _write_graphml(tables: dict, index: Index, out: Path) -> None:
     """One undirected graph: entity nodes (name, type, description, finest community) and
     relation edges (weight, description, keywords)."""
+    write_graphml(
+        out / "graph.graphml",
+        {"node": NODE_FIELDS, "edge": EDGE_FIELDS},
+        ((e["entity_id"], {f: e.get(f) for f in NODE_FIELDS}) for e in tables["entities"]),
+        (
+            (r["rel_id"], r["src"], r["dst"], {f: r.get(f) for f in EDGE_FIELDS})
+            for r in tables["relations"]
+        ),
+    )
+
+
+def write_graphml(
+    path: Path,
+    fields: dict[str, tuple[str, ...]],
+    nodes: Iterable[tuple[str, dict[str, Any]]],
+    edges: Iterable[tuple[str | None, str, str, dict[str, Any]]],
+) -> None:
+    """An undirected GraphML file: a key per node and edge field (`weight` a double, the rest
+    strings, ids d0, d1, ... as networkx writes them), nodes as (id, values), edges as (id or
+    None, source, target, values)."""
     ET.register_namespace("", GRAPHML_NS)
-    root = ET.Element(f"{{{GRAPHML_NS}}}graphml")
-    kinds = {"weight": "double"}
-    for where, fields in (("node", NODE_FIELDS), ("edge", EDGE_FIELDS)):
-        for f in fields:
+    ns = f"{{{GRAPHML_NS}}}"
+    root = ET.Element(f"{ns}graphml")
+    key_of = {}
+    for where, names in fields.items():
+        for name in names:
+            key_of[where, name] = key = f"d{len(key_of)}"
+            kind = "double" if name == "weight" else "string"
             ET.SubElement(
-                root,
-                f"{{{GRAPHML_NS}}}key",
-                {"id": f, "for": where, "attr.name": f, "attr.type": kinds.get(f, "string")},
+                root, f"{ns}key", {"id": key, "for": where, "attr.name": name, "attr.type": kind}
             )
-    graph = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"edgedefault": "undirected"})
-    for e in tables["entities"]:
-        node = ET.SubElement(graph, f"{{{GRAPHML_NS}}}node", {"id": e["entity_id"]})
-        for f in NODE_FIELDS:
-            ET.SubElement(node, f"{{{GRAPHML_NS}}}data", {"key": f}).text = _text(e.get(f))
-    for r in tables["relations"]:
-        edge = ET.SubElement(
-            graph,
-            f"{{{GRAPHML_NS}}}edge",
-            {"id": r["rel_id"], "source": r["src"], "target": r["dst"]},
+    graph = ET.SubElement(root, f"{ns}graph", {"edgedefault": "undirected"})
+
+    def data(element: ET.Element, where: str, values: dict[str, Any]) -> None:
+        for name, value in values.items():
+            ET.SubElement(element, f"{ns}data", {"key": key_of[where, name]}).text = _text(value)
+
+    for node_id, values in nodes:
+        data(ET.SubElement(graph, f"{ns}node", {"id": _text(node_id)}), "node", values)
+    for edge_id, src, dst, values in edges:
+        ends = {"source": _text(src), "target": _text(dst)}
+        element = ET.SubElement(
+            graph, f"{ns}edge", ends if edge_id is None else {"id": edge_id, **ends}
         )
-        for f in EDGE_FIELDS:
-            ET.SubElement(edge, f"{{{GRAPHML_NS}}}data", {"key": f}).text = _text(r.get(f))
-    ET.ElementTree(root).write(out / "graph.graphml", encoding="utf-8", xml_declaration=True)
+        data(element, "edge", values)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def _write_gexf(tables: dict, index: Index, out: Path) -> None:
@@ -244,37 +266,22 @@ def _write_lightrag(tables: dict, index: Index, out: Path) -> None:
     attributes, sources joined by `<SEP>`, and the kv stores of its chunks and documents; what
     `graphrag-engine import` (graphrag_engine/importers/lightrag.py) reads back."""
     name = {e["entity_id"]: e["name"] for e in tables["entities"]}
-    root = ET.Element("graphml", xmlns=GRAPHML_NS)
-    keys = [("node", "entity_type", "string"), ("node", "description", "string"),
-            ("node", "source_id", "string"), ("edge", "weight", "double"),
-            ("edge", "description", "string"), ("edge", "keywords", "string"),
-            ("edge", "source_id", "string")]  # fmt: skip
-    key_id = {}
-    for i, (kind, attr, typ) in enumerate(keys):
-        key_id[kind, attr] = f"d{i}"
-        ET.SubElement(
-            root, "key", {"id": f"d{i}", "for": kind, "attr.name": attr, "attr.type": typ}
-        )
-    graph = ET.SubElement(root, "graph", edgedefault="undirected")
-
-    def data(element: ET.Element, kind: str, values: dict[str, Any]) -> None:
-        for attr, value in values.items():
-            ET.SubElement(element, "data", key=key_id[kind, attr]).text = _text(value)
-
-    for e in tables["entities"]:
-        node = ET.SubElement(graph, "node", id=_text(e["name"]))
-        data(node, "node", {"entity_type": e["type"] or "", "description": e["description"] or "",
-                            "source_id": "<SEP>".join(e["chunk_ids"] or [])})  # fmt: skip
-    for r in tables["relations"]:
-        edge = ET.SubElement(
-            graph, "edge", source=_text(name[r["src"]]), target=_text(name[r["dst"]])
-        )
-        data(edge, "edge", {"weight": float(r["weight"]), "description": r["description"] or "",
-                            "keywords": r["keywords"] or "",
-                            "source_id": "<SEP>".join(r["chunk_ids"] or [])})  # fmt: skip
-    ET.ElementTree(root).write(
-        out / "graph_chunk_entity_relation.graphml", encoding="utf-8", xml_declaration=True
-    )
+    write_graphml(
+        out / "graph_chunk_entity_relation.graphml",
+        {"node": ("entity_type", "description", "source_id"),
+         "edge": ("weight", "description", "keywords", "source_id")},
+        (
+            (e["name"], {"entity_type": e["type"] or "", "description": e["description"] or "",
+                         "source_id": "<SEP>".join(e["chunk_ids"] or [])})
+            for e in tables["entities"]
+        ),
+        (
+            (None, name[r["src"]], name[r["dst"]],
+             {"weight": float(r["weight"]), "description": r["description"] or "",
+              "keywords": r["keywords"] or "", "source_id": "<SEP>".join(r["chunk_ids"] or [])})
+            for r in tables["relations"]
+        ),
+    )  # fmt: skip
     chunks = index.table("chunks", ["chunk_id", "doc_id", "idx", "text", "n_tokens"]).to_pylist()
     kv_chunks = {
         c["chunk_id"]: {"tokens": c["n_tokens"], "content": c["text"],
@@ -295,5 +302,6 @@ WRITERS = {
     "gexf": _write_gexf,
     "neo4j-csv": _write_neo4j_csv,
     "parquet-graphrag": write_graphrag_tables,
+    "parquet-graphrag-1x": write_graphrag_1x_tables,
     "lightrag": _write_lightrag,
 }

@@ -1,13 +1,17 @@
 """`export --format parquet-graphrag`: the index as Microsoft GraphRAG's output tables, with the
 table and column names of its current releases (2.x and 3.x; checked against GraphRAG 3.1.2's
 own output in ../shared/data/graphrag_output): documents, text_units, entities,
-relationships, communities and community_reports. `graphrag-engine import` reads them back
-(graphrag_engine/importers/msgraphrag.py), so export -> import -> export gives the same tables.
+relationships, communities and community_reports; or (`parquet-graphrag-1x`) the seven
+`create_final_*` tables of the 1.x releases (as 1.2.0 writes them). `graphrag-engine import`
+reads both back (graphrag_engine/importers/msgraphrag.py), so export -> import -> export gives
+the same tables.
 
 Ids are the engine's content hashes. A report whose full text is JSON (an LLM wrote it, or it
 was imported) gets its findings, rating explanation and JSON back as GraphRAG's columns, and
 its `full_content` rendered as GraphRAG renders it; an extractive report keeps its text as
-`full_content` with no findings.
+`full_content` with no findings. An entity's missing type or description, and a relation's
+missing description, are written empty: GraphRAG never writes nulls there, and its loaders
+would read one as the text "nan".
 """
 
 from __future__ import annotations
@@ -62,8 +66,80 @@ SCHEMAS = {
 """GraphRAG's current output columns, in its order."""
 
 
+SCHEMAS_1X = {
+    "documents": [f for f in SCHEMAS["documents"] if f.name not in ("creation_date", "raw_data")],
+    "text_units": [
+        *(f for f in SCHEMAS["text_units"] if f.name in ("id", "human_readable_id", "text", "n_tokens")),
+        pa.field("document_ids", _IDS),
+        SCHEMAS["text_units"].field("entity_ids"),
+        SCHEMAS["text_units"].field("relationship_ids"),
+    ],
+    "entities": [f for f in SCHEMAS["entities"] if f.name not in ("frequency", "degree")],
+    "nodes": [
+        *(SCHEMAS["entities"].field(c) for c in ("id", "human_readable_id", "title")),
+        pa.field("community", pa.int64()), pa.field("level", pa.int64()),
+        pa.field("degree", pa.int64()), pa.field("x", pa.float64()), pa.field("y", pa.float64()),
+    ],
+    "relationships": list(SCHEMAS["relationships"]),
+    "communities": [
+        SCHEMAS["communities"].field(c)
+        for c in ("id", "human_readable_id", "community", "parent", "level", "title",
+                  "entity_ids", "relationship_ids", "text_unit_ids", "period", "size")
+    ],
+    "community_reports": [
+        pa.field("rank_explanation", pa.string()) if f.name == "rating_explanation" else f
+        for f in SCHEMAS["community_reports"] if f.name != "children"
+    ],
+}  # fmt: skip
+"""GraphRAG 1.x's `create_final_*` columns (as 1.2.0 writes them), in its order: a text unit's
+`document_ids` list, `create_final_nodes` (an entity's row per community it is in, with its
+degree; layout x and y are 0), no `children`, `rank_explanation`."""
+
+
 def write_graphrag_tables(tables: dict[str, list[dict]], index: Index, out: Path) -> None:
-    """Write the six tables of GraphRAG's output layout into `out`."""
+    """Write the six tables of GraphRAG's current output layout into `out`."""
+    rows = graphrag_rows(tables, index)
+    for table, schema in SCHEMAS.items():
+        pq.write_table(pa.Table.from_pylist(rows[table], schema=schema), out / f"{table}.parquet")
+
+
+def write_graphrag_1x_tables(tables: dict[str, list[dict]], index: Index, out: Path) -> None:
+    """Write the seven `create_final_*` tables of GraphRAG 1.x into `out`."""
+    rows = graphrag_rows(tables, index)
+    for unit in rows["text_units"]:
+        unit["document_ids"] = [unit["document_id"]]
+    for report in rows["community_reports"]:
+        report["rank_explanation"] = report["rating_explanation"]
+    rows["nodes"] = _nodes_1x(rows)
+    for table, fields in SCHEMAS_1X.items():
+        data = pa.Table.from_pylist(rows[table], schema=pa.schema(fields))
+        pq.write_table(data, out / f"create_final_{table}.parquet")
+
+
+def _nodes_1x(rows: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """1.x's `create_final_nodes`: an entity's row per community it is in (community -1 and
+    level 0 when it is in none), with its degree."""
+    entity = {e["id"]: e for e in rows["entities"]}
+    placed: set[str] = set()
+    nodes = []
+    for c in rows["communities"]:
+        for eid in c["entity_ids"]:
+            placed.add(eid)
+            nodes.append({**_node(entity[eid]), "community": c["community"], "level": c["level"]})
+    nodes += [
+        {**_node(e), "community": -1, "level": 0} for e in rows["entities"] if e["id"] not in placed
+    ]
+    return nodes
+
+
+def _node(entity: dict[str, Any]) -> dict[str, Any]:
+    """The columns a 1.x node row takes from its entity row."""
+    keep = ("id", "human_readable_id", "title", "degree")
+    return {**{k: entity[k] for k in keep}, "x": 0.0, "y": 0.0}
+
+
+def graphrag_rows(tables: dict[str, list[dict]], index: Index) -> dict[str, list[dict[str, Any]]]:
+    """The rows of GraphRAG's current six output tables for an index's graph tables."""
     ents, rels, comms = tables["entities"], tables["relations"], tables["communities"]
     name = {e["entity_id"]: e["name"] for e in ents}
     degree: dict[str, int] = defaultdict(int)
@@ -90,22 +166,22 @@ def write_graphrag_tables(tables: dict[str, list[dict]], index: Index, out: Path
             for i, c in enumerate(chunks)
         ],
         "entities": [
-            {"id": e["entity_id"], "human_readable_id": i, "title": e["name"], "type": e["type"],
-             "description": e["description"], "text_unit_ids": e["chunk_ids"],
+            {"id": e["entity_id"], "human_readable_id": i, "title": e["name"],
+             "type": e["type"] or "", "description": e["description"] or "",
+             "text_unit_ids": e["chunk_ids"],
              "frequency": len(e["chunk_ids"] or []), "degree": degree[e["entity_id"]]}
             for i, e in enumerate(ents)
         ],
         "relationships": [
             {"id": r["rel_id"], "human_readable_id": i, "source": name[r["src"]],
-             "target": name[r["dst"]], "description": r["description"],
+             "target": name[r["dst"]], "description": r["description"] or "",
              "weight": float(r["weight"]), "combined_degree": degree[r["src"]] + degree[r["dst"]],
              "text_unit_ids": r["chunk_ids"]}
             for i, r in enumerate(rels)
         ],
         **_community_tables(comms, tables["reports"], ents, rels),
     }  # fmt: skip
-    for table, schema in SCHEMAS.items():
-        pq.write_table(pa.Table.from_pylist(rows[table], schema=schema), out / f"{table}.parquet")
+    return rows
 
 
 def _by_unit(rows: list[dict]) -> dict[str, list[str]]:
@@ -128,6 +204,9 @@ def _community_tables(
         if c["parent_id"] is not None:
             children[c["parent_id"]].append(number[c["community_id"]])
     sources = {e["entity_id"]: e["chunk_ids"] or [] for e in ents}
+    relations_at: dict[str, list[int]] = defaultdict(list)  # entity -> its relations' rows
+    for i, r in enumerate(rels):
+        relations_at[r["src"]].append(i)
     report_of = {r["community_id"]: r for r in reports}
     community_rows, report_rows = [], []
     for c in comms:
@@ -148,7 +227,10 @@ def _community_tables(
                 "title": f"Community {number[cid]}",  # GraphRAG's: its loaders group by it
                 "entity_ids": c["entity_ids"],
                 "relationship_ids": [
-                    r["rel_id"] for r in rels if r["src"] in members and r["dst"] in members
+                    rels[i]["rel_id"]
+                    for i in sorted(
+                        i for e in members for i in relations_at[e] if rels[i]["dst"] in members
+                    )
                 ],
                 "text_unit_ids": sorted({u for e in c["entity_ids"] for u in sources.get(e, [])}),
             }

@@ -20,8 +20,10 @@ import pyarrow as pa
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.index.chunking import chunk_id
 from graphrag_engine.index.graph_stages import STAGES, peak_rss_mb, run_graph_stages
 from graphrag_engine.index.graphs import build_graphs
+from graphrag_engine.index.ingest import content_id
 from graphrag_engine.index.pipeline import StagedChunks
 from graphrag_engine.index.resolve import entity_id, relation_id
 from graphrag_engine.index.units import unit_batches
@@ -76,6 +78,31 @@ def source_json(path: Path, fix: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BadInputError(f"{path}: not readable JSON ({exc}); {fix}") from None
+
+
+def documents_and_chunks(
+    members: dict[str, list[tuple[str, str]]],
+    stored: dict[str, tuple[Any, Any]],
+    source: str,
+) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """Engine documents (content ids; the source's document id kept as `external_id`) and
+    chunks from each source document's (unit key, text) pairs in order, and each unit key's
+    chunk id. `stored` gives a document's title and text where the source keeps them; else the
+    title is the document id and the text its units joined."""
+    documents, chunks, chunk_of = [], [], {}
+    for doc, units in members.items():
+        title, text = stored.get(doc, (None, None))
+        title = str(title or doc)
+        text = text or "\n".join(unit_text for _, unit_text in units)
+        doc_id = content_id(title, text)
+        documents.append(
+            {"doc_id": doc_id, "external_id": doc, "title": title, "text": text,
+             "source": source, "meta": None}
+        )  # fmt: skip
+        for idx, (key, unit_text) in enumerate(units):
+            chunk_of[key] = cid = chunk_id(doc_id, idx, unit_text)
+            chunks.append({"chunk_id": cid, "doc_id": doc_id, "idx": idx, "text": unit_text})
+    return documents, chunks, chunk_of
 
 
 class EntityTable:
@@ -257,16 +284,16 @@ def _units_and_links(
     for batch in unit_batches(chunks.pairs(), {}):
         writer.table("units").write(batch)
         ids.append(batch.select(["unit_id", "chunk_id"]))
-        for chunk_id, group in _by_chunk(batch):
+        for cid, group in _by_chunk(batch):
             named: set[str] = set()
             for unit, text in group:
                 words = f" {normalize_name(text)} "
-                for eid, key in sourced.get(chunk_id, ()):
+                for eid, key in sourced.get(cid, ()):
                     if key in words:
                         link_units.append(unit)
                         link_entities.append(eid)
                         named.add(eid)
-            for eid, _ in sourced.get(chunk_id, ()):
+            for eid, _ in sourced.get(cid, ()):
                 if eid not in named:
                     link_units.append(group[0][0])
                     link_entities.append(eid)

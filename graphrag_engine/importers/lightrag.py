@@ -22,12 +22,11 @@ from graphrag_engine.importers.imported import (
     EntityTable,
     ImportedGraph,
     RelationTable,
+    documents_and_chunks,
     file_sha256,
     source_json,
 )
-from graphrag_engine.index.chunking import chunk_id
 from graphrag_engine.index.communities import community_id
-from graphrag_engine.index.ingest import content_id
 
 GRAPHML = "graph_chunk_entity_relation.graphml"
 CHUNKS = "kv_store_text_chunks.json"
@@ -110,7 +109,7 @@ def _documents_and_chunks(
 ) -> tuple[list[dict], list[dict], dict[str, str]]:
     """Documents (engine content ids, LightRAG's id as external_id) and their chunks in
     `chunk_order_index` order; each LightRAG chunk id's engine chunk id."""
-    members: dict[str, list[tuple[int, str, str]]] = {}
+    ordered: dict[str, list[tuple[int, str, str]]] = {}
     for key, value in chunks_kv.items():
         if "content" not in value:
             raise BadInputError(f"{folder / CHUNKS}: chunk {key!r} has no 'content'")
@@ -120,23 +119,14 @@ def _documents_and_chunks(
                 f"{folder / CHUNKS}: chunk {key!r} names document {doc!r}, which {DOCS} does not "
                 "hold; copy both files from the same working dir"
             )
-        members.setdefault(doc, []).append(
+        ordered.setdefault(doc, []).append(
             (int(value.get("chunk_order_index") or 0), key, value["content"])
         )
-    documents, chunks, chunk_of = [], [], {}
-    for doc, parts in members.items():
-        parts.sort()
-        title = str(docs_kv.get(doc, {}).get("file_path") or doc)
-        text = docs_kv.get(doc, {}).get("content") or "\n".join(p[2] for p in parts)
-        doc_id = content_id(title, text)
-        documents.append(
-            {"doc_id": doc_id, "external_id": doc, "title": title, "text": text,
-             "source": str(folder / (DOCS if docs_kv else CHUNKS)), "meta": None}
-        )  # fmt: skip
-        for idx, (_, key, content) in enumerate(parts):
-            chunk_of[key] = cid = chunk_id(doc_id, idx, content)
-            chunks.append({"chunk_id": cid, "doc_id": doc_id, "idx": idx, "text": content})
-    return documents, chunks, chunk_of
+    members = {
+        doc: [(key, text) for _, key, text in sorted(parts)] for doc, parts in ordered.items()
+    }
+    stored = {doc: (d.get("file_path"), d.get("content")) for doc, d in docs_kv.items()}
+    return documents_and_chunks(members, stored, str(folder / (DOCS if docs_kv else CHUNKS)))
 
 
 def _graph(path: Path) -> tuple[dict[str, dict], list[tuple[str, str, dict]]]:

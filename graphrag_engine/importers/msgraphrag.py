@@ -26,12 +26,11 @@ from graphrag_engine.importers.imported import (
     EntityTable,
     ImportedGraph,
     RelationTable,
+    documents_and_chunks,
     file_sha256,
     report_json,
 )
-from graphrag_engine.index.chunking import chunk_id
 from graphrag_engine.index.communities import community_id
-from graphrag_engine.index.ingest import content_id
 
 TABLES = (
     "documents",
@@ -166,7 +165,7 @@ def _documents_and_chunks(
     if "documents" in rows:
         _column(rows["documents"], where["documents"], "id")
         _unique(rows["documents"], "id", where["documents"])
-    members: dict[str, list[dict]] = defaultdict(list)
+    members: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for i, unit in enumerate(units):
         doc = doc_of(unit)
         if source_docs and doc not in source_docs:
@@ -174,28 +173,9 @@ def _documents_and_chunks(
                 f"{w}: row {i} names document {doc!r}, which {where['documents']} does not "
                 "hold; copy both tables from the same GraphRAG run"
             )
-        members[doc].append(unit)
-    documents, chunks, unit_to_chunk = [], [], {}
-    for doc, its_units in members.items():
-        source = source_docs.get(doc, {})
-        title = source.get("title") or doc
-        text = source.get("text") or "\n".join(u["text"] for u in its_units)
-        doc_id = content_id(title, text)
-        documents.append(
-            {
-                "doc_id": doc_id,
-                "external_id": doc,
-                "title": title,
-                "text": text,
-                "source": where.get("documents", w),
-                "meta": None,
-            }
-        )
-        for idx, unit in enumerate(its_units):
-            cid = chunk_id(doc_id, idx, unit["text"])
-            unit_to_chunk[unit["id"]] = cid
-            chunks.append({"chunk_id": cid, "doc_id": doc_id, "idx": idx, "text": unit["text"]})
-    return documents, chunks, unit_to_chunk
+        members[doc].append((unit["id"], unit["text"]))
+    stored = {d: (row.get("title"), row.get("text")) for d, row in source_docs.items()}
+    return documents_and_chunks(members, stored, where.get("documents", w))
 
 
 def _chunks_of(
