@@ -53,13 +53,16 @@ PRESETS = {  # pairs judged (first, second)
 }
 
 
-def answer_config(work: Path, name: str, answer_tokens: int, batch_size: int) -> Path:
-    """The method's config with its overrides, the answer budget raised for long answers, and
-    the in-process backend's batch size."""
+def answer_config(
+    work: Path, name: str, answer_tokens: int, batch_size: int, window: int | None
+) -> Path:
+    """The method's config with its overrides, the answer budget raised for long answers, the
+    answer window (`window` tokens; None: the model's), and the in-process backend's batch size."""
     spec, overrides = METHODS[name]
+    pinned = f"\n  max_context_tokens: {window}" if window else ""
     text = re.sub(
         r"(?m)^(generation:\n(?:  .*\n)*?  max_tokens: )\d+",
-        lambda m: f"{m.group(1)}{answer_tokens}",
+        lambda m: f"{m.group(1)}{answer_tokens}{pinned}",
         (REPO / spec).read_text(),
     )
     assert f"max_tokens: {answer_tokens}" in text, f"{spec} has no generation.max_tokens"
@@ -125,6 +128,13 @@ def main() -> None:
     ap.add_argument("--work", default=work_dir("judge-ultradomain"))
     ap.add_argument("--limit", type=int, default=41)
     ap.add_argument("--answer-tokens", type=int, default=200)
+    ap.add_argument(
+        "--answer-window",
+        type=int,
+        default=2048,
+        help="tokens of context in an answer prompt (2048: the llama.cpp slot SmolLM2 is served "
+        "in, as the published runs used); 0: the model's own window (a capable model)",
+    )
     ap.add_argument("--llm-backend", default="llama", choices=["llama", "transformers", "openai"])
     ap.add_argument("--batch-size", type=int, default=16, help="transformers: prompts per pass")
     ap.add_argument("--base-url", help="openai: the server's /v1 URL")
@@ -164,7 +174,9 @@ def main() -> None:
         names = list(dict.fromkeys(n for pair in pairs for n in pair))
         for name in names:
             t0 = time.perf_counter()
-            spec = answer_config(work, name, args.answer_tokens, args.batch_size)
+            spec = answer_config(
+                work, name, args.answer_tokens, args.batch_size, args.answer_window or None
+            )
             q = ["query", str(index), str(questions), "--method", str(spec)]
             out = work / "runs" / name
             assert (

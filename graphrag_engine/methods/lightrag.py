@@ -48,8 +48,8 @@ from graphrag_engine.retrieve.types import Context, Retrieved, StageClock
 
 @dataclass
 class LightRAGConfig:
-    """LightRAG's query modes; token budgets per section (LightRAG's defaults are 4,000 each
-    for 32k-context models; these fit the default 2,048-token answer context)."""
+    """LightRAG's query modes; token budgets per section, LightRAG's defaults (4,000 each,
+    shrunk in proportion when the answer window is smaller: graphrag_engine/retrieve/budget.py)."""
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "top_k": ">= 1",

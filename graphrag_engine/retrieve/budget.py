@@ -75,3 +75,19 @@ def resolve_budget(
         )  # fmt: skip
     why = "no answers are generated" if not answering else "the model's window is not known"
     return ContextBudget(declared, None, f"unbounded: {why}")
+
+
+def config_budget(cfg: Any, model_window: int | None) -> ContextBudget:
+    """The budget a query config (a QueryConfig) runs at when its answering model attends over
+    `model_window` tokens (None: not known): its method's declared total against
+    `generation.max_context_tokens`, else `models.llm.context_window`, else the model's."""
+    gen = cfg.generation
+    declared = getattr(cfg.options, "context_budget", None)
+    window = cfg.models.llm.context_window or model_window
+    return resolve_budget(
+        declared() if declared is not None else None,
+        gen.max_context_tokens,
+        window,
+        gen.max_tokens,
+        gen.enabled,
+    )

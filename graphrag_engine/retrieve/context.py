@@ -30,7 +30,7 @@ from graphrag_engine.models.ner import entity_recognizer
 from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
 from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
 from graphrag_engine.query_config import QueryConfig
-from graphrag_engine.retrieve.budget import ContextBudget, resolve_budget
+from graphrag_engine.retrieve.budget import ContextBudget, config_budget
 from graphrag_engine.store.index_store import Index
 
 T = TypeVar("T")
@@ -301,14 +301,12 @@ class QueryContext:
         """The method's published context budget fitted to the run's answer window (said once
         on stderr when it shrinks; summary.json keeps it)."""
         gen, llm = self.cfg.generation, self.cfg.models.llm
-        declared = getattr(self.cfg.options, "context_budget", None)
-        total = declared() if declared is not None else None
-        window = llm.context_window
-        if window is None and gen.max_context_tokens is None and gen.enabled:
+        window = None
+        if llm.context_window is None and gen.max_context_tokens is None and gen.enabled:
             if llm.backend != "none":  # the backend knows its model's window, where it can tell
                 asks = getattr(self.llm.backend, "context_window", None)
                 window = asks() if asks is not None else None
-        budget = resolve_budget(total, gen.max_context_tokens, window, gen.max_tokens, gen.enabled)
+        budget = config_budget(self.cfg, window)
         note = budget.note(self.cfg.method)
         if note and not self.dry_run:
             print(note, file=sys.stderr)

@@ -46,8 +46,8 @@ from graphrag_engine.retrieve.types import Context
 
 @dataclass
 class GraphRAGLocalConfig:
-    """GraphRAG's local search settings (its defaults, with a budget for a 2,048-token answer
-    context instead of its 12,000)."""
+    """GraphRAG's local search settings, its defaults (12,000 tokens of context, shrunk in
+    proportion when the answer window is smaller: graphrag_engine/retrieve/budget.py)."""
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "top_k_entities": ">= 1",

@@ -7,7 +7,18 @@ import pytest
 
 from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.methods.answer import answer_style, long_prompt, prompt_for
-from graphrag_engine.retrieve.budget import PROMPT_ROOM, UNBOUNDED, resolve_budget
+from graphrag_engine.retrieve.budget import (
+    PROMPT_ROOM,
+    UNBOUNDED,
+    config_budget,
+    resolve_budget,
+)
+from tests.paths import REPO
+
+SHIPPED = sorted(
+    [*(REPO / "configs" / "methods").glob("*.yaml"), *(REPO / "configs" / "lego").rglob("*.yaml")]
+)
+"""Every query config the project ships (the method configs and LEGO's instances)."""
 
 
 def test_published_budgets_are_the_defaults() -> None:
@@ -16,6 +27,22 @@ def test_published_budgets_are_the_defaults() -> None:
     assert query_config("rograg").options.context_budget() == 28_000
     assert query_config("graphrag_global").options.context_budget() == 8_000
     assert query_config("pankrag").options.context_budget() == 12_000
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO / "configs")))
+def test_every_shipped_config_runs_at_its_papers_budgets_with_a_128k_model(path) -> None:
+    """No shipped config pins an answer window: with a model that declares 128k tokens, every
+    method runs its paper's section budgets unscaled (a small model's window comes from the
+    model, or from the run's own settings: the demo's, a bench's)."""
+    from graphrag_engine.methods import load_query_config
+
+    cfg = load_query_config(path)
+    assert cfg.generation.max_context_tokens is None, f"{path.name} pins an answer window"
+    assert config_budget(cfg, 131_072).scale == 1.0
+    if getattr(cfg.options, "context_budget", None):  # and SmolLM2's 2,048 shrinks them
+        assert config_budget(cfg, 2048).scale < 1.0
+    cfg.models.llm.context_window = 131_072  # declared in the config instead: the same
+    assert config_budget(cfg, None).scale == 1.0
 
 
 def test_budgets_shrink_in_proportion_to_a_smaller_window_and_say_so() -> None:
