@@ -1,5 +1,6 @@
 """Shortest paths on a CSRGraph: multi-source Dijkstra / BFS, all shortest paths within a hop
-limit, bounded simple paths, and the closest pair between two node sets.
+limit (between two nodes, or from one node to every node it reaches), bounded simple paths,
+and the closest pair between two node sets.
 
 Dijkstra and BFS run in scipy's compiled csgraph routines, once per distinct source for the
 whole batch of (source, target) requests.
@@ -192,27 +193,30 @@ def simple_paths(
     return sorted(paths, key=lambda p: (p.hops, p.nodes))
 
 
-def nearest_source_paths(
-    graph: CSRGraph, sources: Sequence[int], max_hops: int
-) -> tuple[np.ndarray, list[tuple[int, ...]]]:
-    """For every node within `max_hops` of the nearest source (sources excluded), one
-    minimum-hop path from that source: one multi-source BFS for all sources at once.
-
-    With the disjoint per-question blocks of a batch graph and every question's sources given
-    together, this is each question's shortest path-filtering in one kernel call. Returns the
-    reached nodes (ascending) and their paths.
-    """
-    src = np.unique(np.asarray(sources, dtype=np.int64))
-    if src.size == 0 or graph.n_nodes == 0:
-        return np.zeros(0, np.int64), []
-    dist, pred, nearest = csgraph.dijkstra(
-        graph.to_scipy(),
-        directed=True,
-        indices=src,
-        unweighted=True,
-        limit=max_hops + 0.5,
-        return_predecessors=True,
-        min_only=True,
-    )
-    reached = np.flatnonzero(np.isfinite(dist) & (dist > 0))
-    return reached, [walk_back(pred, int(nearest[v]), int(v)) for v in reached]
+def shortest_paths_from(
+    graph: CSRGraph, source: int, max_hops: int | None = None, cap: int | None = None
+) -> list[tuple[int, ...]]:
+    """Every minimum-hop path from `source` to each node it reaches (the source itself left
+    out), within `max_hops` edges when given: igraph's `get_all_shortest_paths(source)` with
+    paths as node sequences (parallel edges give one path). Level by level, a node's paths are
+    its predecessors' paths one node longer; at most `cap` paths, the shortest first, ordered
+    by (length, nodes)."""
+    limit = max_hops if max_hops is not None else graph.n_nodes
+    cap = cap if cap is not None else np.iinfo(np.int64).max
+    paths_to: dict[int, list[tuple[int, ...]]] = {source: [(source,)]}
+    frontier, out = [source], []
+    for _ in range(limit):
+        level: dict[int, list[tuple[int, ...]]] = {}
+        for u in frontier:
+            for v in np.unique(graph.neighbors(u)).tolist():
+                if v not in paths_to:
+                    level.setdefault(v, []).extend(p + (v,) for p in paths_to[u])
+        if not level:
+            break
+        found = sorted(p for ps in level.values() for p in ps)
+        out.extend(found[: cap - len(out)])
+        if len(out) >= cap:
+            break
+        paths_to.update(level)
+        frontier = sorted(level)
+    return out

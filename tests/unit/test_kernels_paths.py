@@ -14,6 +14,7 @@ from graphrag_engine.kernels.paths import (
     closest_pair,
     distances,
     shortest_paths,
+    shortest_paths_from,
     simple_paths,
 )
 
@@ -83,6 +84,29 @@ def test_all_shortest_paths_hop_limit_and_cap() -> None:
     hops = len(ref[0]) - 1
     assert all_shortest_paths(g, 0, 5, max_hops=hops - 1) == []
     assert len(all_shortest_paths(g, 0, 5, max_hops=hops, cap=1)) == 1
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_shortest_paths_from_a_node_match_igraph_and_networkx(seed: int, directed: bool) -> None:
+    """LEGO's SPF kernel: every shortest path from a source to every node it reaches is
+    igraph's get_all_shortest_paths (the paper's implementation) and networkx's all shortest
+    paths, within a hop limit too; a cap keeps the shortest first."""
+    import igraph
+
+    g, G = random_pair(seed, n=40, m=90, directed=directed)
+    ig = igraph.Graph(n=40, edges=list(G.edges()), directed=directed)
+    for s in (0, 3, 11):
+        mine = shortest_paths_from(g, s)
+        assert len(mine) == len(set(mine))
+        assert set(mine) == {tuple(p) for p in ig.get_all_shortest_paths(s) if len(p) > 1}
+        reach = nx.single_source_shortest_path_length(G, s)
+        ref = {tuple(p) for t in reach if t != s for p in nx.all_shortest_paths(G, s, t)}
+        assert set(mine) == ref
+        two = shortest_paths_from(g, s, max_hops=2)
+        assert set(two) == {p for p in ref if len(p) <= 3}
+        assert [len(p) for p in mine] == sorted(len(p) for p in mine)  # shortest first
+        assert shortest_paths_from(g, s, cap=5) == mine[:5]
 
 
 @pytest.mark.parametrize("seed", range(4))

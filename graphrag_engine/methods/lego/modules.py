@@ -3,7 +3,7 @@
 * subgraph extraction (SE): PPR or RWR from each question's topic entities keeps its `max_ent`
   best nodes; an optional scorer then drops nodes and triples under thresholds and keeps each
   node's `window` best triples;
-* path filtering (PF): shortest paths (one multi-source BFS for the batch), complete paths
+* path filtering (PF): every shortest path from each topic entity, complete paths
   (every simple path up to `max_hops`, capped) or iterative beam search scored by a scorer;
 * path refinement (PR): a scorer ranks the filtered paths and the `top_k` stay.
 
@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from graphrag_engine.errors import ConfigError
-from graphrag_engine.kernels.paths import nearest_source_paths
+from graphrag_engine.kernels.paths import shortest_paths_from
 from graphrag_engine.kernels.ppr import personalized_pagerank, sampled_rwr
 from graphrag_engine.methods.lego.graph import PathText, TripleGraph, pretty_relation
 from graphrag_engine.models.rerank import Scorer
@@ -87,12 +87,16 @@ class LegoPFConfig:
     }
 
     method: Literal["spf", "cpf", "beam"] = "spf"
-    """spf: a shortest path from the topic entities to every node; cpf: every simple path;
-    beam: iterative beam search that scores partial paths."""
+    """spf: every shortest path from each topic entity to every node it reaches (the paper's
+    shortest path-filtering); cpf: every simple path; beam: iterative beam search that scores
+    partial paths."""
     max_hops: int = 2
-    """Longest path, in edges, from a topic entity."""
+    """Longest path, in edges, from a topic entity. The paper sets none (its paths run within
+    the SE subgraph); 2 is the engine's: WebQSP's answers lie within two hops of the topic
+    entity, and a bound keeps path counts finite on dense subgraphs."""
     max_paths: int = 1000
-    """cpf: paths kept per question (the cap)."""
+    """spf and cpf: paths kept per question, the shortest first (the paper sets no cap; this
+    one bounds memory on hub-heavy subgraphs)."""
     scorer: str = "bi-encoder"
     """Path scorer (beam search and path ranking): one of SE's scorer names."""
     model: str | None = None
@@ -257,18 +261,18 @@ def filter_paths(
     text: PathText,
 ) -> list[PathSet]:
     """Candidate reasoning paths of every question from its topic entities."""
-    n_q = len(questions)
     if cfg.method == "spf":
-        _, paths = nearest_source_paths(sub.graph, [s for ss in seeds for s in ss], cfg.max_hops)
-        out = [PathSet([]) for _ in range(n_q)]
-        for p in paths:
-            out[int(sub.node_owner[p[0]])].paths.append(p)
-        for ps in out:
-            ps.paths.sort(key=lambda p: (len(p), p))
-        return out
+        return [PathSet(_shortest_paths(sub, ss, cfg.max_hops, cfg.max_paths)) for ss in seeds]
     if cfg.method == "cpf":
         return [PathSet(_simple_paths(sub, ss, cfg.max_hops, cfg.max_paths)) for ss in seeds]
     return _beam_search(sub, seeds, questions, cfg, scorer, text)
+
+
+def _shortest_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
+    """Every shortest path from each topic entity to each node it reaches within `max_hops`
+    (the paper's SPF), up to `cap` per question, the shortest first."""
+    found = [p for s in seeds for p in shortest_paths_from(sub.graph, s, max_hops, cap)]
+    return sorted(found, key=lambda p: (len(p), p))[:cap]
 
 
 def _simple_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
