@@ -14,6 +14,7 @@ from graphrag_engine.methods import query_config
 from graphrag_engine.methods.rograg import rograg
 from graphrag_engine.methods.rograg.dual_level import match_keys
 from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.linking import query_mentions
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
 from tests.fault_server import FaultInjector
@@ -64,7 +65,7 @@ def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts
     elif stage == "logic_form":
         assert c.sections[0].items == ["Who founded Port Calloway? -> Ada Vell"]
         lookup = [[FORM["steps"][0]["query"]]]
-        (m,) = match_keys(ctx, lookup, lookup, cfg.options.top_k, cfg.options.floor)
+        (m,) = match_keys(ctx, lookup, lookup, cfg.options.top_ks(), cfg.options.floor)
         # Algorithm 1 chose some of the lookup's passages: they lead the ranking and are the
         # context's sources; the rest of the lookup's chunks follow in their order
         sources = c.sections[1]
@@ -98,7 +99,7 @@ def test_a_document_added_with_add_is_found_by_exact_and_fuzzy_keys(
     ctx = QueryContext(open_index(out), cfg, tmp_path / "run")
     g = entity_graph(ctx)
     for match in ("name", "exact", "fuzzy"):
-        (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], 5, 0.4, match)
+        (m,) = match_keys(ctx, [["Orrin Vale"]], [["breeds goats"]], (5, 5), 0.4, match)
         assert "Orrin Vale" in {g.names[e] for e in m.entities}
         assert any(ctx.chunks["passage"][c] == "new-1" for c in m.chunks)
 
@@ -200,7 +201,11 @@ def test_analysis_refuses_a_message_that_asks_nothing_and_keeps_a_failed_one(
     assert r.contexts[0].preset_answer == cfg.options.refusal and not r.contexts[0].sections
     assert [int(i) for i in r.ranking.ids[0] if i >= 0] == []
     assert second["intent"] is None and second["stage"] == "dual_level"
-    assert second["low_keys"] == KEYS["low_level_keywords"]
+    keys = KEYS["low_level_keywords"]  # then the question's named entities (expand_low_keys)
+    assert second["low_keys"][: len(keys)] == keys and len(second["low_keys"]) > len(keys)
+    assert second["low_keys"][len(keys) :] == [
+        k for k in query_mentions(ctx, [questions[1].question])[0] if k not in keys
+    ]
     assert ctx.llm.ledger.get("rograg_analysis", backend.model_id).parse_failures == 1
     assert r.tokens[0]["rograg_analysis"] > 0 and "keys" not in r.tokens[0]
 
@@ -213,8 +218,8 @@ def test_fuzzy_matching_embeds_a_levels_keys_as_one_query(demo_index, tmp_path) 
     cfg = query_config("rograg")
     ctx = QueryContext(open_index(demo_index), cfg, tmp_path)
     low = [["Port Calloway", "Ada Vell"]]
-    (fuzzy,) = match_keys(ctx, low, [[]], 3, -1.0, "fuzzy")
-    (exact,) = match_keys(ctx, low, [[]], 3, -1.0, "exact")
+    (fuzzy,) = match_keys(ctx, low, [[]], (3, 3), -1.0, "fuzzy")
+    (exact,) = match_keys(ctx, low, [[]], (3, 3), -1.0, "exact")
     joined, _ = search(ctx, ["Port Calloway; Ada Vell"], "entity_vectors", 3)
     each, _ = search(ctx, low[0], "entity_vectors", 3)
     assert fuzzy.entities[:3] == [int(e) for e in joined[0] if e >= 0]
@@ -222,6 +227,34 @@ def test_fuzzy_matching_embeds_a_levels_keys_as_one_query(demo_index, tmp_path) 
         dict.fromkeys(int(e) for e in each.ravel() if e >= 0)
     )
     assert set(fuzzy.entities[:3]) != set(exact.entities[:6])
+
+
+def test_matching_runs_at_the_authors_settings(demo_index, tmp_path) -> None:
+    """By default a low-level key finds at most 6 entities and a high-level key at most 5
+    relations, each at cosine 0.2 or more (the authors' public code), exactly the ones a
+    brute-force cosine over the index's vectors ranks first; the entities' relations then
+    join the matched relations. The question's named entities join the low-level keys
+    (Figure 1 e)."""
+    import numpy as np
+
+    from graphrag_engine.retrieve.entity_graph import entity_graph
+
+    cfg = query_config("rograg")
+    assert cfg.options.top_ks() == (6, 5) and cfg.options.floor == 0.2
+    assert cfg.options.expand_low_keys
+    ctx = QueryContext(open_index(demo_index), cfg, tmp_path)
+    low, high = [["Port Calloway"]], [["founded a harbour town"]]
+    (m,) = match_keys(ctx, low, high, cfg.options.top_ks(), cfg.options.floor, "exact")
+    hits = {}
+    for key, table, k in ((low[0][0], "entity_vectors", 6), (high[0][0], "relation_vectors", 5)):
+        cos = ctx.vectors(table) @ ctx.encode_queries([key])[0]
+        hits[table] = [int(i) for i in np.argsort(-cos, kind="stable")[:k] if cos[i] >= 0.2]
+        assert 0 < len(hits[table]) <= k, table
+    assert m.entities[: len(hits["entity_vectors"])] == hits["entity_vectors"]
+    assert m.relations[: len(hits["relation_vectors"])] == hits["relation_vectors"]
+    g = entity_graph(ctx)
+    linked = {r for e in hits["entity_vectors"] for r in g.relations_of(e).tolist()}
+    assert linked <= set(m.relations)
 
 
 def test_a_supported_logic_form_is_answered_end_to_end(demo_index, tmp_path) -> None:

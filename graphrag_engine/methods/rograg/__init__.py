@@ -66,7 +66,8 @@ class ROGRAGConfig:
     """ROGRAG's stages, matching levers, verifier and refusal text."""
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
-        "top_k": ">= 1",
+        "low_top_k": ">= 1",
+        "high_top_k": ">= 1",
         "floor": "[-1, 1]",
         "max_steps": ">= 1",
         "step_answer_tokens": ">= 1",
@@ -87,16 +88,19 @@ class ROGRAGConfig:
     nothing is refused without retrieval."""
     match: Literal["fuzzy", "exact", "name"] = "fuzzy"
     """fuzzy: a level's keys joined into one query (the paper); exact: each key matched on its
-    own; name: low keys by normalized entity name. Matches are the top_k above floor."""
-    top_k: int = 10
-    """Entities per low key and relations per high key."""
+    own; name: low keys by normalized entity name. Matches are the top k above floor."""
+    low_top_k: int = 6
+    """Entities per low-level key (the authors' public code: 6; the paper gives none)."""
+    high_top_k: int = 5
+    """Relations per high-level key (the authors' public code: 5)."""
     chunk_pick: Literal["vector", "found"] = "vector"
     """Order of the dual-level chunk references: cosine to the question (LightRAG's VECTOR
     pick, which ROGRAG's dual level builds on), or the order the keys found them."""
-    floor: float = 0.4
-    """Least cosine of a fuzzy match."""
-    expand_low_keys: bool = False
-    """Add the question's named entities as more low-level keys (the paper's lever)."""
+    floor: float = 0.2
+    """Least cosine of a match (the authors' public code keeps matches scoring 0.2 or more)."""
+    expand_low_keys: bool = True
+    """Add the question's named entities as more low-level keys (Figure 1 e, Table 5: part of
+    the paper's final system)."""
     long_query: bool = False
     """Add the question itself as a high-level key (the paper's other lever)."""
     max_steps: int = 5
@@ -119,12 +123,23 @@ class ROGRAGConfig:
         if not self.stages or any(s not in ("logic_form", "dual_level") for s in self.stages):
             raise ConfigError(f"{where}: rograg.stages lists logic_form and/or dual_level")
         if (
-            min(self.top_k, self.max_steps, self.entity_tokens, self.chunk_tokens, self.select_max)
+            min(
+                self.low_top_k,
+                self.high_top_k,
+                self.max_steps,
+                self.entity_tokens,
+                self.chunk_tokens,
+                self.select_max,
+            )
             < 1
         ):
             raise ConfigError(f"{where}: rograg sizes must be >= 1")
         if not -1 <= self.floor <= 1:
             raise ConfigError(f"{where}: rograg.floor must lie in [-1, 1]")
+
+    def top_ks(self) -> tuple[int, int]:
+        """Entities per low key and relations per high key, as `match_keys` takes them."""
+        return self.low_top_k, self.high_top_k
 
     def context_budget(self) -> int:
         """Published total of the dual-level context (8k + 8k + 12k)."""
@@ -260,7 +275,7 @@ def run_chain(
         _add(tokens, "keys", kw.tokens)
     with clock.stage("dual_level"):
         q_vecs = ctx.encode_queries(texts) if cfg.chunk_pick == "vector" else None
-        matched = match_keys(ctx, low, high, cfg.top_k, cfg.floor, cfg.match, q_vecs)
+        matched = match_keys(ctx, low, high, cfg.top_ks(), cfg.floor, cfg.match, q_vecs)
     stage_contexts: dict[str, list[Context]] = {
         "dual_level": [dual_context(ctx, cfg, m) for m in matched]
     }
@@ -327,7 +342,7 @@ def logic_form_stage(
 
     def answer(subs: list[str]) -> list[str]:
         found = match_keys(
-            ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_k, cfg.floor, cfg.match
+            ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_ks(), cfg.floor, cfg.match
         )
         done = answer_batch(
             ctx.llm, ctx.tokenizer, subs, [dual_context(ctx, cfg, m) for m in found],

@@ -45,22 +45,23 @@ def match_keys(
     ctx: QueryContext,
     low: list[list[str]],
     high: list[list[str]],
-    top_k: int,
+    top_k: tuple[int, int],
     floor: float,
     match: Literal["fuzzy", "exact", "name"] = "fuzzy",
     question_vectors: np.ndarray | None = None,
 ) -> list[Matched]:
     """Every question's keys matched to the graph: low keys to entities and high keys to
-    relations (`match`: fuzzy, exact or name), then the entities' relations and the
-    relations' ends; with `question_vectors`, each question's chunks by cosine to it."""
+    relations (`match`: fuzzy, exact or name; `top_k`: entities per low key, relations per
+    high key), then the entities' relations and the relations' ends; with
+    `question_vectors`, each question's chunks by cosine to it."""
     g = entity_graph(ctx)
     if match == "fuzzy":
         low, high = _joined(low), _joined(high)
     if match == "name":
         low_hits = _by_name(ctx, low)
     else:
-        low_hits = _per_key(ctx, low, "entity_vectors", top_k, floor)
-    high_hits = _per_key(ctx, high, "relation_vectors", top_k, floor)
+        low_hits = _per_key(ctx, low, "entity_vectors", top_k[0], floor)
+    high_hits = _per_key(ctx, high, "relation_vectors", top_k[1], floor)
     out = []
     for q, (ents, rels) in enumerate(zip(low_hits, high_hits, strict=True)):
         from_ents = [r for e in ents for r in g.relations_of(e).tolist()]
