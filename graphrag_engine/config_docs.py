@@ -1,7 +1,8 @@
 """Every config key with its default and meaning, written from the config dataclasses: the
-index config (`configs/index.yaml`) and one reference per registered method
-(`configs/reference/<method>.yaml`), and the structured LLM stages from their registry
-(`docs/structured-stages.md`). A key's meaning is its field docstring (or the comment on
+index config (`configs/index.yaml`), one reference per registered method
+(`configs/reference/<method>.yaml`), the settings table of each method page
+(`docs/methods/<method>.md`, graphrag_engine/settings_tables.py), and the structured LLM
+stages from their registry (`docs/structured-stages.md`). A key's meaning is its field docstring (or the comment on
 its line); a section's is its class docstring. A field without either is an error, so a new
 key cannot go undocumented; tests/test_config_docs.py checks the files are current.
 
@@ -12,53 +13,27 @@ key cannot go undocumented; tests/test_config_docs.py checks the files are curre
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import inspect
 import sys
 import textwrap
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from graphrag_engine.config import IndexConfig
+from graphrag_engine.dataclass_docs import field_docs, scalar
 from graphrag_engine.methods import METHODS, method_names, query_config
 from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.setting_ranges import range_of
+from graphrag_engine.settings_tables import page_with_table, settings_table
 from graphrag_engine.stages import stages_page
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH = 96
 
 
-@cache
-def field_docs(cls: type) -> dict[str, str]:
-    """Field name -> its docstring (or the comment on its line), for one dataclass."""
-    source = textwrap.dedent(inspect.getsource(cls))
-    lines = source.splitlines()
-    body = ast.parse(source).body[0].body
-    docs = {}
-    for i, node in enumerate(body):
-        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
-            continue
-        nxt = body[i + 1] if i + 1 < len(body) else None
-        if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = " ".join(str(nxt.value.value).split())
-        elif "#" in lines[node.end_lineno - 1]:
-            docs[node.target.id] = lines[node.end_lineno - 1].split("#", 1)[1].strip()
-    return docs
-
-
 def _comment(text: str, indent: str) -> list[str]:
     return [f"{indent}# {line}" for line in textwrap.wrap(text, WIDTH - len(indent) - 2)]
-
-
-def _scalar(value: Any) -> str:
-    return (
-        yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...")
-    )
 
 
 def _summary(cls: type) -> str:
@@ -87,7 +62,7 @@ def section_lines(obj: Any, indent: str = "") -> list[str]:
         spec = range_of(type(obj), f.name)
         doc = docs[f.name] + (f" Range: {spec}." if spec and spec != "any" else "")
         out += _comment(doc, indent)
-        out.append(f"{indent}{f.name}: {_scalar(value)}")
+        out.append(f"{indent}{f.name}: {scalar(value)}")
     return out
 
 
@@ -134,6 +109,9 @@ def references() -> dict[Path, str]:
     for name in method_names():
         out[REPO / "configs" / "reference" / f"{name}.yaml"] = method_reference(name)
     out[REPO / "docs" / "structured-stages.md"] = stages_page()
+    for name in method_names():
+        page = REPO / "docs" / "methods" / f"{name}.md"
+        out[page] = page_with_table(page, settings_table(query_config(name).options))
     return out
 
 

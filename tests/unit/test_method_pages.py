@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
 
 from graphrag_engine.methods import method_names
 from tests.paths import REPO
@@ -23,3 +27,34 @@ def test_every_registered_method_has_a_page_with_its_deviations() -> None:
         assert paths, f"{name}.md names no file"
         for path in paths:
             assert (REPO / path.rstrip("/")).exists() or list(REPO.glob(path)), (name, path)
+
+
+def test_every_method_page_carries_its_current_settings_table() -> None:
+    """Each page holds the table written from its method's config (defaults beside the
+    paper's values), current; the methods whose papers or code publish settings name them."""
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.settings_tables import BEGIN, END, NOT_GIVEN, setting_rows, settings_table
+
+    for name in method_names():
+        text = (PAGES / f"{name}.md").read_text()
+        assert BEGIN in text and END in text, name
+        assert settings_table(query_config(name).options) in text, (
+            f"{name}.md: stale settings; run `.venv/bin/python -m graphrag_engine.config_docs`"
+        )
+    published = ("rograg", "lego", "regraphrag", "lightrag", "graphrag_local", "graphrag_global")
+    for name in published:
+        rows = setting_rows(query_config(name).options)
+        assert sum(paper != NOT_GIVEN for _, _, paper, _ in rows) >= 2, name
+
+
+def test_a_paper_value_for_a_key_the_config_lacks_is_refused() -> None:
+    from graphrag_engine.settings_tables import setting_rows
+
+    @dataclass
+    class Made:
+        PAPER: ClassVar[dict[str, str]] = {"top_n": "5 (Table 2)"}
+        top_k: int = 3
+        """How many."""
+
+    with pytest.raises(ValueError, match="Made.PAPER names no field: top_n"):
+        setting_rows(Made())

@@ -59,6 +59,16 @@ class ReGraphRAGConfig:
     """ReGraphRAG's settings (paper section 5.1: m = 4, n = 3, 30 nodes per sub-query) and the
     ablation switches of its Table 2."""
 
+    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+        "perspectives": "4 (m, section 5.1)",
+        "sub_queries": "3 (n, section 5.1)",
+        "top_k": "30 nodes a sub-query (section 5.1)",
+        "expansion": "true (the full method)",
+        "reorganize": "true (the full method)",
+        "rerank": "true (the full method)",
+        "context_tokens": "none; Table 4: about 18,000 tokens a question in all",
+    }
+
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "perspectives": ">= 1",
         "sub_queries": ">= 1",

@@ -65,6 +65,19 @@ Stage = Literal["logic_form", "dual_level"]
 class ROGRAGConfig:
     """ROGRAG's stages, matching levers, verifier and refusal text."""
 
+    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+        "keys": "llm (3.2)",
+        "check": "argument (6.3, Table 7)",
+        "match": "fuzzy (6.1, Table 5)",
+        "low_top_k": "6 (authors' code)",
+        "high_top_k": "5 (authors' code)",
+        "floor": "0.2 (authors' code)",
+        "expand_low_keys": "true (Figure 1 e)",
+        "entity_tokens": "8,000 (Figure 1 d)",
+        "relation_tokens": "8,000 (Figure 1 d)",
+        "chunk_tokens": "12,000 (Figure 1 d)",
+    }
+
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "low_top_k": ">= 1",
         "high_top_k": ">= 1",
@@ -94,8 +107,8 @@ class ROGRAGConfig:
     high_top_k: int = 5
     """Relations per high-level key (the authors' public code: 5)."""
     chunk_pick: Literal["vector", "found"] = "vector"
-    """Order of the dual-level chunk references: cosine to the question (LightRAG's VECTOR
-    pick, which ROGRAG's dual level builds on), or the order the keys found them."""
+    """Order of the dual-level chunk references: cosine to the question (the VECTOR pick of
+    newer LightRAG releases), or the order the keys found them (close to the authors' code)."""
     floor: float = 0.2
     """Least cosine of a match (the authors' public code keeps matches scoring 0.2 or more)."""
     expand_low_keys: bool = True
