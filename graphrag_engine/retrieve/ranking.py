@@ -41,12 +41,18 @@ def from_orders(orders: list[list[int]], depth: int) -> ChunkRanking:
 
 
 def lead_then_fill(
-    owner: np.ndarray, rows: np.ndarray, scores: np.ndarray, fill: ChunkRanking, depth: int
+    owner: np.ndarray,
+    rows: np.ndarray,
+    scores: np.ndarray,
+    fill: ChunkRanking,
+    depth: int,
+    lead: int | None = None,
 ) -> ChunkRanking:
-    """Each question's own scored chunks first (flat `owner` / `rows` / `scores`, best first),
-    then `fill`'s chunks not already listed, `depth` in all; a chunk keeps its own score."""
+    """Each question's own scored chunks first (flat `owner` / `rows` / `scores`, best first;
+    its best `lead` of them when given), then `fill`'s chunks not already listed, `depth` in
+    all; a chunk keeps its own score."""
     b = fill.ids.shape[0]
-    order = segment_topk(owner, scores, depth)
+    order = segment_topk(owner, scores, depth if lead is None else min(lead, depth))
     ids = np.full((b, depth), -1, dtype=np.int64)
     out = np.zeros((b, depth), dtype=np.float32)
     for q in range(b):

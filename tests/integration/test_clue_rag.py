@@ -107,6 +107,53 @@ def test_ablations_change_anchoring(setup) -> None:
     assert not np.array_equal(no_up.ranking.ids, full.ranking.ids)
 
 
+def test_the_best_n_graph_chunks_lead_then_dense_hits(setup) -> None:
+    """Algorithm 3 lines 19-23: the best N graph chunks lead the ranking (the same chunks
+    whatever N), and the dense hits follow in their own order."""
+    from graphrag_engine.kernels.similarity import l2_normalize
+    from graphrag_engine.retrieve.dense import dense_search
+
+    index, questions, tmp = setup
+    ctx, two = _run(index, questions[:4], tmp, top_n=2)
+    _, five = _run(index, questions[:4], tmp)
+    assert ctx.cfg.options.top_n == 2 and query_config("clue").options.top_n == 5
+    depth = 2 * ctx.cfg.retrieval.candidates
+    dense = dense_search(
+        ctx, l2_normalize(ctx.encode_queries([q.question for q in questions[:4]])), depth
+    )
+    for q in range(4):
+        lead = two.ranking.row(q)[0][:2]
+        assert lead == five.ranking.row(q)[0][:2]
+        assert (
+            two.ranking.row(q)[0][2:]
+            == [c for c in dense.row(q)[0] if c not in lead][: len(two.ranking.row(q)[0]) - 2]
+        )
+
+
+def test_a_path_is_scored_by_its_joined_text(setup) -> None:
+    """Algorithm 3 line 13: a multi-unit path's score is the reranker's (here the bi-encoder's
+    cosine) on its units' texts joined; `path_scoring: mean` reads the summed unit vectors."""
+    from graphrag_engine.kernels.similarity import l2_normalize
+    from graphrag_engine.methods.clue_rag import _path_scores
+    from graphrag_engine.retrieve.scoring import make_scorer
+
+    index, questions, tmp = setup
+    ctx, _ = _run(index, questions[:1], tmp)
+    assert ctx.cfg.options.path_scoring == "text"
+    phi = l2_normalize(ctx.encode_queries([questions[0].question]))
+    paths = [(0,), (3, 7), (1, 2, 5)]
+    scorer = make_scorer("bi-encoder", ctx)
+    got = _path_scores(ctx, scorer, [questions[0].question], phi, np.zeros(3, np.int64), paths)
+    joined = [" ".join(ctx.units["text"][u] for u in p) for p in paths]
+    ref = l2_normalize(ctx.encode_queries(joined)) @ phi[0]
+    np.testing.assert_allclose(got[1:], ref[1:], atol=1e-5)
+    np.testing.assert_allclose(got[0], ctx.unit_vectors[0] @ phi[0], atol=1e-5)
+    ctx.cfg.options.path_scoring = "mean"
+    mean = _path_scores(ctx, scorer, [questions[0].question], phi, np.zeros(3, np.int64), paths)
+    summed = l2_normalize(ctx.unit_vectors[[3, 7]].sum(axis=0)[None])[0]
+    np.testing.assert_allclose(mean[1], summed @ phi[0], atol=1e-5)
+
+
 def test_answer_prompt_repeats_the_question_after_the_context() -> None:
     (msg,) = answer_prompt("Who?", ["P1", "P2"])
     text = msg["content"]

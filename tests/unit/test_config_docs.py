@@ -47,3 +47,15 @@ def test_a_field_without_a_docstring_cannot_be_written() -> None:
 
     with pytest.raises(ValueError, match="Undocumented.bare has no docstring"):
         section_lines(Undocumented())
+
+
+def test_every_shipped_index_config_loads() -> None:
+    """configs/index*.yaml (the reference and the papers' settings) load and validate; the
+    Clue-RAG paper config sets the paper's alpha = 1 with an LLM to write the units."""
+    from tests.paths import REPO
+
+    paths = sorted((REPO / "configs").glob("index*.yaml"))
+    assert len(paths) >= 2
+    loaded = {p.name: load_config(p) for p in paths}
+    clue = loaded["index-clue-paper.yaml"]
+    assert clue.graph.alpha == 1.0 and clue.models.llm.backend != "none"

@@ -62,6 +62,17 @@ def answer_prompt(question: str, passages: list[str] | None, cfg=None) -> list[d
 class ClueRAGConfig:
     """Clue-RAG's Q-Iter retrieval (paper defaults K=3, D=3, M=5, N=5) and its ablations."""
 
+    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+        "anchor_k": "3 (K, appendix A.1)",
+        "depth": "3 (D, appendix A.1)",
+        "beam": "5 (M, appendix A.1)",
+        "top_n": "5 (N, appendix A.1)",
+        "spreading_activation": "true (the full method, 4.4)",
+        "knowledge_anchoring": "true (the full method, 4.4)",
+        "query_update": "true (the full method, 4.4)",
+        "path_scoring": "text (Algorithm 3 line 13)",
+    }
+
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "anchor_k": ">= 1",
         "beam": ">= 1",
@@ -75,15 +86,18 @@ class ClueRAGConfig:
     beam: int = 5
     """M: units kept per query per depth."""
     top_n: int = 5
-    """N: chunks kept after the final chunk reranking."""
+    """N: the graph's chunks that lead the ranking after the final reranking (Algorithm 3
+    line 23); dense hits fill the candidate list after them."""
     spreading_activation: bool = True
     """False: the ablation without spreading activation over the entity graph."""
     knowledge_anchoring: bool = True
     """False: the ablation without anchoring on units linked to the query's entities."""
     query_update: bool = True
     """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
-    path_scoring: Literal["mean", "text"] = "mean"
-    """Bi-encoder score of a multi-unit path: its units' summed vectors, or its joined text embedded."""
+    path_scoring: Literal["text", "mean"] = "text"
+    """A multi-unit path's score: its units' texts joined and scored as one text (Algorithm 3
+    line 13, the paper), or, with the index's bi-encoder, its units' summed stored vectors
+    (`mean`: no encoder pass)."""
 
     def validate(self, where: str) -> None:
         """Positive sizes, and at least one way to find the first entities."""
@@ -113,8 +127,8 @@ def _path_scores(
 ) -> np.ndarray:
     """Scores of unit paths against their questions. A text scorer reads the joined texts. The
     index's bi-encoder reuses the stored vectors of single units and, for longer paths, the
-    normalised sum of their units' vectors (`path_scoring: mean`, the default) or embeds every
-    distinct joined text in one call (`path_scoring: text`)."""
+    normalised sum of their units' vectors (`path_scoring: mean`) or embeds every distinct
+    joined text in one call (`path_scoring: text`, the paper's, the default)."""
     texts = [" ".join(ctx.units["text"][u] for u in path) for path in paths]
     if not reuses_index_vectors(scorer, ctx.embedder):
         return score_flat(scorer, questions, owner, texts)
@@ -236,7 +250,7 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     with clock.stage("rerank_chunks"):
         owner, chunks = adj.chunks_of([{u for path in kept[q] for u in path} for q in range(b)])
         cscore = _chunk_scores(ctx, rerank, texts, phi0, owner, chunks)
-        ranking = lead_then_fill(owner, chunks, cscore, dense, depth_k)
+        ranking = lead_then_fill(owner, chunks, cscore, dense, depth_k, lead=cfg.top_n)
     extras = []
     for q in range(b):
         best_paths = sorted(kept[q], key=kept[q].get, reverse=True)[:3]
