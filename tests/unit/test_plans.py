@@ -120,3 +120,23 @@ def test_a_stage_whose_answers_all_fail_stops_with_exit_4_naming_it() -> None:
     assert "'pankrag_plan'" in msg and "2 of 2 answers (100%" in msg and "not a plan" in msg
     (usage,) = [u for k, u in llm.ledger.summary().items() if k.startswith("pankrag_plan/")]
     assert usage["parse_failures"] == 2 and usage["retries"] == 4
+
+
+def test_a_steps_search_follows_the_configured_scope() -> None:
+    """plan: the planner's label (gold and direct plans: specific); query_type: the paper's
+    choice by the question's type (long-form kinds abstract, the rest specific); a fixed one."""
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.methods.pankrag import step_scope
+    from graphrag_engine.methods.pankrag.plans import Plan, Step
+
+    cfg = query_config("pankrag").options
+    labelled = Plan((Step("Who wrote X?", (), "abstract"), Step("When?", (0,), "specific")))
+    gold = Plan(labelled.steps, source="gold")
+    assert cfg.scope == "plan"
+    assert [step_scope(cfg, labelled, s) for s in (0, 1)] == ["abstract", "specific"]
+    assert [step_scope(cfg, gold, s) for s in (0, 1)] == ["specific", "specific"]
+    cfg.scope = "query_type"
+    for kind, want in (("passage", "specific"), ("abstract", "abstract"), ("evidence", "abstract")):
+        assert {step_scope(cfg, labelled, s, kind) for s in (0, 1)} == {want}, kind
+    cfg.scope = "abstract"
+    assert {step_scope(cfg, gold, s, "passage") for s in (0, 1)} == {"abstract"}

@@ -17,7 +17,8 @@ whole batch, with dependency-aware reranking of what each sub-question retrieves
    uses GraphRAG-style local search (entities by description embedding, their relationships,
    community reports, text units); an abstract one uses hierarchical community-report search
    (`report_search`: leaf reports where they fit the sub-question better, broader ones
-   otherwise). `scope` picks the label: the plan's, or one for every step. An index without
+   otherwise). `scope` picks the label: the plan's (the default), the question's type (the
+   paper's per-dataset choice, `query_type`), or one for every step. An index without
    reports serves abstract steps by local search, counted in `abstract_as_local`.
 3. Dependency-aware reranking (3.3.2, Eq. 4-5), only for a sub-question with resolved
    dependencies: each retrieved chunk's score becomes alpha * R + beta * M, R its retrieval
@@ -43,7 +44,7 @@ import numpy as np
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize
-from graphrag_engine.methods.answer import answer_batch
+from graphrag_engine.methods.answer import LONG_KINDS, answer_batch
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.pankrag.plans import (
@@ -78,6 +79,15 @@ class PankRAGConfig:
     """PankRAG's execution settings (section 4.4: alpha 0.6 / beta 0.4 for specific questions,
     0.75 / 0.25 for abstract ones; alpha + beta = 1) and its ablations."""
 
+    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+        "plan": "llm (3.2)",
+        "scope": "by query type (3.3.1; `query_type`)",
+        "rerank": "true (3.3.2)",
+        "alpha_specific": "0.6 (SCQ, Figure 4)",
+        "alpha_abstract": "0.75 (ACQ, Figure 3)",
+        "rewrite": "llm (3.2)",
+    }
+
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "max_steps": ">= 1",
         "alpha_specific": "[0, 1]",
@@ -90,9 +100,10 @@ class PankRAGConfig:
     -Path (the question as its only step)."""
     max_steps: int = 5
     """Most sub-questions an LLM plan may have."""
-    scope: Literal["plan", "specific", "abstract"] = "plan"
-    """Which search a step gets: the plan's label (gold and direct plans: specific), or one
-    for every step."""
+    scope: Literal["plan", "query_type", "specific", "abstract"] = "plan"
+    """Which search a step gets: the plan's label (gold and direct plans: specific);
+    query_type: the paper's choice by the type of the question (3.3.1: specific for questions
+    with short gold answers, SCQ; abstract for long-form ones, ACQ); or one for every step."""
     sub_answers: Literal["llm", "gold"] = "llm"
     """Who answers intermediate steps: the LLM (one batched call per level), or the gold
     decomposition's answers (gold plans only; no LLM before the final answer)."""
@@ -147,8 +158,8 @@ class PankRAGConfig:
         """The entity graph and vectors always; reports when every step is abstract, gold
         decompositions for gold plans."""
         parts = set(NEEDS)
-        if self.scope == "abstract":
-            parts.add(Part.COMMUNITY_REPORTS)
+        if self.scope == "abstract":  # query_type and plan serve an abstract step by local
+            parts.add(Part.COMMUNITY_REPORTS)  # search where the index has no reports
         if self.plan == "gold":
             parts.add(Part.GOLD_DECOMPOSITIONS)
         return parts
@@ -210,7 +221,10 @@ def pankrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> 
     tokens: list[dict[str, int]] = [{} for _ in questions]
     with clock.stage("plan"):
         plans, fallback = plan_all(ctx, cfg, questions, tokens)
-    scopes = [[step_scope(cfg, p, s) for s in range(len(p.steps))] for p in plans]
+    scopes = [
+        [step_scope(cfg, p, s, q.kind) for s in range(len(p.steps))]
+        for p, q in zip(plans, questions, strict=True)
+    ]
     levels = [p.levels() for p in plans]
     answers: list[dict[int, str]] = [{} for _ in questions]
     asked: list[dict[int, str]] = [{} for _ in questions]
@@ -280,9 +294,12 @@ def plan_all(
     return run.plans, run.fallback
 
 
-def step_scope(cfg: PankRAGConfig, plan: Plan, s: int) -> Scope:
-    """A step's search: the plan's label for LLM plans under `scope: plan`, else the config's
-    (specific for gold and direct plans)."""
+def step_scope(cfg: PankRAGConfig, plan: Plan, s: int, kind: str = "passage") -> Scope:
+    """A step's search: the plan's label for LLM plans under `scope: plan` (specific for gold
+    and direct plans), the question's type under `scope: query_type` (abstract for a
+    long-form question kind), else the config's."""
+    if cfg.scope == "query_type":
+        return "abstract" if kind in LONG_KINDS else "specific"
     if cfg.scope != "plan":
         return cfg.scope
     return plan.steps[s].scope if plan.source == "llm" else "specific"
