@@ -53,7 +53,7 @@ def configs(work: Path, batch_size: int, level: int, reports: str = "llm") -> tu
     query = work / "global.yaml"
     query.write_text(
         f"method: graphrag_global\ngraphrag_global:\n  community_level: {level}\n"
-        "generation:\n  max_tokens: 200\n" + llm
+        "generation:\n  max_tokens: 200\n  long_max_tokens: 200\n" + llm
     )
     return index, query
 
@@ -101,7 +101,7 @@ def pankrag_abstract(work: Path, index: Path, questions: Path, args: argparse.Na
     cfg = work / "pankrag.yaml"
     cfg.write_text(
         "method: pankrag\npankrag:\n  plan: direct\n  scope: abstract\n"
-        "generation:\n  max_tokens: 200\n"
+        "generation:\n  max_tokens: 200\n  long_max_tokens: 200\n"
         f"models:\n  llm:\n    backend: transformers\n    batch_size: {args.batch_size}\n"
     )
     run = work / "run-pankrag"

@@ -59,7 +59,8 @@ def answer_config(
     """The method's config with its overrides, the answer budget raised for long answers, the
     answer window (`window` tokens; None: the model's), and the in-process backend's batch size."""
     spec, overrides = METHODS[name]
-    pinned = f"\n  max_context_tokens: {window}" if window else ""
+    pinned = f"\n  long_max_tokens: {answer_tokens}"  # UltraDomain answers are long-form
+    pinned += f"\n  max_context_tokens: {window}" if window else ""
     text = re.sub(
         r"(?m)^(generation:\n(?:  .*\n)*?  max_tokens: )\d+",
         lambda m: f"{m.group(1)}{answer_tokens}{pinned}",

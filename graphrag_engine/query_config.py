@@ -74,14 +74,18 @@ class GenerationConfig:
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "max_tokens": ">= 1",
+        "long_max_tokens": ">= 1",
         "max_context_tokens": ">= 1",
     }
 
     enabled: bool = True
     """Generate answers (false: retrieval only, as --retrieval-only)."""
     max_tokens: int = 48
-    """Completion tokens of one answer, the same for every method of a comparison (raise it for
-    long answers)."""
+    """Completion tokens of one short answer, the same for every method of a comparison."""
+    long_max_tokens: int = 512
+    """Completion tokens of one long-form answer: they replace `max_tokens` when the run's
+    answer style is long (`auto` on UltraDomain and MultiHop-RAG), room for the several
+    paragraphs the long-form prompts ask for."""
     answer_style: Literal["auto", "short", "long", "method"] = "auto"
     """Which answer prompt: short (one shared few-words instruction for every method), long
     (each method's paper prompt where it is a long-form one, else one shared long-form

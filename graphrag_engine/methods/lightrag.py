@@ -112,9 +112,27 @@ def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[i
     return ents, rels, chunks
 
 
+ANSWER_SYSTEM = """You answer a question from a knowledge base given to you as entities,
+relations and source passages. Write a response of several paragraphs in Markdown, with
+headings where they help, that brings together everything in the data that bears on the
+question. Rest every statement on the data; where it does not answer the question, say so
+rather than guess. Answer in the language of the question."""
+"""LightRAG's response prompt (its `rag_response`: multiple paragraphs from the retrieved
+tables, nothing unsupported), in our words."""
+
+
+def answer_prompt(question: str, texts: list[str] | None, cfg=None) -> list[dict]:
+    """LightRAG's long-form response prompt over its entity, relation and source sections."""
+    data = "\n\n".join(texts or []) or "(nothing was retrieved)"
+    user = f"Knowledge base:\n{data}\n\nQuestion: {question}\nResponse:"
+    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
+
+
 @register(
     "lightrag",
     config=LightRAGConfig,
+    answer_prompt=answer_prompt,
+    prompt_style="long",
     paper="LightRAG (Guo et al., 2024): dual-level keyword retrieval, local/global/hybrid/mix",
     needs=KEYED_GRAPH_SEARCH,
     needs_note="descriptions when an LLM extracted",

@@ -219,10 +219,13 @@ def _run_batches(
 
 def with_answer_style(cfg: QueryConfig, questions: list[Question]) -> QueryConfig:
     """`cfg` with `generation.answer_style` resolved for this question set (auto: long for
-    question kinds without short gold answers), so every batch and worker answers alike."""
-    style = answer_style(cfg.generation.answer_style, [q.kind for q in questions])
+    question kinds without short gold answers), and a long style's answer length
+    (`long_max_tokens`) in `max_tokens`, so every batch and worker answers alike."""
+    gen = cfg.generation
+    style = answer_style(gen.answer_style, [q.kind for q in questions])
+    tokens = gen.long_max_tokens if style == "long" else gen.max_tokens
     return dataclasses.replace(
-        cfg, generation=dataclasses.replace(cfg.generation, answer_style=style)
+        cfg, generation=dataclasses.replace(gen, answer_style=style, max_tokens=tokens)
     )
 
 

@@ -69,10 +69,32 @@ def test_answer_style_picks_one_shared_short_prompt_or_each_papers_long_one() ->
     assert answer_style("auto", ["abstract", "passage"]) == "short"
     assert answer_style("method", ["abstract"]) == "method"
     regraphrag, lightrag, clue = (method_spec(n) for n in ("regraphrag", "lightrag", "clue"))
+    local, naive = method_spec("graphrag_local"), method_spec("naive")
     # short: every method the shared instruction, even those that registered their own
-    assert all(prompt_for(s, "short") is None for s in (regraphrag, lightrag, clue))
-    # long: the paper's long-form prompt where it has one, else the shared long prompt
-    assert prompt_for(regraphrag, "long") is regraphrag.answer_prompt
-    assert prompt_for(lightrag, "long") is long_prompt
+    assert all(prompt_for(s, "short") is None for s in (regraphrag, lightrag, clue, local))
+    # long: the paper's (or its project's) long-form prompt where it has one, else the shared
+    for spec in (regraphrag, lightrag, local):
+        assert prompt_for(spec, "long") is spec.answer_prompt is not None
+        (system, user) = spec.answer_prompt("Why?", ["row one", "row two"])
+        assert "question" in system["content"] and "row two" in user["content"]
+    assert prompt_for(naive, "long") is long_prompt
     assert prompt_for(clue, "long") is long_prompt  # its paper prompt asks for a few words
     assert prompt_for(clue, "method") is clue.answer_prompt
+
+
+def test_long_form_sets_get_an_answer_length_that_fits() -> None:
+    """A run whose style resolves to long answers in `long_max_tokens`; short sets keep
+    `max_tokens`, the same number for every method."""
+    from graphrag_engine.eval.datasets import Question
+    from graphrag_engine.methods.run import with_answer_style
+
+    cfg = query_config("lightrag")
+    long_set = [Question(qid="a", question="How do farms adapt?", kind="abstract")]
+    short_set = [Question(qid="b", question="Who founded it?", kind="passage")]
+    long_cfg = with_answer_style(cfg, long_set)
+    assert long_cfg.generation.answer_style == "long"
+    assert long_cfg.generation.max_tokens == cfg.generation.long_max_tokens == 512
+    short_cfg = with_answer_style(cfg, short_set)
+    assert (short_cfg.generation.answer_style, short_cfg.generation.max_tokens) == ("short", 48)
+    cfg.generation.answer_style = "short"  # a short style on a long-form set: short answers
+    assert with_answer_style(cfg, long_set).generation.max_tokens == 48
