@@ -58,3 +58,30 @@ def test_a_paper_value_for_a_key_the_config_lacks_is_refused() -> None:
 
     with pytest.raises(ValueError, match="Made.PAPER names no field: top_n"):
         setting_rows(Made())
+
+
+CLAIM = re.compile(r"`([a-z_][a-z_.]*): ([^`]+)`")
+
+
+def test_a_page_that_calls_a_setting_the_default_names_the_default() -> None:
+    """Prose may not drift from the table: a sentence that names one of the method's settings
+    as `key: value` and calls it the default must give the default the config holds (a
+    conditional default, "default when ...", is left to the table)."""
+    from graphrag_engine.methods import query_config
+    from graphrag_engine.settings_tables import BEGIN, END, setting_rows
+
+    checked = 0
+    for name in method_names():
+        text = (PAGES / f"{name}.md").read_text()
+        head, rest = text.split(BEGIN, 1)
+        prose = head + rest.split(END, 1)[1]
+        options = query_config(name).options
+        defaults = {key: value for key, value, _, _ in setting_rows(options)} if options else {}
+        for part in re.split(r"\n\s*\n|\n- |\n\| ", prose):
+            for sentence in re.split(r"(?<=[.;])\s+", " ".join(part.split())):
+                claims = [(k, v) for k, v in CLAIM.findall(sentence) if k in defaults]
+                if "default" not in sentence or "default when" in sentence or len(claims) != 1:
+                    continue
+                (key, value), checked = claims[0], checked + 1
+                assert value == defaults[key], f"{name}.md: `{key}: {value}` ({sentence[:80]})"
+    assert checked >= 5
