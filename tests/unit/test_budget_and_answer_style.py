@@ -27,6 +27,7 @@ def test_published_budgets_are_the_defaults() -> None:
     assert query_config("rograg").options.context_budget() == 28_000
     assert query_config("graphrag_global").options.context_budget() == 8_000
     assert query_config("pankrag").options.context_budget() == 12_000
+    assert query_config("regraphrag").options.context_budget() == 16_000
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO / "configs")))
