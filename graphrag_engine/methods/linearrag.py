@@ -61,6 +61,15 @@ BLOCK = 256
 class LinearRAGConfig:
     """LinearRAG: semantic bridging through sentences, then PPR over entities and passages."""
 
+    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+        "threshold": "0.5 (authors' code, with an mpnet embedder)",
+        "top_sentences": "1 (authors' code)",
+        "rounds": "2 (authors' code: max_iterations 3)",
+        "passage_ratio": "1.5 (authors' code)",
+        "passage_node_weight": "0.05 (authors' code)",
+        "damping": "0.5 (authors' code)",
+    }
+
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
         "threshold": "[-1, 1]",
         "top_sentences": ">= 1",

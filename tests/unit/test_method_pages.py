@@ -41,7 +41,10 @@ def test_every_method_page_carries_its_current_settings_table() -> None:
         assert settings_table(query_config(name).options) in text, (
             f"{name}.md: stale settings; run `.venv/bin/python -m graphrag_engine.config_docs`"
         )
-    published = ("rograg", "lego", "regraphrag", "lightrag", "graphrag_local", "graphrag_global")
+    published = (
+        "rograg", "lego", "regraphrag", "pankrag", "clue", "linearrag", "hipporag", "lightrag",
+        "graphrag_local", "graphrag_global",
+    )  # fmt: skip
     for name in published:
         rows = setting_rows(query_config(name).options)
         assert sum(paper != NOT_GIVEN for _, _, paper, _ in rows) >= 2, name
