@@ -6,6 +6,11 @@ import numpy as np
 
 from graphrag_engine.retrieve.ranking import ChunkRanking
 
+NUMBA_MIN_CHUNKS = 20_000
+"""Corpora of this many chunks or more are scored by bm25s's numba backend; smaller ones by numpy,
+whose per-question cost there is below what numba's compile (about 8 s a process on 2 cores)
+would ever repay in a demo or a test."""
+
 
 class BM25Retriever:
     """A bm25s index over the chunks, built once per run (a few seconds per 100k chunks)."""
@@ -15,8 +20,10 @@ class BM25Retriever:
 
         self._bm25s = bm25s
         self.n = len(texts)
-        # numba scores and selects the top-k per query compiled: 8-9x numpy's q/s (bench/scale.py)
-        self.model = bm25s.BM25(k1=k1, b=b, backend="numba")
+        # numba scores and selects the top-k per query compiled, 8-9x numpy's q/s (bench/scale.py),
+        # but compiles for about 8 s in every process: worth it on large corpora only
+        backend = "numba" if self.n >= NUMBA_MIN_CHUNKS else "numpy"
+        self.model = bm25s.BM25(k1=k1, b=b, backend=backend)
         self.model.index(
             bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
         )
