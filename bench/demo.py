@@ -1,9 +1,11 @@
 """README command 1's demo, timed: `graphrag-engine demo` run as a user runs it (a child process,
 a fresh output folder), its printed output kept line for line (the README's demo excerpt is
 written from it by `python -m bench.tables`), and each method's seconds by stage from its run
-folder, with the machine's load before and after.
+folder, with the machine's load before and after. Then the same demo with `--answers-apart`
+(each method answers on its own, as before answers were batched across methods), in the same
+run: what the batched answer call saves.
 
-    python -m bench.demo [--work DIR] [--questions N]
+    python -m bench.demo [--work DIR] [--questions N] [--no-apart]
 """
 
 from __future__ import annotations
@@ -44,35 +46,65 @@ def method_seconds(runs: Path) -> list[dict]:
     return sorted(rows, key=lambda r: -r["s/q"])
 
 
-def main() -> None:
-    """Run the demo in a child process and keep its output and timings."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default=work_dir("demo"))
-    ap.add_argument("--questions", type=int, default=None, help="the demo's --questions")
-    args = ap.parse_args()
-    work = offline_work(args)
-    out = work / "demo"
+def run_demo(work: Path, out: Path, questions: int | None, apart: bool) -> tuple[float, list[str]]:
+    """Seconds and printed lines of one `graphrag-engine demo` in a child process."""
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "graphrag_engine.cli", "demo", "--out", str(out)]
-    if args.questions is not None:
-        cmd += ["--questions", str(args.questions)]
+    if questions is not None:
+        cmd += ["--questions", str(questions)]
+    if apart:
+        cmd.append("--answers-apart")
     env = {**os.environ, "GRAPHRAG_PROGRESS": "0", "HF_HUB_OFFLINE": "1"}
-    load_before = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"demo failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    output = [line.replace(str(out), "demo").rstrip() for line in proc.stdout.splitlines()]
+    return seconds, [line.replace(str(out), "demo").rstrip() for line in proc.stdout.splitlines()]
+
+
+def answer_seconds(runs: Path) -> float:
+    """Seconds every method's answer stage took, summed over the methods."""
+    return round(
+        sum(
+            json.loads(p.read_text()).get("stage_seconds", {}).get("answer", 0.0)
+            for p in runs.glob("*/summary.json")
+        ),
+        1,
+    )
+
+
+def main() -> None:
+    """Run the demo in a child process (then with --answers-apart) and keep its output and
+    timings."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default=work_dir("demo"))
+    ap.add_argument("--questions", type=int, default=None, help="the demo's --questions")
+    ap.add_argument("--no-apart", action="store_true", help="skip the --answers-apart run")
+    args = ap.parse_args()
+    work = offline_work(args)
+    load_before = round(os.getloadavg()[0], 2)
+    seconds, output = run_demo(work, work / "demo", args.questions, apart=False)
     print("\n".join(output))
+    figures = {
+        "command": COMMAND,
+        "seconds": round(seconds, 1),
+        "load_average_1m_before": load_before,
+        "answer_stage_seconds": answer_seconds(work / "demo" / "runs"),
+    }
+    if not args.no_apart:
+        apart_s, _ = run_demo(work, work / "apart", args.questions, apart=True)
+        figures["seconds_answers_apart"] = round(apart_s, 1)
+        figures["answer_stage_seconds_apart"] = answer_seconds(work / "apart" / "runs")
+        figures["answers_together_saved_s"] = round(
+            figures["answer_stage_seconds_apart"] - figures["answer_stage_seconds"], 1
+        )
     write_result(
         "demo",
         {
-            "command": COMMAND,
-            "seconds": round(seconds, 1),
-            "load_average_1m_before": load_before,
+            **figures,
             "output": ["```text", f"$ .venv/bin/{COMMAND}", *output, "```"],
-            "methods": method_seconds(out / "runs"),
+            "methods": method_seconds(work / "demo" / "runs"),
         },
     )
 

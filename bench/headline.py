@@ -183,6 +183,12 @@ def demo_excerpt(results: Path = RESULTS) -> str:
         f"Output of `python -m bench.demo` ({_machine(m)}, load average "
         f"{fig['load_average_1m_before']} before the run; {fig['seconds']:.0f} s in all)."
     )
+    if "answer_stage_seconds_apart" in fig:
+        where += (
+            f" In the same run, the answer stages took {fig['answer_stage_seconds']:.0f} s in one "
+            f"batched call against {fig['answer_stage_seconds_apart']:.0f} s method by method "
+            f"(`--answers-apart`, {fig['seconds_answers_apart']:.0f} s in all)."
+        )
     return "\n".join([DEMO_START, "", *fig["output"], "", where, DEMO_END])
 
 

@@ -33,6 +33,7 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
 from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
+from graphrag_engine.methods.answer_together import TogetherCall, answer_together, prepare
 from graphrag_engine.methods.needs import check_needs
 from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
@@ -130,6 +131,8 @@ class Engine:
             self.index = NoIndex() if str(index) == "none" else open_index(index)
         self._backends: dict[str, Any] = {}
         self._noted: set[str] = set()  # methods told they run retrieval only
+        self.answer_calls: list[TogetherCall] = []
+        """The batched answer calls of the last `run_many(..., answers_together=True)`."""
 
     def config(
         self,
@@ -219,11 +222,15 @@ class Engine:
         fail_fast: bool = False,
         ray: RayPlacement | None = None,
         labels: Sequence[str] | None = None,
+        answers_together: bool = False,
         **overrides: Any,
     ) -> dict[str, Run]:
         """Run several methods over the same questions, one run folder each under `out`
         (named after its label: the method or its YAML file, or the matching entry of
-        `labels`), every config checked before the first run starts."""
+        `labels`), every config checked before the first run starts. With `answers_together`
+        (local runs), every method retrieves first and all their answer prompts go to the
+        model in one batched call per model (`methods/answer_together.py`; the calls are kept
+        in `answer_calls`)."""
         if labels is not None and len(labels) != len(methods):
             raise BadInputError(
                 f"--label: give one per --method ({len(methods)}), got {len(labels)}"
@@ -239,6 +246,16 @@ class Engine:
         source, qs = self.questions(questions, limit)
         self.check_needs(list(zip(labels, configs, strict=True)), qs)
         root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-runs-"))
+        self.answer_calls = []
+        if answers_together and ray is None and not dry_run:
+            pending = [
+                ask
+                for label, cfg in zip(labels, configs, strict=True)
+                for ask in prepare(
+                    self.index, qs, cfg, root / label, source, self._shared_backend(cfg)
+                )
+            ]
+            self.answer_calls = answer_together(pending)
         with _one_cluster(ray, dry_run):
             return {
                 label: self._run(label, cfg, source, qs, root / label, dry_run, fail_fast, ray)
@@ -255,6 +272,7 @@ class Engine:
         labels: Sequence[str] | None = None,
         fail_fast: bool = False,
         ray: RayPlacement | None = None,
+        answers_together: bool = False,
         **overrides: Any,
     ) -> tuple[dict[str, Run], Path]:
         """Run every method over the same questions (`out`/runs/<label>, every method's needs
@@ -263,7 +281,7 @@ class Engine:
         root = Path(out)
         runs = self.run_many(
             methods, questions, root / "runs", limit=limit, fail_fast=fail_fast, ray=ray,
-            labels=labels, **overrides,
+            labels=labels, answers_together=answers_together, **overrides,
         )  # fmt: skip
         folders = [str(r.folder) for r in runs.values()]
         (root / "report").mkdir(parents=True, exist_ok=True)

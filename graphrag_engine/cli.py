@@ -247,8 +247,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     common = dict(limit=args.limit, dry_run=args.dry_run, fail_fast=args.fail_fast, ray=ray)
     if len(args.method) > 1:
         runs = engine.run_many(
-            args.method, args.questions, args.out, labels=labels or None, **common, **overrides
-        )
+            args.method, args.questions, args.out, labels=labels or None,
+            answers_together=args.answers_together, **common, **overrides,
+        )  # fmt: skip
     else:
         label = labels[0] if labels else None
         runs = engine.run(
@@ -297,7 +298,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     check_demo_args(args.questions, args.methods)  # before --out is made or an index built
     writable_folder(args.out)
-    run_demo(args.out, questions=args.questions, answers=not args.no_answers, methods=args.methods)
+    run_demo(
+        args.out,
+        questions=args.questions,
+        answers=not args.no_answers,
+        methods=args.methods,
+        together=not args.answers_apart,
+    )
     return 0
 
 
@@ -381,7 +388,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     writable_folder(args.out)
     runs, report = engine.compare(
         args.method, args.questions, args.out, cutoffs(args.k), limit=args.limit,
-        labels=args.label, fail_fast=args.fail_fast, **overrides,
+        labels=args.label, fail_fast=args.fail_fast, answers_together=args.answers_together,
+        **overrides,
     )  # fmt: skip
     print(report.read_text())
     for label, r in runs.items():

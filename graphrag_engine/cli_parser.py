@@ -8,6 +8,10 @@ import argparse
 
 from graphrag_engine import __version__
 
+TOGETHER_HELP = (
+    "with several --method: every method retrieves first, then all their answers go to the "
+    "LLM in one batched call"
+)
 DESCRIPTION = "Command line: demo | index | import | info | query | eval | export | bench (thin: parse, call, print)."
 
 
@@ -87,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
         dest="methods",
         metavar="NAME",
         help="run only these registered methods (repeat; default: every one that can run)",
+    )
+    p.add_argument(
+        "--answers-apart",
+        action="store_true",
+        help="each method answers on its own (default: every method's answers in one batch)",
     )
     p.set_defaults(command="demo")
 
@@ -229,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="GPUs per Ray actor (default: 1 when a model of the config is on CUDA, else 0)",
     )
+    p.add_argument("--answers-together", action="store_true", help=TOGETHER_HELP)
     p.set_defaults(command="query")
 
     p = sub.add_parser("ask", help="answer one question typed here with one or more methods")
@@ -284,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--batch-size", type=int, help="questions per batch")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed answer")
+    p.add_argument("--answers-together", action="store_true", help=TOGETHER_HELP)
     p.set_defaults(command="compare")
 
     p = sub.add_parser("eval", help="score query runs into a report (tables, CSV, plots)")

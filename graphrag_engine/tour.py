@@ -138,9 +138,11 @@ def run_demo(
     questions: int = QUESTIONS,
     answers: bool = True,
     methods: list[str] | None = None,
+    together: bool = True,
 ) -> dict[str, Run]:
     """Index, run every method that can run (or `methods`), print the comparison table, write
-    the report; returns the runs (label -> Run)."""
+    the report; returns the runs (label -> Run). With `together`, every method retrieves
+    first and all their answers go to SmolLM2 in one batched call."""
     out = Path(out)
     check_demo_args(questions, methods)
     started = time.perf_counter()
@@ -166,9 +168,12 @@ def run_demo(
     if changed:
         print("  demo settings: " + ", ".join(changed))
     runs, report = engine.compare(
-        list(configs.values()), "demo", out, ks=(1, 2, 5, 10), limit=questions, labels=list(configs)
-    )
+        list(configs.values()), "demo", out, ks=(1, 2, 5, 10), limit=questions,
+        labels=list(configs), answers_together=together and answers,
+    )  # fmt: skip
     print_table(runs)
+    if answers:
+        print_llm_work(runs, engine.answer_calls)
     print(
         f"\n{len(runs)} methods x {questions} questions in {time.perf_counter() - started:.0f} s "
         f"(index {index_s:.0f} s; s/q counts each method's LLM stages and answers)"
@@ -217,6 +222,27 @@ def print_table(runs: dict[str, Run]) -> None:
         print(
             f"{r['method']:<17}{_cell(r['recall@5'], 9, '.2f')}{_cell(r['em'], 7, '.2f')}"
             f"{_cell(r['f1'], 7, '.2f')}{_cell(r['tokens/q'], 10, '.0f')}{_cell(r['s/q'], 8, '.2f')}"
+        )
+
+
+def llm_seconds(run: Run) -> float:
+    """Seconds the run's LLM calls took (every stage and its answers), from its usage."""
+    return sum(float(u.get("seconds", 0.0)) for u in run.summary.get("llm", {}).values())
+
+
+LLM_WORK = "LLM work, seconds (stages and answers):"
+"""The line that says how long each method's LLM calls took (the README excerpt shows it)."""
+
+
+def print_llm_work(runs: dict[str, Run], calls: list) -> None:
+    """How long each method's LLM work took, and the batched answer call that served them."""
+    work = sorted(((llm_seconds(run), label) for label, run in runs.items()), reverse=True)
+    print(f"\n{LLM_WORK} " + ", ".join(f"{label} {s:.1f}" for s, label in work if s >= 0.05))
+    for call in calls:
+        print(
+            f"answers: {call.prompts} prompts of {call.runs} methods in one batched call, "
+            f"{call.seconds:.1f} s (each method's share above; --answers-apart asks method by "
+            "method)"
         )
 
 

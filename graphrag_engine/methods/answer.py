@@ -138,6 +138,41 @@ class Answered:
     """Per question, why its prompt failed after every retry (None: answered)."""
 
 
+@dataclass
+class AnswerAsk:
+    """What the answer stage of a batch sends: each fitted context, which questions are asked
+    (those without a preset answer), their prompts and the generation parameters."""
+
+    fitted: list[Context | None]
+    ask: list[int]
+    prompts: list[Any]
+    params: GenParams
+
+
+def answer_ask(
+    tokenizer,
+    questions: list[str],
+    contexts: list[Context | None],
+    max_context_tokens: int,
+    max_tokens: int,
+    prompt: PromptFn | None = None,
+    options: Any = None,
+) -> AnswerAsk:
+    """Fit every context and build the prompt of every question without a preset answer (the
+    first half of `answer_batch`, shared with runs that answer together)."""
+    fitted = [
+        None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
+    ]
+    ask = [q for q, c in enumerate(fitted) if c is None or c.preset_answer is None]
+    texts = [None if fitted[q] is None else fitted[q].texts() for q in ask]
+    asked = [questions[q] for q in ask]
+    if prompt is not None:
+        prompts = [prompt(q, t, options) for q, t in zip(asked, texts, strict=True)]
+    else:
+        prompts = answer_prompts(asked, texts)
+    return AnswerAsk(fitted, ask, prompts, GenParams(max_tokens=max_tokens))
+
+
 def answer_batch(
     llm,
     tokenizer,
@@ -158,21 +193,14 @@ def answer_batch(
     in `failed` instead of raising. `on_progress` hears how many of the questions are
     answered so far (preset answers count from the start); `whole` keeps every line of an
     answer (long answers), else its first."""
-    fitted = [
-        None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
-    ]
-    ask = [q for q, c in enumerate(fitted) if c is None or c.preset_answer is None]
-    texts = [None if fitted[q] is None else fitted[q].texts() for q in ask]
-    asked = [questions[q] for q in ask]
-    if prompt is not None:
-        prompts = [prompt(q, t, options) for q, t in zip(asked, texts, strict=True)]
-    else:
-        prompts = answer_prompts(asked, texts)
-    params = GenParams(max_tokens=max_tokens)
+    sent = answer_ask(
+        tokenizer, questions, contexts, max_context_tokens, max_tokens, prompt, options
+    )
+    fitted, ask, prompts = sent.fitted, sent.ask, sent.prompts
     preset = len(questions) - len(prompts)
     heard = None if on_progress is None else (lambda n: on_progress(preset + n))
     done = (
-        llm.generate(prompts, params, stage, keep_failures=keep_failures, on_progress=heard)
+        llm.generate(prompts, sent.params, stage, keep_failures=keep_failures, on_progress=heard)
         if prompts
         else []
     )

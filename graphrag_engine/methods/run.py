@@ -20,7 +20,14 @@ from typing import Any
 
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.methods.answer import answer_batch, answer_style, keeps_whole, prompt_for
+from graphrag_engine.methods.answer import (
+    AnswerAsk,
+    answer_ask,
+    answer_batch,
+    answer_style,
+    keeps_whole,
+    prompt_for,
+)
 from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.context import QueryContext
@@ -76,6 +83,32 @@ def _chunk_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[list[int]]:
     return [[] if r.ranking is None else r.ranking.row(q)[0][:top_k] for q in range(n)]
 
 
+def batch_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[Context | None]:
+    """Each question's context before fitting: the method's own, else its ranking's top_k
+    chunks (None: no retrieval)."""
+    if r.contexts is not None:
+        return list(r.contexts)
+    if r.ranking is not None:
+        titled = ctx.chunks["titled"]
+        return [Context.of([titled[i] for i in rows]) for rows in _chunk_contexts(ctx, r, n)]
+    return [None] * n
+
+
+def batch_answer_ask(ctx: QueryContext, batch: list[Question], r: Retrieved) -> AnswerAsk:
+    """The answer prompts a retrieved batch sends (as `_answer_batch` sends them)."""
+    cfg = ctx.cfg
+    spec, style = method_spec(cfg.method), cfg.generation.answer_style
+    return answer_ask(
+        ctx.tokenizer,
+        [q.question for q in batch],
+        batch_contexts(ctx, r, len(batch)),
+        ctx.context_tokens,
+        cfg.generation.max_tokens,
+        prompt_for(spec, style),
+        cfg.options,
+    )
+
+
 def _answer_batch(
     ctx: QueryContext,
     batch: list[Question],
@@ -89,12 +122,7 @@ def _answer_batch(
     spec, style = method_spec(cfg.method), cfg.generation.answer_style
     chunks = ctx.chunks if r.ranking is not None else None
     rows_of = _chunk_contexts(ctx, r, len(batch))
-    if r.contexts is not None:
-        contexts: list[Context | None] = list(r.contexts)
-    elif chunks is not None:
-        contexts = [Context.of([chunks["titled"][i] for i in rows]) for rows in rows_of]
-    else:
-        contexts = [None] * len(batch)
+    contexts = batch_contexts(ctx, r, len(batch))
     answers: list[str | None] = [None] * len(batch)
     ans_tokens: list[dict[str, int]] = [{} for _ in batch]
     failed: list[str | None] = [None] * len(batch)  # why an answer prompt failed
@@ -241,24 +269,33 @@ def run_batch(
     (`on_answer` hears how many are done, for the run's bar); and the LLM usage that produced
     them, to be committed with them (a checkpoint written by a process that died before
     committing the batch brings its retrieval's usage along)."""
-    ckpt = part_path(ctx.run_dir, b, ".retrieved.json")
-    ckpt_usage = part_path(ctx.run_dir, b, ".retrieved.usage.json")
     clock = StageClock()
     before = ctx.ledger.summary()
-    carried: dict[str, dict[str, Any]] = {}
+    r, carried = retrieve_batch(ctx, method, b, batch, clock)
+    rows = _answer_batch(ctx, batch, r, clock, fail_fast, on_answer)
+    return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
+
+
+def retrieve_batch(
+    ctx: QueryContext, method, b: int, batch: list[Question], clock: StageClock
+) -> tuple[Retrieved, dict[str, dict[str, Any]]]:
+    """Retrieval of batch `b` (checkpointed in the run folder with the LLM usage it took), or
+    its checkpoint; and the usage such a checkpoint carries when no process committed the
+    batch yet (this process's ledger does not hold it)."""
+    ckpt = part_path(ctx.run_dir, b, ".retrieved.json")
+    ckpt_usage = part_path(ctx.run_dir, b, ".retrieved.usage.json")
     if ckpt.exists() and not ctx.dry_run:
         r = Retrieved.from_json(read_json(ckpt))
         clock.seconds = dict(r.seconds)
         committed = part_path(ctx.run_dir, b, ".usage.json").exists()
-        if ckpt_usage.exists() and not committed:
-            carried = read_json(ckpt_usage)
-    else:
-        r = method(ctx, batch, clock)
-        if not ctx.dry_run:
-            write_atomic(ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode())
-            write_atomic(ckpt, json.dumps(r.to_json()).encode())
-    rows = _answer_batch(ctx, batch, r, clock, fail_fast, on_answer)
-    return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
+        carried = read_json(ckpt_usage) if ckpt_usage.exists() and not committed else {}
+        return r, carried
+    before = ctx.ledger.summary()
+    r = method(ctx, batch, clock)
+    if not ctx.dry_run:
+        write_atomic(ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode())
+        write_atomic(ckpt, json.dumps(r.to_json()).encode())
+    return r, {}
 
 
 def finish_run(

@@ -111,3 +111,39 @@ def test_engine_run_results_read_back(demo_index: Path, tmp_path: Path) -> None:
     again = Run.open(tmp_path / "n")
     assert again.summary == run.summary and again.summary["gold_in_index"] == 1.0
     assert again.table().num_rows == 5
+
+
+def test_answers_together_hold_what_each_run_gives_alone(demo_index: Path, tmp_path: Path) -> None:
+    """`run_many(..., answers_together=True)`: every method retrieves first and one batched
+    call answers them all; each run holds the rankings, contexts and answers it gives alone,
+    its answers read back from its own cache, its usage and seconds with its share of the
+    call."""
+    import pytest
+
+    from graphrag_engine import Engine
+
+    engine = Engine(demo_index)
+    methods = ["bm25", "naive", "hipporag"]
+    configs = [engine.config(m, llm_backend="transformers", batch_size=1) for m in methods]
+    for cfg in configs:  # short prompts and answers: the test checks the plumbing
+        cfg.generation.max_context_tokens, cfg.generation.max_tokens = 192, 8
+    kw = {"limit": 2, "labels": methods}
+    together = engine.run_many(configs, "demo", tmp_path / "t", answers_together=True, **kw)
+    [call] = engine.answer_calls
+    assert (call.prompts, call.runs) == (6, 3)
+    assert sum(call.seconds_by_run.values()) == pytest.approx(call.seconds)
+    apart = engine.run_many(configs, "demo", tmp_path / "a", **kw)
+    assert engine.answer_calls == []
+    for m in methods:
+        mine, alone = together[m].rows(), apart[m].rows()
+        for field in ("qid", "retrieved_ids", "context_ids", "context_text", "answer"):
+            assert [r[field] for r in mine] == [r[field] for r in alone], (m, field)
+        assert all(r["answer"] for r in mine)
+        summary = together[m].summary
+        [answer] = [u for key, u in summary["llm"].items() if key.startswith("answer/")]
+        # sent once in the batched call, read back from the cache when the run went on
+        assert (answer["calls"], answer["cached_calls"]) == (2, 2)
+        share = call.seconds_by_run[str(tmp_path / "t" / m)]
+        assert answer["seconds"] >= share > 0
+        assert summary["stage_seconds"]["answer"] >= share
+        assert summary["seconds"] >= share

@@ -50,7 +50,7 @@ def test_the_demo_excerpt_is_the_demo_of_today() -> None:
     table has the demo's current columns and a row for every method the demo runs."""
     from bench.headline import DEMO_END, DEMO_START
     from graphrag_engine.methods import method_names  # why: registers every method on import
-    from graphrag_engine.tour import TABLE_HEADER
+    from graphrag_engine.tour import LLM_WORK, TABLE_HEADER
 
     readme = (REPO / "README.md").read_text()
     excerpt = readme.split(DEMO_START, 1)[1].split(DEMO_END, 1)[0]
@@ -61,3 +61,4 @@ def test_the_demo_excerpt_is_the_demo_of_today() -> None:
     table = lines[lines.index(TABLE_HEADER) + 1 :]
     rows = {line.split()[0] for line in table[: table.index("")]}
     assert rows == set(method_names()) - {"none"}, "the demo's methods changed: run bench.demo"
+    assert any(line.startswith(LLM_WORK) for line in lines), "no LLM work line: run bench.demo"
