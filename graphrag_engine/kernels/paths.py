@@ -2,8 +2,11 @@
 limit (between two nodes, or from one node to every node it reaches), bounded simple paths,
 and the closest pair between two node sets.
 
-Dijkstra and BFS run in scipy's compiled csgraph routines, once per distinct source for the
-whole batch of (source, target) requests.
+Shortest paths between (source, target) requests, distances and the closest pair run in
+scipy's compiled csgraph routines, once per distinct source for the whole batch of requests.
+The hop-limited enumerations (all shortest paths, simple paths, every shortest path from one
+node) walk the CSR arrays level by level in numpy and Python, one source at a time: their
+output is a list of paths, bounded by a hop limit and a path cap.
 """
 
 from __future__ import annotations
