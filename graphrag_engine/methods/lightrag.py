@@ -17,7 +17,8 @@ For the whole batch at once:
    dropped), as LightRAG does; `mix` adds the dense chunks of the question as a third list of
    the chunks' round-robin (dense, entity-linked, relation-linked).
 
-Each search is one embedding call and one similarity call for every question of the batch.
+The batch's low-level keys, high-level keys and (where used) questions are embedded in one
+call; each search is then one similarity call for every question of the batch.
 The context is three sections, entities, relations and sources, each cut to its own token
 budget and kept whole by the answer stage; the sources are also the chunk ranking.
 """
@@ -144,20 +145,24 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     g = entity_graph(ctx)
     with clock.stage("keywords"):
         kw = llm_keywords(ctx, texts) if cfg.keywords == "llm" else ner_keywords(ctx, texts)
+    low = [", ".join(k) for k in kw.low] if cfg.mode != "global" else []
+    high = [", ".join(k) for k in kw.high] if cfg.mode != "local" else []
+    asks_questions = cfg.mode == "mix" or cfg.chunk_pick == "vector"
+    with clock.stage("query_vectors"):  # keys and questions in one embedding call
+        low_vecs, high_vecs, q_vecs = ctx.encode_query_groups(
+            low, high, texts if asks_questions else []
+        )
     levels = []
     if cfg.mode != "global":
         with clock.stage("entity_search"):
-            ids, _ = search(ctx, [", ".join(k) for k in kw.low], "entity_vectors", cfg.top_k)
+            ids, _ = search(ctx, low, "entity_vectors", cfg.top_k, low_vecs)
         levels.append([_low_level(g, [e for e in row.tolist() if e >= 0]) for row in ids])
     if cfg.mode != "local":
         with clock.stage("relation_search"):
-            ids, _ = search(ctx, [", ".join(k) for k in kw.high], "relation_vectors", cfg.top_k)
+            ids, _ = search(ctx, high, "relation_vectors", cfg.top_k, high_vecs)
         levels.append([_high_level(g, [r for r in row.tolist() if r >= 0]) for row in ids])
     depth = 2 * ctx.cfg.retrieval.candidates
-    dense, q_vecs = None, None
-    if cfg.mode == "mix" or cfg.chunk_pick == "vector":
-        with clock.stage("question_vectors"):
-            q_vecs = ctx.encode_queries(texts)
+    dense = None
     if cfg.mode == "mix":
         with clock.stage("dense_search"):
             dense = dense_search(ctx, q_vecs, depth)

@@ -359,6 +359,23 @@ class QueryContext:
             found = dict(zip(missing, query_encoder(self.embedder)(missing), strict=True))
         return np.stack([preset[t] if t in preset else found[t] for t in texts]).astype(np.float32)
 
+    def encode_query_groups(self, *groups: list[str]) -> list[np.ndarray]:
+        """Vectors of several lists of query texts (questions, keys, ...) from one batched
+        embedding call, each distinct non-empty text embedded once; an empty text gets a zero
+        vector (searches skip empty texts)."""
+        distinct = list(dict.fromkeys(t for group in groups for t in group if t.strip()))
+        vectors = self.encode_queries(distinct) if distinct else None
+        width = 0 if vectors is None else vectors.shape[1]
+        row = {t: i for i, t in enumerate(distinct)}
+        out = []
+        for group in groups:
+            block = np.zeros((len(group), width), dtype=np.float32)
+            for i, t in enumerate(group):
+                if t in row:
+                    block[i] = vectors[row[t]]
+            out.append(block)
+        return out
+
     def preset_query_vectors(self, texts: list[str], vectors: np.ndarray, model_id: str) -> None:
         """Vectors of query texts embedded elsewhere (the Ray query job's question pipeline) by
         `model_id`, which must be the index's embedder; replaces any set before."""

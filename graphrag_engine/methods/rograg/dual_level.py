@@ -57,11 +57,13 @@ def match_keys(
     g = entity_graph(ctx)
     if match == "fuzzy":
         low, high = _joined(low), _joined(high)
+    low_flat = [] if match == "name" else [k for ks in low for k in ks]
+    low_vecs, high_vecs = ctx.encode_query_groups(low_flat, [k for ks in high for k in ks])
     if match == "name":
         low_hits = _by_name(ctx, low)
     else:
-        low_hits = _per_key(ctx, low, "entity_vectors", top_k[0], floor)
-    high_hits = _per_key(ctx, high, "relation_vectors", top_k[1], floor)
+        low_hits = _per_key(ctx, low, "entity_vectors", top_k[0], floor, low_vecs)
+    high_hits = _per_key(ctx, high, "relation_vectors", top_k[1], floor, high_vecs)
     out = []
     for q, (ents, rels) in enumerate(zip(low_hits, high_hits, strict=True)):
         from_ents = [r for e in ents for r in g.relations_of(e).tolist()]
@@ -88,10 +90,18 @@ def _joined(keys: list[list[str]]) -> list[list[str]]:
     return [["; ".join(ks)] if ks else [] for ks in keys]
 
 
-def _per_key(ctx: QueryContext, keys: list[list[str]], table: str, top_k: int, floor: float):
-    """Per question, the rows the keys find (each key its top_k above `floor`), key by key."""
+def _per_key(
+    ctx: QueryContext,
+    keys: list[list[str]],
+    table: str,
+    top_k: int,
+    floor: float,
+    vectors: np.ndarray,
+):
+    """Per question, the rows the keys find (each key its top_k above `floor`), key by key
+    (`vectors`: the keys' vectors, in order)."""
     flat = [k for ks in keys for k in ks]
-    ids, sims = search(ctx, flat, table, top_k)
+    ids, sims = search(ctx, flat, table, top_k, vectors)
     out, row = [], 0
     for ks in keys:
         found: dict[int, None] = {}
