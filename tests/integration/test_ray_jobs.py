@@ -5,6 +5,7 @@ and builds the index the local executor builds."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,27 @@ BIN = Path(sys.executable).parent
 EXCLUDES = '{"excludes": [".venv", ".git", "demo", "demo-index", "bench/out", "*.egg-info"]}'
 
 
+def distinct_free_ports(count: int) -> list[int]:
+    """`count` different unused ports on 127.0.0.1, none of Ray's fixed defaults: the
+    sockets stay bound until all are picked, so no two are the same, and every component
+    gets one, since a random port may equal a default another component keeps (a CI run
+    drew 52365, the dashboard agent's)."""
+    ray_defaults = {6379, 8265, 10001, 52365, 8076}
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            if s.getsockname()[1] in ray_defaults:
+                s.close()
+                continue
+            held.append(s)
+        return [int(s.getsockname()[1]) for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A real Ray head on 127.0.0.1 (2 CPUs, dashboard on for job submission): env for the
@@ -33,7 +55,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     ray = pytest.importorskip("ray")
     if ray.is_initialized():  # the session's in-process cluster: `ray stop --force` below
         ray.shutdown()  # would kill it under the test process; the next user starts it again
-    dashboard = free_port()
+    gcs, dashboard, agent_http, agent_grpc, runtime_env = distinct_free_ports(5)
     env = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
@@ -43,8 +65,11 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     }
     env.pop("RAY_ADDRESS", None)
     start = [
-        str(BIN / "ray"), "start", "--head", "--num-cpus", "2", "--port", str(free_port()),
+        str(BIN / "ray"), "start", "--head", "--num-cpus", "2", "--port", str(gcs),
         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard),
+        "--dashboard-agent-listen-port", str(agent_http),
+        "--dashboard-agent-grpc-port", str(agent_grpc),
+        "--runtime-env-agent-port", str(runtime_env),
         "--include-dashboard", "true", "--disable-usage-stats",
         "--temp-dir", str(tmp_path_factory.mktemp("ray")),
     ]  # fmt: skip
