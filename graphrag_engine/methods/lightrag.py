@@ -36,6 +36,7 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
+    Lines,
     budgeted_sections,
     by_similarity,
     chunks_by_entities,
@@ -173,6 +174,7 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
                 for level in levels
             ]
     contexts, extras, orders = [], [], []
+    titled = ctx.chunks["titled"]
     with clock.stage("build_context"):
         for q in range(len(texts)):
             found = [level[q] for level in levels]  # (entities, relations, chunks) per level
@@ -181,13 +183,9 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             vector_chunks = [dense.row(q)[0]] if dense is not None else []
             chunks = round_robin(*vector_chunks, *(f[2] for f in found))
             parts = [
-                ("Entities", [g.entity_line(e) for e in ents], ctx.scaled(cfg.entity_tokens)),
-                ("Relations", [g.relation_line(r) for r in rels], ctx.scaled(cfg.relation_tokens)),
-                (
-                    "Sources",
-                    [ctx.chunks["titled"][c] for c in chunks],
-                    ctx.scaled(cfg.chunk_tokens),
-                ),
+                ("Entities", Lines(ents, g.entity_line), ctx.scaled(cfg.entity_tokens)),
+                ("Relations", Lines(rels, g.relation_line), ctx.scaled(cfg.relation_tokens)),
+                ("Sources", Lines(chunks, titled.__getitem__), ctx.scaled(cfg.chunk_tokens)),
             ]
             contexts.append(Context(budgeted_sections(ctx, parts)))
             orders.append(chunks)

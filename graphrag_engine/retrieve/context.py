@@ -34,6 +34,8 @@ from graphrag_engine.retrieve.budget import ContextBudget, config_budget
 from graphrag_engine.store.index_store import Index
 
 T = TypeVar("T")
+TOKEN_COUNTS_KEPT = 1 << 18
+"""Distinct context texts whose token counts an opened index keeps; past it, it starts again."""
 
 
 def built_config(index: Index, section: str) -> dict[str, Any]:
@@ -94,6 +96,7 @@ class QueryContext:
         self.ledger = UsageLedger()  # every LLM of the run (query LLM, fine-tuned scorers)
         self._memo: dict[Any, Any] = {}
         self._preset_vectors: dict[str, np.ndarray] = {}
+        self._token_counts: dict[str, int] = {}
 
     def memo(self, key: Any, build: Callable[[], T]) -> T:
         """A structure derived from the index (adjacency, a BM25 index, a graph), built once
@@ -336,8 +339,18 @@ class QueryContext:
         return load_tokenizer(chunking.get("tokenizer", DEFAULT_TOKENIZER))
 
     def count_tokens(self, texts: list[str]) -> list[int]:
-        """Tokens of each text by the index's tokenizer (one batched encode)."""
-        return [len(e.ids) for e in self.tokenizer.encode_batch(texts)] if texts else []
+        """Tokens of each text by the index's tokenizer. A context line (chunk, entity,
+        relation, report) recurs across questions: each distinct text is encoded once per
+        opened index (one batched encode for those not seen before), then read from memory."""
+        known = self._token_counts
+        new = list(dict.fromkeys(t for t in texts if t not in known))
+        if new:
+            if len(known) + len(new) > TOKEN_COUNTS_KEPT:  # a bound on memory in a long run
+                known.clear()
+                new = list(dict.fromkeys(texts))
+            encoded = self.tokenizer.encode_batch(new)
+            known.update((t, len(e.ids)) for t, e in zip(new, encoded, strict=True))
+        return [known[t] for t in texts]
 
     def head_tokens(self, text: str, tokens: int) -> str:
         """`text` cut after its first `tokens` tokens by the index's tokenizer (whole when it

@@ -7,8 +7,10 @@ chunks of a set of entities, and cutting a ranked list to a token budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, overload
 
 import numpy as np
 
@@ -140,13 +142,39 @@ def search(
     return ids, scores
 
 
-def within_budget(ctx: QueryContext, texts: list[str], budget: int, block: int = 16) -> list[str]:
+class Lines(Sequence[str]):
+    """The context lines of ranked rows (entities, relations, chunks), each built when it is
+    read: a budget reads only the leading lines it keeps, not one line per row found."""
+
+    def __init__(self, rows: Sequence[Any], render: Callable[[Any], str]) -> None:
+        """`render(row)` is a row's line."""
+        self.rows, self.render = rows, render
+
+    def __len__(self) -> int:
+        """How many rows there are."""
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        """A row's line, or the lines of a slice of rows."""
+        if isinstance(i, slice):
+            return [self.render(r) for r in self.rows[i]]
+        return self.render(self.rows[i])
+
+
+def within_budget(
+    ctx: QueryContext, texts: Sequence[str], budget: int, block: int = 16
+) -> list[str]:
     """The leading texts whose token counts sum to at most `budget` (LightRAG's truncation of
-    a ranked list by token size); texts are counted a block at a time, only as far as needed."""
+    a ranked list by token size); texts are read and counted a block at a time, only as far as
+    needed (counts of texts seen before come from the context's memory)."""
     out: list[str] = []
     used = 0
     for start in range(0, len(texts), block):
-        part = texts[start : start + block]
+        part = list(texts[start : start + block])
         for text, n in zip(part, ctx.count_tokens(part), strict=True):
             if used + n > budget:
                 return out
@@ -156,7 +184,7 @@ def within_budget(ctx: QueryContext, texts: list[str], budget: int, block: int =
 
 
 def budgeted_sections(
-    ctx: QueryContext, parts: list[tuple[str, list[str], float]]
+    ctx: QueryContext, parts: list[tuple[str, Sequence[str], float]]
 ) -> list[Section]:
     """(title, ranked lines, token budget) -> whole sections cut to their budgets; an empty
     one is left out."""

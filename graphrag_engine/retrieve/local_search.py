@@ -33,6 +33,7 @@ from graphrag_engine.retrieve.communities import communities
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
+    Lines,
     budgeted_sections,
     by_similarity,
     chunks_by_entities,
@@ -206,11 +207,11 @@ def local_context(
         sections.append(("Reports", reports, report_share * ctx.scaled(cfg.max_tokens)))
     rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
     local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * ctx.scaled(cfg.max_tokens)
-    ent_lines = within_budget(ctx, [g.entity_line(e) for e in ents], int(local))
+    ent_lines = within_budget(ctx, Lines(ents, g.entity_line), int(local))
     sections.append(("Entities", ent_lines, local))
     used = sum(ctx.count_tokens(ent_lines))
-    sections.append(("Relationships", [g.relation_line(r) for r in rels], local - used))
-    sources = [ctx.chunks["titled"][c] for c in chunks]
+    sections.append(("Relationships", Lines(rels, g.relation_line), local - used))
+    sources = Lines(chunks, ctx.chunks["titled"].__getitem__)
     sections.append(("Sources", sources, unit_share * ctx.scaled(cfg.max_tokens)))
     extra = {
         "entities_by": cfg.entities,

@@ -59,7 +59,12 @@ from graphrag_engine.methods.pankrag.plans import (
 )
 from graphrag_engine.retrieve.communities import communities, report_search
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph, within_budget
+from graphrag_engine.retrieve.entity_graph import (
+    Lines,
+    chunks_by_entities,
+    entity_graph,
+    within_budget,
+)
 from graphrag_engine.retrieve.local_search import (
     GraphRAGLocalConfig,
     local_context,
@@ -411,12 +416,10 @@ def step_context(ctx: QueryContext, cfg: PankRAGConfig, hit: Found) -> Context:
     if hit.search == "local":
         return local_context(ctx, cfg.local, hit.rows, hit.chunks)[0]
     comms = communities(ctx)
-    reports = [comms.report_text(c) for c in hit.rows]
+    reports = Lines(hit.rows, comms.report_text)
     kept = within_budget(ctx, reports, ctx.scaled(cfg.report_tokens))
-    titled = ctx.chunks["titled"]
-    sources = within_budget(
-        ctx, [titled[c] for c in hit.chunks], ctx.scaled(cfg.report_chunk_tokens)
-    )
+    titled = Lines(hit.chunks, ctx.chunks["titled"].__getitem__)
+    sources = within_budget(ctx, titled, ctx.scaled(cfg.report_chunk_tokens))
     sections = [Section(kept, "-----Reports-----")]
     if sources:
         sections.append(Section(sources, "-----Sources-----"))

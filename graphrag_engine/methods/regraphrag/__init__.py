@@ -26,6 +26,7 @@ triplet by triplet).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -43,6 +44,7 @@ from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
+    Lines,
     by_similarity,
     entity_graph,
     search,
@@ -229,6 +231,14 @@ def behind(g: EntityGraph, t: Triplet) -> np.ndarray:
     return np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
 
 
+def triplet_line(g: EntityGraph, perspective: str, t: Triplet) -> str:
+    """A triplet as a line of the perspective-grouped prompt."""
+    return (
+        f"[{perspective}]: {g.names[t.a]} is connected to {g.names[t.b]} with "
+        f"{describe(g, t)} relation."
+    )
+
+
 def sections(
     ctx: QueryContext,
     g: EntityGraph,
@@ -253,10 +263,7 @@ def sections(
     share = budget // max(len(groups), 1)
     out, listed, left_out = [], [], []
     for name, ts in groups:
-        lines = [
-            f"[{name}]: {g.names[t.a]} is connected to {g.names[t.b]} with {describe(g, t)} relation."
-            for t in ts
-        ]
+        lines = Lines(ts, partial(triplet_line, g, name))
         kept = within_budget(ctx, lines, share)
         listed += ts[: len(kept)]
         left_out += ts[len(kept) :]
