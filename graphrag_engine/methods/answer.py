@@ -188,16 +188,29 @@ def answer_batch(
     whole: bool = False,
 ) -> Answered:
     """Fit every context, prompt every question without a preset answer in one batched call
-    (cached, resumable), and clean the answers; a None context means no retrieval. With
-    `keep_failures` a prompt that fails after its retries leaves its answer None and says why
-    in `failed` instead of raising. `on_progress` hears how many of the questions are
-    answered so far (preset answers count from the start); `whole` keeps every line of an
-    answer (long answers), else its first."""
+    (cached, resumable), and clean the answers; a None context means no retrieval (the
+    sub-answer stages' entry: `answer_ask`, then `send_ask`)."""
     sent = answer_ask(
         tokenizer, questions, contexts, max_context_tokens, max_tokens, prompt, options
     )
+    return send_ask(llm, sent, stage, keep_failures, on_progress, whole)
+
+
+def send_ask(
+    llm,
+    sent: AnswerAsk,
+    stage: str = "answer",
+    keep_failures: bool = False,
+    on_progress: Callable[[float], None] | None = None,
+    whole: bool = False,
+) -> Answered:
+    """Send what `answer_ask` built in one batched call (cached, resumable) and clean the
+    answers. With `keep_failures` a prompt that fails after its retries leaves its answer None
+    and says why in `failed` instead of raising. `on_progress` hears how many questions are
+    answered so far (preset answers count from the start); `whole` keeps every line of an
+    answer (long answers), else its first."""
     fitted, ask, prompts = sent.fitted, sent.ask, sent.prompts
-    preset = len(questions) - len(prompts)
+    preset = len(fitted) - len(prompts)
     heard = None if on_progress is None else (lambda n: on_progress(preset + n))
     done = (
         llm.generate(prompts, sent.params, stage, keep_failures=keep_failures, on_progress=heard)
@@ -205,8 +218,8 @@ def answer_batch(
         else []
     )
     answers: list[str | None] = [c.preset_answer if c is not None else "" for c in fitted]
-    failed: list[str | None] = [None] * len(questions)
-    tokens: list[dict[str, int]] = [{} for _ in questions]
+    failed: list[str | None] = [None] * len(fitted)
+    tokens: list[dict[str, int]] = [{} for _ in fitted]
     for q, c, t in zip(ask, done, llm_tokens(done, stage), strict=True):
         answers[q] = clean_answer(c.text, whole) if c.error is None else None
         failed[q] = c.error

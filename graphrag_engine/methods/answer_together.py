@@ -110,8 +110,7 @@ def answer_together(pending: list[Pending], stage: str = "answer") -> list[Toget
     run leaves them."""
     groups: dict[tuple[str, str], list[Pending]] = {}
     for p in pending:
-        cache_id = getattr(p.llm.backend, "cache_id", p.llm.model_id)
-        groups.setdefault((cache_id, p.params.key()), []).append(p)
+        groups.setdefault((p.llm.cache_id, p.params.key()), []).append(p)
     calls = []
     for (cache_id, _), group in groups.items():
         first = group[0]

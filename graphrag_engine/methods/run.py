@@ -23,10 +23,10 @@ from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.methods.answer import (
     AnswerAsk,
     answer_ask,
-    answer_batch,
     answer_style,
     keeps_whole,
     prompt_for,
+    send_ask,
 )
 from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.query_config import QueryConfig
@@ -95,7 +95,7 @@ def batch_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[Context | No
 
 
 def batch_answer_ask(ctx: QueryContext, batch: list[Question], r: Retrieved) -> AnswerAsk:
-    """The answer prompts a retrieved batch sends (as `_answer_batch` sends them)."""
+    """The answer prompts of a retrieved batch: what `_answer_batch` sends, alone or together."""
     cfg = ctx.cfg
     spec, style = method_spec(cfg.method), cfg.generation.answer_style
     return answer_ask(
@@ -122,21 +122,15 @@ def _answer_batch(
     spec, style = method_spec(cfg.method), cfg.generation.answer_style
     chunks = ctx.chunks if r.ranking is not None else None
     rows_of = _chunk_contexts(ctx, r, len(batch))
-    contexts = batch_contexts(ctx, r, len(batch))
+    contexts = batch_contexts(ctx, r, len(batch)) if not cfg.generation.enabled else []
     answers: list[str | None] = [None] * len(batch)
     ans_tokens: list[dict[str, int]] = [{} for _ in batch]
     failed: list[str | None] = [None] * len(batch)  # why an answer prompt failed
     if cfg.generation.enabled:
         with clock.stage("answer"):
-            done = answer_batch(
+            done = send_ask(
                 ctx.llm,
-                ctx.tokenizer,
-                [q.question for q in batch],
-                contexts,
-                ctx.context_tokens,
-                cfg.generation.max_tokens,
-                prompt_for(spec, style),
-                cfg.options,
+                batch_answer_ask(ctx, batch, r),
                 keep_failures=not fail_fast,
                 on_progress=on_answer,
                 whole=keeps_whole(spec, style),

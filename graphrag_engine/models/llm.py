@@ -95,6 +95,11 @@ class LLM:
         """Id of the backend's model (part of every cache key)."""
         return self.backend.model_id
 
+    @property
+    def cache_id(self) -> str:
+        """The model's name in cache keys: a server backend's says which server answered."""
+        return getattr(self.backend, "cache_id", self.model_id)
+
     def generate(
         self,
         prompts: list[Prompt],
@@ -112,8 +117,7 @@ class LLM:
             self.backend.generate(prompts, params, stage=stage)
         usage = self.ledger.get(stage, self.backend.model_id)
         started = time.perf_counter()
-        cache_id = getattr(self.backend, "cache_id", self.model_id)
-        keys = [prompt_key(cache_id, p, params) for p in prompts]
+        keys = [prompt_key(self.cache_id, p, params) for p in prompts]
         hits = self.cache.get_many(sorted(set(keys))) if self.cache is not None else {}
         out: list[Completion | None] = [hits.get(k) for k in keys]
         # identical prompts in one batch are sent once
