@@ -31,7 +31,7 @@ from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
-from graphrag_engine.retrieve.linking import link_entities, link_facts
+from graphrag_engine.retrieve.linking import link_and_embed, link_facts
 from graphrag_engine.retrieve.ranking import ChunkRanking
 from graphrag_engine.retrieve.synonyms import with_synonyms
 from graphrag_engine.retrieve.types import Retrieved, StageClock
@@ -114,12 +114,12 @@ def hipporag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     cfg: HippoRAGConfig = ctx.cfg.options
     depth = 2 * ctx.cfg.retrieval.candidates
     texts = [q.question for q in questions]
-    with clock.stage("embed_queries"):
-        qvec = ctx.encode_queries(texts)
-    with clock.stage("link_entities"):
+    with clock.stage("link_entities"):  # questions and their mentions: one embedding call
         named, mentions = [{} for _ in texts], [[] for _ in texts]
         if cfg.link != "facts":
-            named, mentions = link_entities(ctx, texts, cfg.link_top_k, cfg.link_threshold)
+            named, mentions, qvec = link_and_embed(ctx, texts, cfg.link_top_k, cfg.link_threshold)
+        else:
+            qvec = ctx.encode_queries(texts)
         facts = [{} for _ in texts]
         if cfg.link != "entities":
             facts = link_facts(ctx, texts, qvec, cfg.fact_top_k)

@@ -49,7 +49,7 @@ from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.cue_graph import CueAdjacency, cue_adjacency
 from graphrag_engine.retrieve.dense import dense_scores, dense_search
-from graphrag_engine.retrieve.linking import link_entities
+from graphrag_engine.retrieve.linking import link_and_embed
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
 GRAPH = "graph_passage_entity"
@@ -136,10 +136,8 @@ def linearrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -
     cfg: LinearRAGConfig = ctx.cfg.options
     depth = 2 * ctx.cfg.retrieval.candidates
     texts = [q.question for q in questions]
-    with clock.stage("link_entities"):
-        links, mentions = link_entities(ctx, texts, top_k=1)
-    with clock.stage("embed_queries"):
-        qvec = ctx.encode_queries(texts)
+    with clock.stage("link_entities"):  # questions and their mentions: one embedding call
+        links, mentions, qvec = link_and_embed(ctx, texts, top_k=1)
     with clock.stage("activation"):
         act = activate(cue_adjacency(ctx), ctx.unit_vectors, qvec, links, cfg)
     graph, c0, c1, e0 = passage_entity_graph(ctx)

@@ -38,13 +38,40 @@ def link_entities(
     mentions themselves; a query without mentions links nothing."""
     mentions = query_mentions(ctx, queries)
     flat = [m for ms in mentions for m in ms]
-    links: list[dict[int, float]] = [{} for _ in queries]
     if not flat or len(ctx.entities["entity_id"]) == 0:
-        return links, mentions
-    vectors = ctx.encode_queries(flat)
+        return [{} for _ in queries], mentions
+    return _link(ctx, mentions, ctx.encode_queries(flat), top_k, threshold), mentions
+
+
+def link_and_embed(
+    ctx: QueryContext, queries: list[str], top_k: int = 1, threshold: float = 0.0
+) -> tuple[list[dict[int, float]], list[list[str]], np.ndarray]:
+    """`link_entities` and the queries' own vectors, from one embedding call for the queries
+    and their mentions together (a method that needs both sends the encoder one batch)."""
+    mentions = query_mentions(ctx, queries)
+    flat = [m for ms in mentions for m in ms]
+    if len(ctx.entities["entity_id"]) == 0:
+        flat = []
+    vectors = ctx.encode_queries([*queries, *flat])
+    if not flat:
+        return [{} for _ in queries], mentions, vectors
+    links = _link(ctx, mentions, vectors[len(queries) :], top_k, threshold)
+    return links, mentions, vectors[: len(queries)]
+
+
+def _link(
+    ctx: QueryContext,
+    mentions: list[list[str]],
+    vectors: np.ndarray,
+    top_k: int,
+    threshold: float,
+) -> list[dict[int, float]]:
+    """Each query's links from its mentions and their vectors (one similarity call)."""
+    flat = [m for ms in mentions for m in ms]
+    links: list[dict[int, float]] = [{} for _ in mentions]
     scores, ids = nearest(ctx, "entity_vectors", vectors, top_k)
     named = entities_by_name(ctx)
-    owner = np.repeat(np.arange(len(queries)), [len(ms) for ms in mentions])
+    owner = np.repeat(np.arange(len(mentions)), [len(ms) for ms in mentions])
     for m, (q, row_ids, row_scores) in enumerate(zip(owner, ids, scores, strict=True)):
         pairs = [(int(e), float(s)) for e, s in zip(row_ids, row_scores, strict=True)]
         exact = named.get(normalize_name(flat[m]))
@@ -53,7 +80,7 @@ def link_entities(
         for e, s in pairs:
             if e >= 0 and s >= threshold:
                 links[q][e] = max(links[q].get(e, -1.0), s)
-    return links, mentions
+    return links
 
 
 def link_facts(

@@ -37,7 +37,7 @@ from graphrag_engine.retrieve.beam import beam_step
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.cue_graph import cue_adjacency
 from graphrag_engine.retrieve.dense import dense_search
-from graphrag_engine.retrieve.linking import link_entities
+from graphrag_engine.retrieve.linking import link_and_embed
 from graphrag_engine.retrieve.ranking import lead_then_fill
 from graphrag_engine.retrieve.scoring import make_scorer, reuses_index_vectors, score_flat
 from graphrag_engine.retrieve.types import Retrieved, StageClock
@@ -178,16 +178,19 @@ def clue_rag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
     b = len(texts)
     adj = cue_adjacency(ctx)
     rerank = make_scorer(RERANKER_SCORER[ctx.cfg.models.reranker.backend], ctx)
-    with clock.stage("embed_queries"):
-        phi0 = l2_normalize(ctx.encode_queries(texts))
+    links: list[dict[int, float]] = []
+    with clock.stage("embed_queries"):  # with the mentions the anchoring links: one call
+        if cfg.spreading_activation:
+            links, _, vectors = link_and_embed(ctx, texts, top_k=cfg.anchor_k)
+        else:
+            vectors = ctx.encode_queries(texts)
+        phi0 = l2_normalize(vectors)
 
     # 1. entity anchoring: the first frontier of every query
     anchors: list[set[int]] = [set() for _ in range(b)]
     with clock.stage("anchor"):
-        if cfg.spreading_activation:
-            links, _ = link_entities(ctx, texts, top_k=cfg.anchor_k)
-            for q, linked in enumerate(links):
-                anchors[q].update(linked)
+        for q, linked in enumerate(links):
+            anchors[q].update(linked)
         if cfg.knowledge_anchoring:
             _, units = nearest(ctx, "unit_vectors", phi0, cfg.anchor_k, normalized=True)
             for q in range(b):
