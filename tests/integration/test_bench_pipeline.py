@@ -33,5 +33,17 @@ def test_pipeline_bench_on_cpu_writes_every_figure(tmp_path: Path) -> None:
         assert "error" not in row, (name, row)
         assert row["cpu"]["questions"] == 24 and row["cpu"]["questions_per_s"] > 0, name
         assert row["cpu"]["stage_seconds"], name
-    assert [r["method"] for r in fig["methods_table"]] == list(METHODS)
+    table = {r["method"]: r for r in fig["methods_table"]}
+    assert list(table) == list(METHODS)
     assert fig["index_stages"][-1]["stage"] == "whole index"
+    assert table["naive"]["x dense"] == 1.0
+    for name, row in table.items():
+        assert row["x dense"] == round(row["cpu q/s"] / table["naive"]["cpu q/s"], 3), name
+        assert set(row["ms/question by stage"]) == set(fig["methods"][name]["cpu"]["stage_seconds"])
+    # a second run keeps the index the first built, with the figures its build recorded
+    again = [*cmd[:-1], "t2", "--reuse-index", "--methods", "bm25"]
+    proc = subprocess.run(again, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kept = json.loads((tmp_path / "results" / "gpu_pipeline-t2.json").read_text())["figures"]
+    assert kept["index"]["reused"] and kept["index"]["stage_seconds"] == index["stage_seconds"]
+    assert "x dense" not in kept["methods_table"][0]  # no dense run to set it against
