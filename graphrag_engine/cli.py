@@ -84,6 +84,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     """Bring an index up to date with its source: only new and changed documents are
     extracted, deleted ones are removed, nothing is written when nothing changed."""
     from graphrag_engine.index.reindex import reindex
+    from graphrag_engine.retrieve.lines import store_line_tokens
     from graphrag_engine.store.describe import stage_lines
 
     config = _index_config(args)
@@ -97,6 +98,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if manifest is None:
         print(f"up to date: {counts}; nothing written ({time.perf_counter() - started:.1f} s)")
         return 0
+    store_line_tokens(args.out)
     for line in stage_lines(manifest):
         print(line)
     why = " (index config changed)" if diff["config_changed"] else ""
@@ -113,6 +115,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Build an index from corpus files (or the built-in demo corpus)."""
     from graphrag_engine.demo import corpus_path
     from graphrag_engine.index.pipeline import build_index
+    from graphrag_engine.retrieve.lines import store_line_tokens
     from graphrag_engine.store.describe import stage_lines, table_lines
 
     config = _index_config(args)
@@ -134,10 +137,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     manifest = build_index(
         corpus, args.out, config, add=args.add, dry_run=args.dry_run, force=args.force
     )
-    wall = time.perf_counter() - started
     if args.dry_run:
         _print_forecast(manifest, config.models.llm, args.calibrate)
         return 0
+    store_line_tokens(args.out)
+    wall = time.perf_counter() - started
     ingest = manifest["stats"]["ingest"]
     stages = manifest["stats"]["stages"]
     for line in table_lines(manifest) + stage_lines(manifest):
@@ -321,6 +325,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """Turn another system's index into an engine index (a no-op when nothing changed)."""
     from graphrag_engine.importers import import_index
+    from graphrag_engine.retrieve.lines import store_line_tokens
     from graphrag_engine.store.describe import table_lines
 
     writable_folder(args.out)
@@ -334,6 +339,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"up to date: {args.out} already holds this {source['layout']} import; nothing written"
         )
         return 0
+    store_line_tokens(args.out)
     for line in table_lines(manifest):
         print(line)
     counts = manifest["stats"]["stages"]["import"]

@@ -39,7 +39,7 @@ from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured
 from graphrag_engine.retrieve.communities import Communities, communities
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import within_budget
+from graphrag_engine.retrieve.lines import within_budget
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
 NO_DATA = "I do not know: the community reports hold nothing on this question."

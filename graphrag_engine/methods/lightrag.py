@@ -36,14 +36,18 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
-    Lines,
-    budgeted_sections,
     by_similarity,
     chunks_by_entities,
     entity_graph,
     search,
 )
 from graphrag_engine.retrieve.keywords import llm_keywords, ner_keywords
+from graphrag_engine.retrieve.lines import (
+    budgeted_sections,
+    chunk_lines,
+    entity_lines,
+    relation_lines,
+)
 from graphrag_engine.retrieve.ranking import from_orders, round_robin
 from graphrag_engine.retrieve.types import Context, Retrieved, StageClock
 
@@ -174,7 +178,6 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
                 for level in levels
             ]
     contexts, extras, orders = [], [], []
-    titled = ctx.chunks["titled"]
     with clock.stage("build_context"):
         for q in range(len(texts)):
             found = [level[q] for level in levels]  # (entities, relations, chunks) per level
@@ -183,9 +186,9 @@ def lightrag(ctx: QueryContext, questions: list[Question], clock: StageClock) ->
             vector_chunks = [dense.row(q)[0]] if dense is not None else []
             chunks = round_robin(*vector_chunks, *(f[2] for f in found))
             parts = [
-                ("Entities", Lines(ents, g.entity_line), ctx.scaled(cfg.entity_tokens)),
-                ("Relations", Lines(rels, g.relation_line), ctx.scaled(cfg.relation_tokens)),
-                ("Sources", Lines(chunks, titled.__getitem__), ctx.scaled(cfg.chunk_tokens)),
+                ("Entities", entity_lines(ctx, ents), ctx.scaled(cfg.entity_tokens)),
+                ("Relations", relation_lines(ctx, rels), ctx.scaled(cfg.relation_tokens)),
+                ("Sources", chunk_lines(ctx, chunks), ctx.scaled(cfg.chunk_tokens)),
             ]
             contexts.append(Context(budgeted_sections(ctx, parts)))
             orders.append(chunks)

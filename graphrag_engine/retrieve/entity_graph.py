@@ -1,22 +1,19 @@
 """The index's entity graph as LightRAG and Microsoft GraphRAG read it: entities with their
 type, description, degree and source chunks; relations with their ends, description, keywords,
 weight, rank (the sum of their ends' degrees) and source chunks; and the operators their query
-modes share, each over a whole batch: vector search of entities or relations, the relations and
-chunks of a set of entities, and cutting a ranked list to a token budget.
+modes share, each over a whole batch: vector search of entities or relations and the relations
+and chunks of a set of entities (cutting their lines to a budget is in `lines.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, overload
 
 import numpy as np
 
 from graphrag_engine.kernels.segments import csr_from_pairs
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.types import Section
 from graphrag_engine.retrieve.vector_search import nearest
 
 
@@ -140,60 +137,6 @@ def search(
         n = len(order)
         ids[asked[row], :n], scores[asked[row], :n] = rf[order], rs[order]
     return ids, scores
-
-
-class Lines(Sequence[str]):
-    """The context lines of ranked rows (entities, relations, chunks), each built when it is
-    read: a budget reads only the leading lines it keeps, not one line per row found."""
-
-    def __init__(self, rows: Sequence[Any], render: Callable[[Any], str]) -> None:
-        """`render(row)` is a row's line."""
-        self.rows, self.render = rows, render
-
-    def __len__(self) -> int:
-        """How many rows there are."""
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        """A row's line, or the lines of a slice of rows."""
-        if isinstance(i, slice):
-            return [self.render(r) for r in self.rows[i]]
-        return self.render(self.rows[i])
-
-
-def within_budget(
-    ctx: QueryContext, texts: Sequence[str], budget: int, block: int = 16
-) -> list[str]:
-    """The leading texts whose token counts sum to at most `budget` (LightRAG's truncation of
-    a ranked list by token size); texts are read and counted a block at a time, only as far as
-    needed (counts of texts seen before come from the context's memory)."""
-    out: list[str] = []
-    used = 0
-    for start in range(0, len(texts), block):
-        part = list(texts[start : start + block])
-        for text, n in zip(part, ctx.count_tokens(part), strict=True):
-            if used + n > budget:
-                return out
-            out.append(text)
-            used += n
-    return out
-
-
-def budgeted_sections(
-    ctx: QueryContext, parts: list[tuple[str, Sequence[str], float]]
-) -> list[Section]:
-    """(title, ranked lines, token budget) -> whole sections cut to their budgets; an empty
-    one is left out."""
-    out = []
-    for title, lines, budget in parts:
-        kept = within_budget(ctx, lines, int(budget))
-        if kept:
-            out.append(Section(kept, title=f"-----{title}-----", whole=True))
-    return out
 
 
 def chunks_by_entities(g: EntityGraph, entities: list[int]) -> list[int]:

@@ -33,12 +33,17 @@ from graphrag_engine.retrieve.communities import communities
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import (
     EntityGraph,
-    Lines,
-    budgeted_sections,
     by_similarity,
     chunks_by_entities,
     entity_graph,
     search,
+)
+from graphrag_engine.retrieve.lines import (
+    budgeted_sections,
+    chunk_lines,
+    entity_lines,
+    leading_tokens,
+    relation_lines,
     within_budget,
 )
 from graphrag_engine.retrieve.linking import link_entities
@@ -207,11 +212,12 @@ def local_context(
         sections.append(("Reports", reports, report_share * ctx.scaled(cfg.max_tokens)))
     rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
     local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * ctx.scaled(cfg.max_tokens)
-    ent_lines = within_budget(ctx, Lines(ents, g.entity_line), int(local))
+    ranked = entity_lines(ctx, ents)
+    ent_lines = within_budget(ctx, ranked, int(local))
     sections.append(("Entities", ent_lines, local))
-    used = sum(ctx.count_tokens(ent_lines))
-    sections.append(("Relationships", Lines(rels, g.relation_line), local - used))
-    sources = Lines(chunks, ctx.chunks["titled"].__getitem__)
+    used = leading_tokens(ctx, ranked, len(ent_lines))
+    sections.append(("Relationships", relation_lines(ctx, rels), local - used))
+    sources = chunk_lines(ctx, chunks)
     sections.append(("Sources", sources, unit_share * ctx.scaled(cfg.max_tokens)))
     extra = {
         "entities_by": cfg.entities,

@@ -1,9 +1,13 @@
-"""Contexts packed from remembered token counts: on the real demo index, with budgets small
-enough to cut every section, each context-building method's contexts equal those packed with
-every line counted afresh, batched and one question at a time, and each whole section fits the
-budget a fresh count gives it."""
+"""Contexts packed from stored and remembered token counts: on the real demo index, with budgets
+small enough to cut every section, each context-building method's contexts equal those packed
+with every line counted afresh, batched and one question at a time, and each whole section fits
+the budget a fresh count gives it. The counts the build stores beside the index are the
+tokenizer's, and are read, counted again or left alone as their folder allows."""
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import pytest
 
@@ -11,6 +15,7 @@ from bench.llm_free import method_config
 from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.methods import method_spec
 from graphrag_engine.retrieve import context as context_module
+from graphrag_engine.retrieve import lines as lines_module
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
@@ -50,6 +55,7 @@ def test_remembered_counts_pack_what_fresh_counts_pack(demo, name, monkeypatch) 
     single, _ = _run(index, questions, tmp.mktemp(name), name, single=True)
     with monkeypatch.context() as m:
         m.setattr(context_module, "TOKEN_COUNTS_KEPT", 0)  # every call counts every text anew
+        m.setattr(lines_module, "line_tokens", lambda ctx, kind: None)  # and no stored counts
         fresh, _ = _run(index, questions, tmp.mktemp(name), name)
     assert packed == fresh == single
     wide, _ = _run(index, questions, tmp.mktemp(name), name, window=10**6)
@@ -58,3 +64,51 @@ def test_remembered_counts_pack_what_fresh_counts_pack(demo, name, monkeypatch) 
     assert lines
     remembered = ctx.count_tokens(lines)  # the run's memory holds most of them
     assert remembered == [len(ctx.tokenizer.encode(t).ids) for t in lines]
+
+
+def test_the_build_stores_each_lines_tokenizer_count(demo, monkeypatch) -> None:
+    index, _, tmp = demo
+    stored = sorted(p.name.split("-")[0] for p in (index.root / "line_tokens").glob("*.npy"))
+    assert stored == ["chunks", "entities", "relations"]
+    ctx = QueryContext(index, method_config("lightrag_hybrid_ner", "cpu"), tmp.mktemp("counts"))
+    counted = 0
+
+    def count_lines(*args, **kwargs):
+        nonlocal counted
+        counted += 1
+        return real(*args, **kwargs)
+
+    real = lines_module.count_lines
+    monkeypatch.setattr(lines_module, "count_lines", count_lines)
+    for kind in ("chunks", "entities", "relations"):
+        texts = lines_module._all_lines(ctx, kind)
+        counts = lines_module.line_tokens(ctx, kind)
+        assert counts.tolist() == [len(ctx.tokenizer.encode(t).ids) for t in texts]
+    assert counted == 0, "a query run counted what the build stored"
+
+
+def test_stored_counts_follow_their_lines_and_their_folder(
+    demo_index_copy, tmp_path, monkeypatch
+) -> None:
+    index = open_index(demo_index_copy)
+    folder = demo_index_copy / "line_tokens"
+    cfg = method_config("lightrag_hybrid_ner", "cpu")
+    first = QueryContext(index, cfg, tmp_path / "a")
+    original = lines_module.line_tokens(first, "entities").copy()
+    (path,) = folder.glob("entities-*.npy")
+    path.write_bytes(b"damaged")  # counted again and replaced
+    again = QueryContext(index, cfg, tmp_path / "b")
+    assert lines_module.line_tokens(again, "entities").tolist() == original.tolist()
+    assert [p.name for p in folder.glob("entities-*.npy")] == [path.name]
+    changed = QueryContext(index, cfg, tmp_path / "c")
+    g = lines_module.entity_graph(changed)
+    g.descriptions[0] += " and a sentence more"  # a changed line is another content: recounted
+    counts = lines_module.line_tokens(changed, "entities")
+    assert counts[0] > original[0] and counts[1:].tolist() == original[1:].tolist()
+    assert [p.name for p in folder.glob("entities-*.npy")] != [path.name]
+    shutil.rmtree(folder)
+    writable = os.access  # read-only (as root may write anyway) and never counted:
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and writable(p, mode))
+    readonly = QueryContext(index, cfg, tmp_path / "d")
+    assert lines_module.line_tokens(readonly, "entities") is None  # lines counted as read
+    assert not folder.exists()

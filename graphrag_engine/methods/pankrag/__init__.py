@@ -59,12 +59,8 @@ from graphrag_engine.methods.pankrag.plans import (
 )
 from graphrag_engine.retrieve.communities import communities, report_search
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import (
-    Lines,
-    chunks_by_entities,
-    entity_graph,
-    within_budget,
-)
+from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph
+from graphrag_engine.retrieve.lines import Lines, chunk_lines, within_budget
 from graphrag_engine.retrieve.local_search import (
     GraphRAGLocalConfig,
     local_context,
@@ -418,8 +414,7 @@ def step_context(ctx: QueryContext, cfg: PankRAGConfig, hit: Found) -> Context:
     comms = communities(ctx)
     reports = Lines(hit.rows, comms.report_text)
     kept = within_budget(ctx, reports, ctx.scaled(cfg.report_tokens))
-    titled = Lines(hit.chunks, ctx.chunks["titled"].__getitem__)
-    sources = within_budget(ctx, titled, ctx.scaled(cfg.report_chunk_tokens))
+    sources = within_budget(ctx, chunk_lines(ctx, hit.chunks), ctx.scaled(cfg.report_chunk_tokens))
     sections = [Section(kept, "-----Reports-----")]
     if sources:
         sections.append(Section(sources, "-----Sources-----"))

@@ -42,14 +42,8 @@ from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import (
-    EntityGraph,
-    Lines,
-    by_similarity,
-    entity_graph,
-    search,
-    within_budget,
-)
+from graphrag_engine.retrieve.entity_graph import EntityGraph, by_similarity, entity_graph, search
+from graphrag_engine.retrieve.lines import Lines, within_budget
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 

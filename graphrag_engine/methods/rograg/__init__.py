@@ -52,13 +52,14 @@ from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured, json_object
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.entity_graph import (
-    Lines,
+from graphrag_engine.retrieve.keywords import llm_keywords, ner_keywords
+from graphrag_engine.retrieve.lines import (
     budgeted_sections,
-    entity_graph,
+    chunk_lines,
+    entity_lines,
+    relation_lines,
     within_budget,
 )
-from graphrag_engine.retrieve.keywords import llm_keywords, ner_keywords
 from graphrag_engine.retrieve.linking import query_mentions
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
@@ -331,15 +332,10 @@ def run_chain(
 
 def dual_context(ctx: QueryContext, cfg: ROGRAGConfig, m: Matched) -> Context:
     """Nodes, edges and chunk texts as three whole sections under their budgets."""
-    g = entity_graph(ctx)
     parts = [
-        ("Entities", Lines(m.entities, g.entity_line), ctx.scaled(cfg.entity_tokens)),
-        ("Relations", Lines(m.relations, g.relation_line), ctx.scaled(cfg.relation_tokens)),
-        (
-            "Sources",
-            Lines(m.chunks, ctx.chunks["titled"].__getitem__),
-            ctx.scaled(cfg.chunk_tokens),
-        ),
+        ("Entities", entity_lines(ctx, m.entities), ctx.scaled(cfg.entity_tokens)),
+        ("Relations", relation_lines(ctx, m.relations), ctx.scaled(cfg.relation_tokens)),
+        ("Sources", chunk_lines(ctx, m.chunks), ctx.scaled(cfg.chunk_tokens)),
     ]
     return Context(budgeted_sections(ctx, parts))
 
@@ -389,8 +385,7 @@ def logic_form_stage(
     picked = select_passages(ctx, cfg, texts, found) if cfg.select else [[]] * len(texts)
     for context, cands, kept in zip(contexts, found, picked, strict=True):
         if context.sections and kept:
-            titled = Lines(kept, ctx.chunks["titled"].__getitem__)
-            sources = within_budget(ctx, titled, ctx.scaled(cfg.chunk_tokens))
+            sources = within_budget(ctx, chunk_lines(ctx, kept), ctx.scaled(cfg.chunk_tokens))
             context.sections.append(Section(sources, "-----Sources-----"))
         chunks.append([*kept, *(c for c in cands if c not in set(kept))])
     return forms, contexts, chunks

@@ -1,0 +1,205 @@
+"""Context lines: ranked rows (entities, relations, chunks) rendered only when a budget keeps
+them, and cut to token budgets by counts the index stores once.
+
+Every entity line, relation line and titled chunk is fixed by the index, so its token count is
+too: it is counted once over the whole index (by the `index`, `reindex` and `import` commands
+once they have written it, or by the first query run that opens an index without them) and kept
+under `line_tokens/` beside the index, named by the
+sha256 of the tokenizer and of the lines themselves, so a changed line format or table is
+counted again, never read stale. A budget then adds stored numbers instead of tokenizing, and
+renders only the lines it keeps. Lines without stored counts (a read-only index folder never
+counted, per-question lines) are counted through `QueryContext.count_tokens`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from graphrag_engine.progress import progress
+from graphrag_engine.query_config import QueryConfig
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.entity_graph import entity_graph
+from graphrag_engine.retrieve.types import Section
+from graphrag_engine.store import open_index
+
+LINE_TOKENS = "line_tokens"
+"""The folder beside an index that holds its lines' token counts."""
+COUNT_BLOCK = 4096
+"""Lines tokenized per call while counting an index's lines."""
+
+
+class Lines(Sequence[str]):
+    """The context lines of ranked rows (entities, relations, chunks), each built when it is
+    read: a budget reads only the leading lines it keeps, not one line per row found."""
+
+    def __init__(
+        self, rows: Sequence[Any], render: Callable[[Any], str], counts: np.ndarray | None = None
+    ) -> None:
+        """`render(row)` is a row's line; `counts[row]` its tokens, where they are stored."""
+        self.rows, self.render, self.counts = rows, render, counts
+
+    def __len__(self) -> int:
+        """How many rows there are."""
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        """A row's line, or the lines of a slice of rows."""
+        if isinstance(i, slice):
+            return [self.render(r) for r in self.rows[i]]
+        return self.render(self.rows[i])
+
+    def fitting(self, budget: int) -> int:
+        """How many leading lines sum to at most `budget` tokens, from the stored counts."""
+        if not len(self.rows):
+            return 0
+        used = np.cumsum(self.counts[np.asarray(self.rows, dtype=np.int64)])
+        return int(np.searchsorted(used, budget, side="right"))
+
+
+def within_budget(
+    ctx: QueryContext, texts: Sequence[str], budget: int, block: int = 16
+) -> list[str]:
+    """The leading texts whose token counts sum to at most `budget` (LightRAG's truncation of
+    a ranked list by token size): from stored counts where the lines carry them, else read and
+    counted a block at a time, only as far as needed (counts of texts seen before come from
+    the context's memory)."""
+    if isinstance(texts, Lines) and texts.counts is not None:
+        return texts[: texts.fitting(budget)]
+    out: list[str] = []
+    used = 0
+    for start in range(0, len(texts), block):
+        part = list(texts[start : start + block])
+        for text, n in zip(part, ctx.count_tokens(part), strict=True):
+            if used + n > budget:
+                return out
+            out.append(text)
+            used += n
+    return out
+
+
+def leading_tokens(ctx: QueryContext, lines: Sequence[str], n: int) -> int:
+    """Tokens of the first `n` lines (from stored counts where the lines carry them)."""
+    if isinstance(lines, Lines) and lines.counts is not None:
+        return int(lines.counts[np.asarray(lines.rows[:n], dtype=np.int64)].sum())
+    return sum(ctx.count_tokens(list(lines[:n])))
+
+
+def budgeted_sections(
+    ctx: QueryContext, parts: list[tuple[str, Sequence[str], float]]
+) -> list[Section]:
+    """(title, ranked lines, token budget) -> whole sections cut to their budgets; an empty
+    one is left out."""
+    out = []
+    for title, lines, budget in parts:
+        kept = within_budget(ctx, lines, int(budget))
+        if kept:
+            out.append(Section(kept, title=f"-----{title}-----", whole=True))
+    return out
+
+
+# -- the index's lines and their stored counts ---------------------------------------------------
+def entity_lines(ctx: QueryContext, rows: Sequence[int]) -> Lines:
+    """Entity rows as context lines (name, type, description)."""
+    g = entity_graph(ctx)
+    return Lines(rows, g.entity_line, line_tokens(ctx, "entities"))
+
+
+def relation_lines(ctx: QueryContext, rows: Sequence[int]) -> Lines:
+    """Relation rows as context lines (ends, description, keywords)."""
+    g = entity_graph(ctx)
+    return Lines(rows, g.relation_line, line_tokens(ctx, "relations"))
+
+
+def chunk_lines(ctx: QueryContext, rows: Sequence[int]) -> Lines:
+    """Chunk rows as context lines ("title\\ntext")."""
+    return Lines(rows, ctx.chunks["titled"].__getitem__, line_tokens(ctx, "chunks"))
+
+
+def _all_lines(ctx: QueryContext, kind: str) -> list[str]:
+    """Every line of `kind` in the index, in row order."""
+    if kind == "chunks":
+        return ctx.chunks["titled"]
+    g = entity_graph(ctx)
+    if kind == "entities":
+        return [g.entity_line(e) for e in range(len(g.names))]
+    return [g.relation_line(r) for r in range(len(g.src))]
+
+
+def line_tokens(ctx: QueryContext, kind: str) -> np.ndarray | None:
+    """Tokens of every line of `kind` (entities, relations, chunks) in row order, read from
+    beside the index or counted once and kept there; None where the folder is read-only and
+    holds none (lines are then counted as budgets read them)."""
+    return ctx.memo(("line_tokens", kind), lambda: _stored_counts(ctx, kind))
+
+
+def _stored_counts(ctx: QueryContext, kind: str) -> np.ndarray | None:
+    lines = _all_lines(ctx, kind)
+    digest = hashlib.sha256(ctx.tokenizer.to_str().encode())
+    for line in lines:
+        digest.update(line.encode())
+        digest.update(b"\0")
+    path = Path(ctx.index.root) / LINE_TOKENS / f"{kind}-{digest.hexdigest()[:16]}.npy"
+    if path.is_file():
+        try:
+            counts = np.load(path)
+            if counts.shape == (len(lines),):
+                return counts
+        except (OSError, ValueError):
+            pass  # a damaged file is counted again and replaced
+    if not os.access(ctx.index.root, os.W_OK):
+        return None
+    counts = count_lines(ctx.tokenizer, lines, kind)
+    _save(path, counts, kind)
+    return counts
+
+
+def count_lines(tokenizer: Any, lines: Sequence[str], kind: str = "lines") -> np.ndarray:
+    """Tokens of each line as `QueryContext.count_tokens` counts them, in blocks with progress."""
+    counts = np.zeros(len(lines), dtype=np.int32)
+    bar = progress(f"count {kind} tokens", total=len(lines), unit="line")
+    for start in range(0, len(lines), COUNT_BLOCK):
+        block = list(lines[start : start + COUNT_BLOCK])
+        counts[start : start + len(block)] = [
+            len(e.ids) for e in tokenizer.encode_batch_fast(block)
+        ]
+        bar.update(len(block))
+    bar.close()
+    return counts
+
+
+def _save(path: Path, counts: np.ndarray, kind: str) -> None:
+    """Write the counts atomically (a temporary name, then rename), dropping older counts of
+    the same kind; where that fails, they serve this run only."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")
+        np.save(tmp, counts)
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"{path}: cannot save line token counts ({exc}); kept for this run", file=sys.stderr)
+        return
+    for old in path.parent.glob(f"{kind}-*.npy"):
+        if old != path:
+            old.unlink(missing_ok=True)
+
+
+def store_line_tokens(root: str | Path) -> None:
+    """Count and keep the tokens of every line the index at `root` can give (once it is
+    written, so that no query run pays for it)."""
+    ctx = QueryContext(open_index(root), QueryConfig(), Path(root), dry_run=True)
+    kinds = ["chunks"]
+    if ctx.index.has("entities") and ctx.index.has("relations"):
+        kinds += ["entities", "relations"]
+    for kind in kinds:
+        line_tokens(ctx, kind)
