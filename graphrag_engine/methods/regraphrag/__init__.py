@@ -204,17 +204,21 @@ def rerank(
             first.setdefault(t.key, t)
         vecs = ctx.encode_queries([edge_text(g, first[k]) for k in keys])
     else:
-        rel_vecs = ctx.vectors("relation_vectors")
-        bridge_keys = [k for k in keys if k[2] < 0]
-        extra = ctx.encode_queries([edge_text(g, Triplet(k[0], k[1], -1)) for k in bridge_keys])
-        by_bridge = dict(zip(bridge_keys, extra, strict=True))
-        vecs = np.stack([rel_vecs[k[2]] if k[2] >= 0 else by_bridge[k] for k in keys])
+        relation = np.asarray([k[2] for k in keys], dtype=np.int64)
+        vecs = np.zeros((len(keys), ctx.vectors("relation_vectors").shape[1]), np.float32)
+        vecs[relation >= 0] = ctx.vectors("relation_vectors")[relation[relation >= 0]]
+        bridges = np.flatnonzero(relation < 0)
+        if bridges.size:
+            vecs[bridges] = ctx.encode_queries(
+                [edge_text(g, Triplet(keys[i][0], keys[i][1], -1)) for i in bridges.tolist()]
+            )
     vecs = l2_normalize(np.asarray(vecs, dtype=np.float32))
-    for q, per_q in enumerate(found):
-        scores = np.round(vecs @ q_vecs[q], 5)
+    for q, per_q in enumerate(found):  # each question scores its own triplets, not the batch's
+        own = np.asarray(list(dict.fromkeys(row[t.key] for _, ts in per_q for t in ts)), np.int64)
+        scores = dict(zip(own.tolist(), np.round(vecs[own] @ q_vecs[q], 5).tolist(), strict=True))
         for _, ts in per_q:
             for t in ts:
-                t.score = float(scores[row[t.key]])
+                t.score = scores[row[t.key]]
             ts.sort(key=lambda t: (-t.score, t.key))
 
 
