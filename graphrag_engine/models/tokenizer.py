@@ -3,6 +3,7 @@ the packaged all-MiniLM-L6-v2 tokenizer by default, or any tokenizer.json. Nothi
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,6 +12,10 @@ from tokenizers import Tokenizer
 from graphrag_engine.errors import ConfigError
 
 DEFAULT_TOKENIZER = "all-MiniLM-L6-v2"
+WORD_SPLITTERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+"""Pre-tokenizers that cut text into words at every whitespace before the model sees it."""
+CHARACTER_NORMALIZERS = {"BertNormalizer", "Lowercase"}
+"""Normalizers that change a text character by character."""
 
 
 @lru_cache(maxsize=4)
@@ -35,3 +40,18 @@ def load_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
     tok.no_truncation()
     tok.no_padding()
     return tok
+
+
+def counts_add_at_spaces(tokenizer: Tokenizer) -> bool:
+    """Whether the tokens of `a + " " + b` are always those of `a` and of `" " + b` less the
+    special tokens one encode adds: so for a tokenizer that cuts words at whitespace before
+    anything else and normalizes character by character (BERT's WordPiece, the default), and
+    a line can be counted from the counts of its parts."""
+    spec = json.loads(tokenizer.to_str())
+    normalizer = spec.get("normalizer")
+    steps = [normalizer]
+    if normalizer and normalizer.get("type") == "Sequence":
+        steps = normalizer.get("normalizers", [])
+    return (spec.get("pre_tokenizer") or {}).get("type") in WORD_SPLITTERS and all(
+        step is None or step.get("type") in CHARACTER_NORMALIZERS for step in steps
+    )

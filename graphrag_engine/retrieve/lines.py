@@ -16,15 +16,16 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
+from graphrag_engine.models.tokenizer import counts_add_at_spaces
 from graphrag_engine.progress import progress
 from graphrag_engine.query_config import QueryConfig
-from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.context import TOKEN_COUNTS_KEPT, QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph
 from graphrag_engine.retrieve.types import Section
 from graphrag_engine.store import open_index
@@ -40,9 +41,13 @@ class Lines(Sequence[str]):
     read: a budget reads only the leading lines it keeps, not one line per row found."""
 
     def __init__(
-        self, rows: Sequence[Any], render: Callable[[Any], str], counts: np.ndarray | None = None
+        self,
+        rows: Sequence[Any],
+        render: Callable[[Any], str],
+        counts: np.ndarray | Callable[[Sequence[Any]], Sequence[int]] | None = None,
     ) -> None:
-        """`render(row)` is a row's line; `counts[row]` its tokens, where they are stored."""
+        """`render(row)` is a row's line; its tokens are `counts[row]` where they are stored,
+        `counts(rows)` where they are derived from known parts, else counted when read."""
         self.rows, self.render, self.counts = rows, render, counts
 
     def __len__(self) -> int:
@@ -59,6 +64,15 @@ class Lines(Sequence[str]):
             return [self.render(r) for r in self.rows[i]]
         return self.render(self.rows[i])
 
+    def head(self, n: int) -> Lines:
+        """The first `n` lines."""
+        return Lines(self.rows[:n], self.render, self.counts)
+
+    @property
+    def stored(self) -> bool:
+        """Whether every line's tokens are stored (an array indexed by row)."""
+        return isinstance(self.counts, np.ndarray)
+
     def fitting(self, budget: int) -> int:
         """How many leading lines sum to at most `budget` tokens, from the stored counts."""
         if not len(self.rows):
@@ -71,28 +85,81 @@ def within_budget(
     ctx: QueryContext, texts: Sequence[str], budget: int, block: int = 16
 ) -> list[str]:
     """The leading texts whose token counts sum to at most `budget` (LightRAG's truncation of
-    a ranked list by token size): from stored counts where the lines carry them, else read and
-    counted a block at a time, only as far as needed (counts of texts seen before come from
-    the context's memory)."""
-    if isinstance(texts, Lines) and texts.counts is not None:
-        return texts[: texts.fitting(budget)]
-    out: list[str] = []
-    used = 0
-    for start in range(0, len(texts), block):
-        part = list(texts[start : start + block])
-        for text, n in zip(part, ctx.count_tokens(part), strict=True):
+    a ranked list by token size)."""
+    return list(texts[: fitting(ctx, texts, budget, block)])
+
+
+def fitting(ctx: QueryContext, texts: Sequence[str], budget: int, block: int = 16) -> int:
+    """How many leading texts sum to at most `budget` tokens: from stored counts where the
+    lines carry them, else read and counted a block at a time, only as far as needed (counts
+    of texts seen before come from the context's memory)."""
+    if isinstance(texts, Lines) and texts.stored:
+        return texts.fitting(budget)
+    count, items = _counter(ctx, texts)
+    kept = used = 0
+    for start in range(0, len(items), block):
+        for n in count(items[start : start + block]):
             if used + n > budget:
-                return out
-            out.append(text)
+                return kept
+            kept += 1
             used += n
-    return out
+    return kept
 
 
 def leading_tokens(ctx: QueryContext, lines: Sequence[str], n: int) -> int:
     """Tokens of the first `n` lines (from stored counts where the lines carry them)."""
-    if isinstance(lines, Lines) and lines.counts is not None:
+    if isinstance(lines, Lines) and lines.stored:
         return int(lines.counts[np.asarray(lines.rows[:n], dtype=np.int64)].sum())
-    return sum(ctx.count_tokens(list(lines[:n])))
+    count, items = _counter(ctx, lines)
+    return int(sum(count(items[:n])))
+
+
+def _counter(
+    ctx: QueryContext, texts: Sequence[str]
+) -> tuple[Callable[[Sequence[Any]], Sequence[int]], Sequence[Any]]:
+    """How a block of `texts` is counted, and what the blocks are cut from: the lines' own
+    count of their rows where they derive one, else the context's count of the texts."""
+    if isinstance(texts, Lines) and texts.counts is not None:
+        return texts.counts, texts.rows
+    return (lambda part: ctx.count_tokens(list(part))), texts
+
+
+def prefixed_lines(
+    ctx: QueryContext,
+    kind: str,
+    prefix: str,
+    rows: Sequence[Any],
+    body: Callable[[Any], str],
+    key: Callable[[Any], Hashable],
+    stored: Callable[[], dict[Hashable, int]] = dict,
+) -> Lines:
+    """Lines `prefix + " " + body(row)`: a section's fixed prefix (a perspective, a query) and
+    a body that recurs across questions. Where the tokenizer's counts add at spaces, a line's
+    tokens are the prefix's plus its body's (less one encode's special tokens), each body
+    counted once a run and remembered under `kind` by `key(row)` (`stored()`: bodies' counts
+    known beforehand, by key, read once a run); otherwise each line is counted whole."""
+
+    def render(row: Any) -> str:
+        return f"{prefix} {body(row)}"
+
+    if not ctx.memo("counts_add_at_spaces", lambda: counts_add_at_spaces(ctx.tokenizer)):
+        return Lines(rows, render)
+    empty, head = ctx.count_tokens(["", prefix])
+    known: dict[Hashable, int] = ctx.memo(
+        ("body_tokens", kind), lambda: {k: n - empty for k, n in stored().items()}
+    )
+
+    def counts(block: Sequence[Any]) -> list[int]:
+        new = list({key(r): r for r in block if key(r) not in known}.items())
+        if new:
+            if len(known) + len(new) > TOKEN_COUNTS_KEPT:  # a bound on memory in a long run
+                known.clear()
+                new = list({key(r): r for r in block}.items())
+            found = ctx.count_tokens([body(r) for _, r in new])
+            known.update((k, n - empty) for (k, _), n in zip(new, found, strict=True))
+        return [head + known[key(r)] for r in block]
+
+    return Lines(rows, render, counts)
 
 
 def budgeted_sections(
@@ -136,15 +203,20 @@ def _all_lines(ctx: QueryContext, kind: str) -> list[str]:
     return [g.relation_line(r) for r in range(len(g.src))]
 
 
-def line_tokens(ctx: QueryContext, kind: str) -> np.ndarray | None:
-    """Tokens of every line of `kind` (entities, relations, chunks) in row order, read from
-    beside the index or counted once and kept there; None where the folder is read-only and
-    holds none (lines are then counted as budgets read them)."""
-    return ctx.memo(("line_tokens", kind), lambda: _stored_counts(ctx, kind))
+def line_tokens(
+    ctx: QueryContext, kind: str, every: Callable[[], list[str]] | None = None
+) -> np.ndarray | None:
+    """Tokens of every line of `kind` (entities, relations, chunks, or a method's own kind
+    whose lines `every()` gives) in row order, read from beside the index or counted once and
+    kept there; None where the folder is read-only and holds none (lines are then counted as
+    budgets read them)."""
+    return ctx.memo(("line_tokens", kind), lambda: _stored_counts(ctx, kind, every))
 
 
-def _stored_counts(ctx: QueryContext, kind: str) -> np.ndarray | None:
-    lines = _all_lines(ctx, kind)
+def _stored_counts(
+    ctx: QueryContext, kind: str, every: Callable[[], list[str]] | None
+) -> np.ndarray | None:
+    lines = every() if every is not None else _all_lines(ctx, kind)
     digest = hashlib.sha256(ctx.tokenizer.to_str().encode())
     for line in lines:
         digest.update(line.encode())

@@ -42,9 +42,9 @@ from graphrag_engine.retrieve.lines import (
     budgeted_sections,
     chunk_lines,
     entity_lines,
+    fitting,
     leading_tokens,
     relation_lines,
-    within_budget,
 )
 from graphrag_engine.retrieve.linking import link_entities
 from graphrag_engine.retrieve.types import Context
@@ -213,9 +213,9 @@ def local_context(
     rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
     local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * ctx.scaled(cfg.max_tokens)
     ranked = entity_lines(ctx, ents)
-    ent_lines = within_budget(ctx, ranked, int(local))
-    sections.append(("Entities", ent_lines, local))
-    used = leading_tokens(ctx, ranked, len(ent_lines))
+    kept = fitting(ctx, ranked, int(local))
+    sections.append(("Entities", ranked.head(kept), local))
+    used = leading_tokens(ctx, ranked, kept)
     sections.append(("Relationships", relation_lines(ctx, rels), local - used))
     sources = chunk_lines(ctx, chunks)
     sections.append(("Sources", sources, unit_share * ctx.scaled(cfg.max_tokens)))

@@ -43,7 +43,7 @@ from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import EntityGraph, by_similarity, entity_graph, search
-from graphrag_engine.retrieve.lines import Lines, within_budget
+from graphrag_engine.retrieve.lines import line_tokens, prefixed_lines, within_budget
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
@@ -229,12 +229,27 @@ def behind(g: EntityGraph, t: Triplet) -> np.ndarray:
     return np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
 
 
-def triplet_line(g: EntityGraph, perspective: str, t: Triplet) -> str:
-    """A triplet as a line of the perspective-grouped prompt."""
-    return (
-        f"[{perspective}]: {g.names[t.a]} is connected to {g.names[t.b]} with "
-        f"{describe(g, t)} relation."
-    )
+def triplet_text(g: EntityGraph, t: Triplet) -> str:
+    """A triplet as the paper's sentence: its ends connected by the edge's description."""
+    return f"{g.names[t.a]} is connected to {g.names[t.b]} with {describe(g, t)} relation."
+
+
+def _sentence_key(t: Triplet) -> tuple[int, int, int]:
+    """What a triplet's sentence depends on (its ends in order and its relation)."""
+    return (t.a, t.b, t.relation)
+
+
+def stored_sentence_tokens(ctx: QueryContext, g: EntityGraph) -> dict[tuple[int, int, int], int]:
+    """Tokens of every relation's sentence by its key, counted once an index and kept beside it
+    as its lines' counts are (none where the index folder is read-only)."""
+    relations = [
+        Triplet(a, b, r)
+        for r, (a, b) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True))
+    ]
+    counts = line_tokens(ctx, "regraphrag", lambda: [triplet_text(g, t) for t in relations])
+    if counts is None:
+        return {}
+    return {_sentence_key(t): int(n) for t, n in zip(relations, counts.tolist(), strict=True)}
 
 
 def sections(
@@ -261,7 +276,10 @@ def sections(
     share = budget // max(len(groups), 1)
     out, listed, left_out = [], [], []
     for name, ts in groups:
-        lines = Lines(ts, partial(triplet_line, g, name))
+        lines = prefixed_lines(
+            ctx, "regraphrag", f"[{name}]:", ts, partial(triplet_text, g), _sentence_key,
+            partial(stored_sentence_tokens, ctx, g),
+        )  # fmt: skip
         kept = within_budget(ctx, lines, share)
         listed += ts[: len(kept)]
         left_out += ts[len(kept) :]
