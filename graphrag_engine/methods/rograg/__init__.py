@@ -293,8 +293,8 @@ def run_chain(
             high = [[*k, t] for k, t in zip(high, texts, strict=True)]
         _add(tokens, "keys", kw.tokens)
     with clock.stage("dual_level"):
-        q_vecs = ctx.encode_queries(texts) if cfg.chunk_pick == "vector" else None
-        matched = match_keys(ctx, low, high, cfg.top_ks(), cfg.floor, cfg.match, q_vecs)
+        asks = texts if cfg.chunk_pick == "vector" else None
+        matched = match_keys(ctx, low, high, cfg.top_ks(), cfg.floor, cfg.match, asks)
     stage_contexts: dict[str, list[Context]] = {
         "dual_level": [dual_context(ctx, cfg, m) for m in matched]
     }

@@ -48,17 +48,19 @@ def match_keys(
     top_k: tuple[int, int],
     floor: float,
     match: Literal["fuzzy", "exact", "name"] = "fuzzy",
-    question_vectors: np.ndarray | None = None,
+    questions: list[str] | None = None,
 ) -> list[Matched]:
     """Every question's keys matched to the graph: low keys to entities and high keys to
     relations (`match`: fuzzy, exact or name; `top_k`: entities per low key, relations per
-    high key), then the entities' relations and the relations' ends; with
-    `question_vectors`, each question's chunks by cosine to it."""
+    high key), then the entities' relations and the relations' ends; with the `questions`'
+    texts, each question's chunks by cosine to it (keys and questions in one encoder call)."""
     g = entity_graph(ctx)
     if match == "fuzzy":
         low, high = _joined(low), _joined(high)
     low_flat = [] if match == "name" else [k for ks in low for k in ks]
-    low_vecs, high_vecs = ctx.encode_query_groups(low_flat, [k for ks in high for k in ks])
+    low_vecs, high_vecs, question_vectors = ctx.encode_query_groups(
+        low_flat, [k for ks in high for k in ks], questions or []
+    )
     if match == "name":
         low_hits = _by_name(ctx, low)
     else:
@@ -79,7 +81,7 @@ def match_keys(
                 ]
             )
         )
-        if question_vectors is not None:
+        if questions is not None:
             chunks = by_similarity(ctx, question_vectors[q], chunks)
         out.append(Matched(entities, relations, chunks))
     return out
