@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from graphrag_engine.kernels.segments import (
     csr_from_pairs,
     csr_gather,
+    csr_order,
     dense_topk,
     group_by_owner,
     segment_rank,
@@ -103,3 +104,22 @@ def test_csr_gather_lists_every_entry_of_the_chosen_rows_in_order() -> None:
     assert slots.tolist() == [2, 3, 4, 0, 1, 2, 3, 4]
     empty = csr_gather(indptr, np.zeros(0, np.int64))
     assert empty[0].size == empty[1].size == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_csr_order_is_the_two_key_lexsort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 50))
+    rows = rng.integers(0, n, 400)
+    for cols in (
+        rng.integers(0, 30, 400),  # many equal pairs: their given order is kept
+        rng.integers(0, 30, 400).astype(np.uint32),
+        rng.integers(-5, 30, 400),  # negative columns: the lexsort itself
+        rng.random(400),  # float columns, likewise
+        np.arange(400)[::-1].copy(),
+    ):
+        indptr, order = csr_order(rows, cols, n)
+        assert order.tolist() == np.lexsort((cols, rows)).tolist()
+        assert indptr.tolist() == [0, *np.cumsum(np.bincount(rows, minlength=n)).tolist()]
+    indptr, order = csr_order(np.zeros(0, np.int64), np.zeros(0, np.int64), 3)
+    assert order.size == 0 and indptr.tolist() == [0, 0, 0, 0]

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from graphrag_engine.kernels.graph import CSRGraph
-from graphrag_engine.kernels.segments import csr_gather, csr_order, group_by_owner
+from graphrag_engine.kernels.segments import csr_gather, group_by_owner
 
 
 @dataclass
@@ -54,8 +54,11 @@ class TripleGraph:
 
     @cached_property
     def _edges_by_head(self) -> tuple[np.ndarray, np.ndarray]:
-        """(indptr, triple rows) grouping the triples by head node, rows ascending per head."""
-        return csr_order(self.heads, np.arange(self.heads.size), self.n_nodes)
+        """(indptr, triple rows) grouping the triples by head node, rows ascending per head
+        (a stable sort by head: the rows are ascending already)."""
+        indptr = np.zeros(self.n_nodes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.heads, minlength=self.n_nodes), out=indptr[1:])
+        return indptr, np.argsort(self.heads, kind="stable")
 
     def induced_edges(self, nodes: np.ndarray, member: np.ndarray) -> np.ndarray:
         """Rows (ascending) of the triples whose two ends are in `nodes`; `member` is a boolean
@@ -205,20 +208,19 @@ class PathText:
 
     def __init__(self, tg: TripleGraph) -> None:
         self.tg = tg
-        h, t = tg.heads.astype(np.int64), tg.tails.astype(np.int64)
-        rows = np.arange(h.size, dtype=np.int64)
-        self._n = np.int64(max(tg.n_nodes, 1))
-        both = h != t  # a relation links its ends both ways; a self-loop once
-        keys = np.concatenate([h * self._n + t, (t * self._n + h)[both]])
-        edges = np.concatenate([rows, rows[both]])
-        order = np.lexsort((edges, keys))  # by node pair, then triple row
-        self._keys, self._edges = keys[order], edges[order]
 
     def _between(self, u: int, v: int) -> list[int]:
-        """Triple rows joining u and v, in either direction, ascending."""
-        key = u * self._n + v
-        lo, hi = np.searchsorted(self._keys, [key, key + 1])
-        return self._edges[lo:hi].tolist()
+        """Triple rows joining u and v, in either direction, ascending (a self-loop once):
+        read from the two nodes' own triples, so rendering a few paths costs no index over
+        the whole batch graph."""
+        indptr, order = self.tg._edges_by_head
+        tails = self.tg.tails
+        rows = order[indptr[u] : indptr[u + 1]]
+        found = rows[tails[rows] == v]
+        if u != v:
+            back = order[indptr[v] : indptr[v + 1]]
+            found = np.concatenate([found, back[tails[back] == u]])
+        return np.sort(found).tolist()
 
     def show(self, path: tuple[int, ...]) -> str:
         """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored

@@ -218,11 +218,19 @@ def extract_subgraphs(
             tg, seeds, questions, kept_nodes, kept_edges, cfg, scorer
         )
     sub = tg.subgraphs(kept_nodes, kept_edges)
-    local = {
-        (int(o), int(n)): i for i, (o, n) in enumerate(zip(sub.node_owner, sub.origin, strict=True))
-    }
-    sub_seeds = [[local[(q, s)] for s in seeds[q] if (q, s) in local] for q in range(n_q)]
-    return sub, sub_seeds
+    return sub, [_rows_in_block(sub, q, seeds[q]) for q in range(n_q)]
+
+
+def _rows_in_block(sub: TripleGraph, q: int, nodes: list[int]) -> list[int]:
+    """The rows of `sub` that question q's block holds for `nodes` (rows of the graph it was
+    cut from), in `nodes` order; a node the block lacks is left out."""
+    lo, hi = np.searchsorted(sub.node_owner, [q, q + 1])
+    block = sub.origin[lo:hi]
+    order = np.argsort(block, kind="stable")
+    wanted = np.asarray(nodes, dtype=np.int64)
+    at = np.minimum(np.searchsorted(block[order], wanted), max(block.size - 1, 0))
+    found = block[order][at] == wanted if block.size else np.zeros(wanted.size, bool)
+    return (lo + order[at[found]]).tolist()
 
 
 def _score_filter(tg, seeds, questions, nodes, edges, cfg: LegoSEConfig, scorer):
