@@ -52,6 +52,8 @@ def link_and_embed(
     flat = [m for ms in mentions for m in ms]
     if len(ctx.entities["entity_id"]) == 0:
         flat = []
+    # encode_queries, not encode_query_groups: an empty question keeps the encoder's vector of
+    # "" (what dense retrieval gives it) rather than the zeros the groups give empty keys
     vectors = ctx.encode_queries([*queries, *flat])
     if not flat:
         return [{} for _ in queries], mentions, vectors
