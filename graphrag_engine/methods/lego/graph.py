@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from graphrag_engine.kernels.graph import CSRGraph
-from graphrag_engine.kernels.segments import csr_gather, group_by_owner
+from graphrag_engine.kernels.segments import csr_gather, csr_order, group_by_owner
 
 
 @dataclass
@@ -54,11 +54,8 @@ class TripleGraph:
 
     @cached_property
     def _edges_by_head(self) -> tuple[np.ndarray, np.ndarray]:
-        """(indptr, triple rows) grouping the triples by head node, rows ascending per head
-        (a stable sort by head: the rows are ascending already)."""
-        indptr = np.zeros(self.n_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.heads, minlength=self.n_nodes), out=indptr[1:])
-        return indptr, np.argsort(self.heads, kind="stable")
+        """(indptr, triple rows) grouping the triples by head node, rows ascending per head."""
+        return csr_order(self.heads, np.arange(self.heads.size), self.n_nodes)
 
     def induced_edges(self, nodes: np.ndarray, member: np.ndarray) -> np.ndarray:
         """Rows (ascending) of the triples whose two ends are in `nodes`; `member` is a boolean
