@@ -245,6 +245,11 @@ class GraphConfig:
     ner: Literal["auto", "spacy", "spacy_concepts", "rules"] = "auto"
     """Entity recognizer of units: spacy (packaged small English model), spacy_concepts (its
     named entities and concept noun phrases), rules, or auto (spacy when installed)."""
+    ner_skip_labels: list[str] = field(default_factory=lambda: ["CARDINAL", "ORDINAL"])
+    """spaCy entity labels left out of the graph (and out of questions' mentions): by default
+    bare counts and ranks ("three", "second"), as LinearRAG's public code does; dates, times,
+    amounts and percentages stay entities, so "1995" links the passages that name it.
+    Changing it re-reads cached mentions, it does not tag again."""
     embed: bool = True
     """Embed chunks, units, entities and relations (dense methods need it)."""
     unit_max_tokens: int = 512

@@ -18,7 +18,7 @@ from graphrag_engine.index.communities import detect_communities, report_prompts
 from graphrag_engine.index.extract import DESCRIPTION_MAX_CHARS, SUMMARY_PROMPT
 from graphrag_engine.index.resolve import resolve
 from graphrag_engine.models.forecast import StageForecast
-from graphrag_engine.models.ner import entity_recognizer
+from graphrag_engine.models.ner import entity_recognizer, skip_labels
 
 SAMPLE_CHUNKS = 200
 """Chunks whose NER graph stands in for the corpus's (evenly spaced over the corpus)."""
@@ -47,6 +47,7 @@ def sample_graph(texts: list[str], config: IndexConfig) -> SampleGraph:
     picks = np.unique(np.linspace(0, len(texts) - 1, min(SAMPLE_CHUNKS, len(texts))).round())
     sample = [texts[int(i)] for i in picks]
     found = entity_recognizer(config.graph.ner).extract(sample)
+    found = skip_labels(found, config.graph.ner_skip_labels)
     entities, _, relations = resolve((str(i), str(i), f) for i, f in enumerate(found))
     return SampleGraph(len(sample), len(texts) / len(sample), entities, relations, sample)
 

@@ -35,6 +35,7 @@ from graphrag_engine.index.units import llm_units, select_core_chunks, unit_batc
 from graphrag_engine.models import make_llm
 from graphrag_engine.models.base import Usage, outcome_line
 from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
+from graphrag_engine.models.ner import skip_labels
 from graphrag_engine.models.ner_cache import NERCache
 from graphrag_engine.models.text_cache import WINDOW, Windows, windows
 from graphrag_engine.names import VECTOR_TABLE_KINDS, entity_text, relation_text
@@ -290,6 +291,7 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
         nonlocal mentions_seen
         lo = 0
         for found, texts in zip(cache.mentions(model, b.unit_texts()), b.unit_texts(), strict=True):
+            found = skip_labels(found, b.config.graph.ner_skip_labels)
             ids = b.unit_ids.slice(lo, len(found))  # the window's ids, held since the units stage
             lo += len(found)
             mentions_seen += sum(map(len, found))

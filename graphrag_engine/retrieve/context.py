@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from graphrag_engine.config import EmbedderConfig
+from graphrag_engine.config import EmbedderConfig, GraphConfig
 from graphrag_engine.descriptions import relation_picks, sentence_mean
 from graphrag_engine.errors import BadInputError, IndexFormatError
 from graphrag_engine.kernels.graph import CSRGraph
@@ -26,7 +26,7 @@ from graphrag_engine.models import make_embedder, make_llm
 from graphrag_engine.models.base import UsageLedger
 from graphrag_engine.models.embed import query_encoder
 from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
-from graphrag_engine.models.ner import entity_recognizer
+from graphrag_engine.models.ner import NUMERIC_LABELS, entity_recognizer
 from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
 from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
 from graphrag_engine.query_config import QueryConfig
@@ -331,6 +331,14 @@ class QueryContext:
         backend = self.built_with.get("ner", "auto").split(":")[0]
         known = ("spacy", "spacy_concepts", "rules")
         return entity_recognizer(backend if backend in known else "auto")
+
+    @cached_property
+    def ner_skip_labels(self) -> tuple[str, ...]:
+        """Entity labels the index left out of its graph, so questions leave them out too (an
+        index built before the setting existed left out every numeric label)."""
+        graph = built_config(self.index, "graph")
+        default = NUMERIC_LABELS if graph else GraphConfig().ner_skip_labels
+        return tuple(graph.get("ner_skip_labels", default))
 
     @cached_property
     def tokenizer(self):

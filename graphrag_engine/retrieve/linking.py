@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphrag_engine.models.ner import skip_labels
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph, search
@@ -22,7 +23,7 @@ from graphrag_engine.retrieve.vector_search import nearest
 def query_mentions(ctx: QueryContext, queries: list[str]) -> list[list[str]]:
     """Entity mentions of every query (spaCy NER, or the rule fallback), de-duplicated."""
     out = []
-    for ents in ctx.ner.extract(queries):
+    for ents in skip_labels(ctx.ner.extract(queries), ctx.ner_skip_labels):
         seen: list[str] = []
         for name, _ in ents:
             if name.lower() not in (s.lower() for s in seen):
