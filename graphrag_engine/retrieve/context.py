@@ -43,6 +43,14 @@ def built_config(index: Index, section: str) -> dict[str, Any]:
     return (index.manifest.get("config") or {}).get(section) or {}
 
 
+def skipped_labels(graph: dict[str, Any]) -> tuple[str, ...]:
+    """The entity labels an index's graph config left out: its `ner_skip_labels`; every numeric
+    label for an index built before that setting existed; the default for one that records no
+    graph config (an import)."""
+    default = NUMERIC_LABELS if graph else GraphConfig().ner_skip_labels
+    return tuple(graph.get("ner_skip_labels", default))
+
+
 def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
     """The embedder a query uses: its config's, or, where that is left at the default, the
     backend and model the index was built with (a query must embed as its index did)."""
@@ -334,11 +342,8 @@ class QueryContext:
 
     @cached_property
     def ner_skip_labels(self) -> tuple[str, ...]:
-        """Entity labels the index left out of its graph, so questions leave them out too (an
-        index built before the setting existed left out every numeric label)."""
-        graph = built_config(self.index, "graph")
-        default = NUMERIC_LABELS if graph else GraphConfig().ner_skip_labels
-        return tuple(graph.get("ner_skip_labels", default))
+        """Entity labels the index left out of its graph, so questions leave them out too."""
+        return skipped_labels(built_config(self.index, "graph"))
 
     @cached_property
     def tokenizer(self):

@@ -10,11 +10,11 @@ import igraph as ig
 import numpy as np
 import pytest
 
-from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.eval.datasets import Question, load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.linearrag import linearrag
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.linking import link_entities
+from graphrag_engine.retrieve.linking import link_entities, query_mentions
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
 
@@ -151,3 +151,43 @@ def test_ablations_change_what_they_say(setup) -> None:
     for q in range(12):
         if not no_dense.extras[q]["fallback"]:
             assert len(no_dense.ranking.row(q)[0]) > 0
+
+
+NUMERIC = ["CARDINAL", "DATE", "MONEY", "ORDINAL", "PERCENT", "QUANTITY", "TIME"]
+
+
+def test_dates_are_entities_that_link_passages_counts_are_not(
+    demo_index, demo_index_copy, tmp_path
+) -> None:
+    """LinearRAG's public code keeps every spaCy label but counts and ranks: a date the
+    question names seeds the passages that name it. An index built to leave every numeric
+    label out re-reads its cached mentions, and its questions lose their dates too."""
+    from graphrag_engine.cli import main
+
+    default = open_index(demo_index)
+    kinds = dict(
+        zip(*default.table("entities", ["name", "type"]).to_pydict().values(), strict=True)
+    )
+    assert kinds["November 1912"] == "DATE"
+    assert not {"CARDINAL", "ORDINAL"} & set(kinds.values())
+    config = tmp_path / "numeric.yaml"
+    config.write_text(f"graph:\n  ner_skip_labels: [{', '.join(NUMERIC)}]\n")
+    assert main(["index", "--demo", "--out", str(demo_index_copy), "--config", str(config)]) == 0
+    numeric = open_index(demo_index_copy)
+    assert numeric.manifest["stats"]["stages"]["ner"]["tagged"] == 0
+    names = set(numeric.table("entities", ["name"]).to_pydict()["name"])
+    assert names == {n for n, k in kinds.items() if k not in NUMERIC}
+
+    question = "Which storm struck the islands in November 1912?"
+    chunks = default.table("chunks", ["chunk_id", "text"]).to_pydict()
+    naming = {c for c, t in zip(*chunks.values(), strict=True) if "November 1912" in t}
+    assert len(naming) == 2
+    questions = [Question(qid="q", question=question)]
+    ctx, found = _run(default, questions, tmp_path / "default")
+    assert query_mentions(ctx, [question]) == [["November 1912"]]
+    assert found.extras[0]["linked_entities"] == ["November 1912"]
+    ids = [ctx.chunks["ids"][i] for i in found.ranking.row(0)[0][:2]]
+    assert set(ids) == naming
+    ctx, found = _run(numeric, questions, tmp_path / "numeric")
+    assert ctx.ner_skip_labels == tuple(NUMERIC)
+    assert query_mentions(ctx, [question]) == [[]] and found.extras[0]["fallback"]
