@@ -56,6 +56,12 @@ def dense_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, vals
 
 
+def first_occurrences(values: np.ndarray) -> np.ndarray:
+    """The distinct values, each once, in the order they first occur."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)]
+
+
 def group_by_owner(owner: np.ndarray, n_owners: int) -> list[np.ndarray]:
     """Entry ids grouped by owner 0..n_owners-1, ascending within a group (one stable sort, not
     one scan per owner)."""

@@ -150,14 +150,15 @@ def prefixed_lines(
     )
 
     def counts(block: Sequence[Any]) -> list[int]:
-        new = list({key(r): r for r in block if key(r) not in known}.items())
+        keys = [key(r) for r in block]
+        new = {k: r for k, r in zip(keys, block, strict=True) if k not in known}
         if new:
             if len(known) + len(new) > TOKEN_COUNTS_KEPT:  # a bound on memory in a long run
                 known.clear()
-                new = list({key(r): r for r in block}.items())
-            found = ctx.count_tokens([body(r) for _, r in new])
-            known.update((k, n - empty) for (k, _), n in zip(new, found, strict=True))
-        return [head + known[key(r)] for r in block]
+                new = dict(zip(keys, block, strict=True))
+            found = ctx.count_tokens([body(r) for r in new.values()])
+            known.update((k, n - empty) for k, n in zip(new, found, strict=True))
+        return [head + known[k] for k in keys]
 
     return Lines(rows, render, counts)
 

@@ -29,6 +29,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from graphrag_engine.errors import ConfigError
+from graphrag_engine.kernels.segments import first_occurrences
 from graphrag_engine.retrieve.communities import communities
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import (
@@ -116,9 +117,7 @@ def relationships(g: EntityGraph, selected: list[int], cap: int) -> list[int]:
     relations cost no Python loop."""
     if not selected:
         return []
-    touching = np.concatenate([g.relations_of(e) for e in selected])
-    _, first = np.unique(touching, return_index=True)
-    touching = touching[np.sort(first)]  # each relation once, in first-seen order
+    touching = first_occurrences(np.concatenate([g.relations_of(e) for e in selected]))
     chosen = np.asarray(selected, dtype=np.int64)
     src_in, dst_in = np.isin(g.src[touching], chosen), np.isin(g.dst[touching], chosen)
     both = src_in & dst_in

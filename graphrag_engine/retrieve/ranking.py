@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain, zip_longest
 
 import numpy as np
 
@@ -81,9 +82,10 @@ def passages_of(rows: list[int], passage_of_chunk: list[str]) -> list[str]:
 def round_robin(*lists: list[int]) -> list[int]:
     """a[0], b[0], a[1], b[1], ... without duplicates (LightRAG's merge of its levels' lists;
     PankRAG's merge of its steps' chunks)."""
-    out: dict[int, None] = {}
-    for i in range(max(map(len, lists), default=0)):
-        for side in lists:
-            if i < len(side):
-                out.setdefault(side[i], None)
+    out = dict.fromkeys(chain.from_iterable(zip_longest(*lists, fillvalue=_GAP)))
+    out.pop(_GAP, None)
     return list(out)
+
+
+_GAP = object()
+"""What `round_robin` reads past the end of a shorter list."""

@@ -12,6 +12,7 @@ from graphrag_engine.kernels.segments import (
     csr_gather,
     csr_order,
     dense_topk,
+    first_occurrences,
     group_by_owner,
     segment_rank,
     segment_topk,
@@ -123,3 +124,11 @@ def test_csr_order_is_the_two_key_lexsort(seed: int) -> None:
         assert indptr.tolist() == [0, *np.cumsum(np.bincount(rows, minlength=n)).tolist()]
     indptr, order = csr_order(np.zeros(0, np.int64), np.zeros(0, np.int64), 3)
     assert order.size == 0 and indptr.tolist() == [0, 0, 0, 0]
+
+
+def test_first_occurrences_keep_the_order_values_are_first_seen_in() -> None:
+    rng = np.random.default_rng(5)
+    for size in (0, 1, 7, 500):
+        values = rng.integers(0, 40, size=size)
+        expected = list(dict.fromkeys(values.tolist()))
+        assert first_occurrences(values).tolist() == expected

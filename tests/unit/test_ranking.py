@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphrag_engine.retrieve.ranking import ChunkRanking, lead_then_fill
+from graphrag_engine.retrieve.ranking import ChunkRanking, lead_then_fill, round_robin
 
 
 def _fill() -> ChunkRanking:
@@ -31,3 +31,22 @@ def test_a_lead_of_n_keeps_the_best_n_own_chunks_first() -> None:
     assert r.row(1)[0] == [2, 1, 0, 5, 4]
     one = lead_then_fill(owner, rows, scores, _fill(), depth=6, lead=1)
     assert one.row(0)[0] == [4, 9, 3, 8, 7, 6]
+
+
+def test_round_robin_interleaves_lists_and_keeps_each_id_once() -> None:
+    """Against the loop it reads as: a[0], b[0], a[1], b[1], ... skipping ids seen before."""
+
+    def loop(*lists: list[int]) -> list[int]:
+        out: list[int] = []
+        for i in range(max(map(len, lists), default=0)):
+            for side in lists:
+                if i < len(side) and side[i] not in out:
+                    out.append(side[i])
+        return out
+
+    rng = np.random.default_rng(3)
+    assert round_robin() == [] and round_robin([], []) == []
+    assert round_robin([1, 2, 3], [3, 4], [9]) == [1, 3, 9, 2, 4]
+    for sizes in ((5,), (0, 7), (40, 3, 12), (200, 150)):
+        lists = [rng.integers(0, 60, size=n).tolist() for n in sizes]
+        assert round_robin(*lists) == loop(*lists)

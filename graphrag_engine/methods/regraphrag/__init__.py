@@ -37,6 +37,7 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.reorganize import Reorganization, reorganize
+from graphrag_engine.kernels.segments import first_occurrences
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
@@ -287,11 +288,12 @@ def sections(
             out.append(Section(kept, title=f"Perspective: {name}", whole=True))
     left_out.sort(key=lambda t: (-t.score, t.key))
     parts = [listed, left_out] if chunk_order == "vector" else [[t] for t in [*listed, *left_out]]
-    chunks: dict[int, None] = {}
-    for part in parts:
-        new = [int(c) for t in part for c in behind(g, t) if int(c) not in chunks]
-        chunks.update(dict.fromkeys(by_similarity(ctx, question_vector, list(dict.fromkeys(new)))))
-    return out, list(chunks)
+    chunks: list[int] = []
+    for part in (p for p in parts if p):
+        new = first_occurrences(np.concatenate([behind(g, t) for t in part]).astype(np.int64))
+        new = new[~np.isin(new, chunks)]
+        chunks += by_similarity(ctx, question_vector, new.tolist())
+    return out, chunks
 
 
 STAT_KEYS = ("subgraphs", "after_paths", "after_bridges", "path_nodes_added", "bridges_added")
