@@ -5,8 +5,9 @@ and the closest pair between two node sets.
 Shortest paths between (source, target) requests, distances and the closest pair run in
 scipy's compiled csgraph routines, once per distinct source for the whole batch of requests.
 The hop-limited enumerations (all shortest paths, simple paths, every shortest path from one
-node) walk the CSR arrays level by level in numpy and Python, one source at a time: their
-output is a list of paths, bounded by a hop limit and a path cap.
+node) walk the CSR arrays level by level, one source at a time: their output is a list of
+paths, bounded by a hop limit and a path cap. Every shortest path from one node grows a whole
+level's paths in a few array operations; the others walk paths in Python.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from scipy.sparse import csgraph
 
 from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.segments import csr_gather
 
 
 @dataclass(frozen=True)
@@ -197,29 +200,36 @@ def simple_paths(
 
 
 def shortest_paths_from(
-    graph: CSRGraph, source: int, max_hops: int | None = None, cap: int | None = None
+    graph: CSRGraph | sparse.csr_array,
+    source: int,
+    max_hops: int | None = None,
+    cap: int | None = None,
 ) -> list[tuple[int, ...]]:
     """Every minimum-hop path from `source` to each node it reaches (the source itself left
     out), within `max_hops` edges when given: igraph's `get_all_shortest_paths(source)` with
-    paths as node sequences (parallel edges give one path). Level by level, a node's paths are
-    its predecessors' paths one node longer; at most `cap` paths, the shortest first, ordered
-    by (length, nodes)."""
-    limit = max_hops if max_hops is not None else graph.n_nodes
+    paths as node sequences (parallel edges give one path). Level by level over arrays, every
+    path of a level grows by each neighbour of its last node not reached before; at most `cap`
+    paths, the shortest first, ordered by (length, nodes). Only the graph's structure is read:
+    a scipy CSR array of it serves as well."""
+    n_nodes = graph.indptr.size - 1
+    limit = max_hops if max_hops is not None else n_nodes
     cap = cap if cap is not None else np.iinfo(np.int64).max
-    paths_to: dict[int, list[tuple[int, ...]]] = {source: [(source,)]}
-    frontier, out = [source], []
+    indptr = graph.indptr.astype(np.int64, copy=False)
+    reached = np.asarray([source], dtype=np.int64)  # ascending
+    paths = reached.reshape(1, 1)  # a level's paths, one per row, in (nodes) order
+    out: list[tuple[int, ...]] = []
     for _ in range(limit):
-        level: dict[int, list[tuple[int, ...]]] = {}
-        for u in frontier:
-            for v in np.unique(graph.neighbors(u)).tolist():
-                if v not in paths_to:
-                    level.setdefault(v, []).extend(p + (v,) for p in paths_to[u])
-        if not level:
+        owner, slots = csr_gather(indptr, paths[:, -1])
+        step = graph.indices[slots].astype(np.int64)
+        fresh = ~np.isin(step, reached)
+        # one path per (path, next node), in (path, node) order: the new level stays sorted
+        key = np.unique(owner[fresh] * n_nodes + step[fresh])
+        if not key.size:
             break
-        found = sorted(p for ps in level.values() for p in ps)
-        out.extend(found[: cap - len(out)])
+        owner, step = np.divmod(key, n_nodes)
+        paths = np.column_stack([paths[owner], step])
+        out.extend(map(tuple, paths[: cap - len(out)].tolist()))
         if len(out) >= cap:
             break
-        paths_to.update(level)
-        frontier = sorted(level)
+        reached = np.union1d(reached, step)
     return out

@@ -7,6 +7,7 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.paths import (
@@ -107,6 +108,11 @@ def test_shortest_paths_from_a_node_match_igraph_and_networkx(seed: int, directe
         assert set(two) == {p for p in ref if len(p) <= 3}
         assert [len(p) for p in mine] == sorted(len(p) for p in mine)  # shortest first
         assert shortest_paths_from(g, s, cap=5) == mine[:5]
+        # the structure alone, as a scipy CSR array with parallel entries merged, walks the same
+        ends = (g.tails, g.indices.astype(np.int64))
+        structure = sp.csr_array((np.ones(g.n_entries, np.int32), ends), shape=(40, 40))
+        assert shortest_paths_from(structure, s) == mine
+        assert shortest_paths_from(structure, s, max_hops=2, cap=7) == two[:7]
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphrag_engine.methods.lego.graph import PathText, TripleGraph
+from graphrag_engine.methods.lego.graph import PathText, TripleGraph, names_of
 
 
 def _graph(seed: int, n: int = 120, m: int = 700, shared: bool = True) -> TripleGraph:
@@ -52,10 +52,23 @@ def test_subgraph_blocks_equal_the_dictionary_reference() -> None:
                 tails.append(local[t])
                 rels.append(tg.relations[e])
                 e_owner.append(q)
-    assert sub.names == names and sub.relations == rels
+    assert list(sub.names) == names and list(sub.relations) == rels
+    assert sub.names[3:50] == names[3:50] and names_of(sub, [7, 0, 7]) == [
+        names[i] for i in (7, 0, 7)
+    ]
     assert sub.heads.tolist() == heads and sub.tails.tolist() == tails
     assert sub.edge_owner.tolist() == e_owner
     assert sub.origin.tolist() == np.concatenate(nodes).tolist()
+    # a block of a block names what the first graph names, read through one pick
+    again = sub.subgraphs([np.arange(10, 60)], [np.arange(sub.heads.size)])
+    assert list(again.names) == names[10:60] and again.names.items is tg.names
+    # the structure alone: every node's neighbours both ways, parallel triples once
+    adjacency = sub.adjacency
+    for node in range(sub.n_nodes):
+        row = adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]]
+        want = {t for h, t in zip(heads, tails, strict=True) if h == node}
+        want |= {h for h, t in zip(heads, tails, strict=True) if t == node}
+        assert sorted(row.tolist()) == sorted(want)
 
 
 def test_path_text_finds_every_relation_between_two_nodes_in_row_order() -> None:

@@ -15,6 +15,7 @@ module runs once per batch; extras keep each module's entities for the LEGO metr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal
 
 import numpy as np
@@ -25,6 +26,7 @@ from graphrag_engine.methods.base import register
 from graphrag_engine.methods.lego.graph import (
     PathText,
     index_graph,
+    names_of,
     path_passages,
     question_graphs,
     relation_chunks,
@@ -158,7 +160,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
     se_triples = np.bincount(sub.edge_owner, minlength=n_q)
     extras = []
     for q in range(n_q):
-        se_names = [sub.names[n] for n in se_nodes[q]]
+        se_names = names_of(sub, se_nodes[q])
         pf_names = _names_on(sub, filtered[q].paths)
         pr_names = _names_on(sub, refined[q].paths)
         extras.append(
@@ -201,8 +203,4 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
 
 def _names_on(tg, paths: list[tuple[int, ...]]) -> list[str]:
     """Distinct node names on the paths, topic entities included, in first-seen order."""
-    seen: dict[str, None] = {}
-    for p in paths:
-        for n in p:
-            seen.setdefault(tg.names[n], None)
-    return list(seen)
+    return list(dict.fromkeys(names_of(tg, list(dict.fromkeys(chain.from_iterable(paths))))))

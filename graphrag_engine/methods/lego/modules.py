@@ -296,7 +296,7 @@ def filter_paths(
 def _shortest_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
     """Every shortest path from each topic entity to each node it reaches within `max_hops`
     (the paper's SPF), up to `cap` per question, the shortest first."""
-    found = [p for s in seeds for p in shortest_paths_from(sub.graph, s, max_hops, cap)]
+    found = [p for s in seeds for p in shortest_paths_from(sub.adjacency, s, max_hops, cap)]
     return sorted(found, key=lambda p: (len(p), p))[:cap]
 
 
