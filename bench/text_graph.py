@@ -8,7 +8,10 @@ the best graph method minus the best baseline (paired bootstrap interval of the 
         [--configs before,sentences] [--tag TAG]
 
 `--configs sentences` builds and queries today's default index only (no build-time ratio); its
-shares of dense and its best-graph-minus-baseline figures are still from one run. `--reuse`
+shares of dense and its best-graph-minus-baseline figures are still from one run. `--against
+TAG` adds each default-index row's R@2 / R@5 minus those of the same set and method in the
+committed result `text_graph-TAG.json` (an earlier commit's run), e.g. before a change to the
+index. `--reuse`
 queries an index this bench already built in WORK instead of building it again (its build
 figures are then left out).
 
@@ -23,8 +26,9 @@ bench/chunk_pick.py, bench/graph_pick.py).
 from __future__ import annotations
 
 import argparse
+import json
 
-from bench.common import DATA, DEV_SETS, offline_work, work_dir, write_result
+from bench.common import DATA, DEV_SETS, RESULTS, offline_work, work_dir, write_result
 from bench.descriptions import RUNS, build_or_reuse, recall_rows
 from graphrag_engine.eval.metrics import paired_test
 
@@ -42,6 +46,7 @@ def main() -> None:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--tag", default="")
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--against", default=None, help="tag of an earlier text_graph result")
     args = ap.parse_args()
     configs = args.configs.split(",")
     if "sentences" not in configs or not set(configs) <= set(CONFIGS):
@@ -78,7 +83,7 @@ def main() -> None:
                 **{k: round(v, 4) for k, v in diff.items()},
             }
         )
-        _write(builds, recall, best, args.tag)
+        _write(builds, recall, best, args.tag, args.against)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -88,10 +93,37 @@ def main() -> None:
         print(b)
 
 
-def _write(builds: list[dict], recall: list[dict], best: list[dict], tag: str) -> None:
+def _write(
+    builds: list[dict], recall: list[dict], best: list[dict], tag: str, against: str | None
+) -> None:
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
     figures = {"bench": "text_graph", "builds": builds, "recall": recall}
-    write_result("text_graph", {**figures, "best_graph_minus_baseline": best}, tag)
+    figures["best_graph_minus_baseline"] = best
+    if against:
+        figures[f"change_against_{against}"] = changes(recall, against)
+    write_result("text_graph", figures, tag)
+
+
+def changes(recall: list[dict], against: str) -> list[dict]:
+    """Each default-index row's R@2 / R@5 beside those of the same set and method in the
+    committed result text_graph-AGAINST.json, and the difference."""
+    earlier = json.loads((RESULTS / f"text_graph-{against}.json").read_text())
+    then = {
+        (r["set"], r["method"]): r
+        for r in earlier["figures"]["recall"]
+        if r.get("index", "sentences") == "sentences"
+    }
+    out = []
+    for r in recall:
+        old = then.get((r["set"], r["method"]))
+        if r["index"] != "sentences" or old is None:
+            continue
+        row = {"set": r["set"], "method": r["method"], "commit_then": earlier["commit"][:12]}
+        for k in ("R@2", "R@5"):
+            row[f"{k} then"], row[f"{k} now"] = old[k], r[k]
+            row[f"{k} change"] = round(r[k] - old[k], 3)
+        out.append(row)
+    return out
 
 
 if __name__ == "__main__":

@@ -141,3 +141,30 @@ def test_a_result_from_uncommitted_code_says_so_and_fails_the_check(tmp_path, mo
 def test_every_committed_result_names_the_code_that_wrote_it() -> None:
     """No result in bench/results/ was written from uncommitted code (or says `-dirty`)."""
     assert tables.unstamped() == []
+
+
+def test_text_graph_changes_pair_rows_of_the_same_set_and_method(tmp_path, monkeypatch) -> None:
+    """`--against TAG`: each default-index row beside the earlier result's row of its set and
+    method; rows of the other index, or with no earlier row, are left out."""
+    from bench import text_graph
+
+    def row(index: str, method: str, r2: float, r5: float) -> dict:
+        return {"set": "musique", "index": index, "method": method, "R@2": r2, "R@5": r5}
+
+    then = [row("sentences", "naive", 0.4, 0.5), row("sentences", "hipporag", 0.41, 0.62)]
+    earlier = {"commit": "2759370a5431f01f", "figures": {"recall": then}}
+    (tmp_path / "text_graph-defaults.json").write_text(json.dumps(earlier))
+    monkeypatch.setattr(text_graph, "RESULTS", tmp_path)
+    now = [
+        row("before", "naive", 0.1, 0.2),
+        row("sentences", "naive", 0.4, 0.5),
+        row("sentences", "hipporag", 0.43, 0.615),
+        row("sentences", "linearrag", 0.5, 0.6),
+    ]
+    got = text_graph.changes(now, "defaults")
+    assert [(r["method"], r["R@2 change"], r["R@5 change"]) for r in got] == [
+        ("naive", 0.0, 0.0),
+        ("hipporag", 0.02, -0.005),
+    ]
+    assert got[1]["R@5 then"] == 0.62 and got[1]["R@5 now"] == 0.615
+    assert got[0]["commit_then"] == "2759370a5431"
