@@ -147,12 +147,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="musique")
     ap.add_argument("--work", default=work_dir("retrieval"))
-    ap.add_argument("--skip-train", action="store_true", help="use the configured threshold (0.3)")
+    ap.add_argument("--skip-train", action="store_true", help="use the configured threshold (0.2)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    threshold, train = (0.3, []) if args.skip_train else choose_threshold(work)
+    threshold, train = (0.2, []) if args.skip_train else choose_threshold(work)
     dev, diffs, speed = [], [], []
     for name in args.sets.split(","):
         rows, diff, fast = dev_set(name, work, threshold)
