@@ -61,7 +61,7 @@ def test_subgraph_blocks_equal_the_dictionary_reference() -> None:
     assert sub.origin.tolist() == np.concatenate(nodes).tolist()
     # a block of a block names what the first graph names, read through one pick
     again = sub.subgraphs([np.arange(10, 60)], [np.arange(sub.heads.size)])
-    assert list(again.names) == names[10:60] and again.names.items is tg.names
+    assert list(again.names) == names[10:60] and again.names.render.__self__ is tg.names
     # the structure alone: every node's neighbours both ways, parallel triples once
     adjacency = sub.adjacency
     for node in range(sub.n_nodes):

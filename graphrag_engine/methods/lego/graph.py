@@ -12,48 +12,26 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import overload
 
 import numpy as np
 from scipy import sparse
 
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.segments import csr_gather, csr_order, group_by_owner
+from graphrag_engine.retrieve.lines import Lines
 
 
-class Picked(Sequence[str]):
-    """The items of a list at given rows, each read when it is asked for: a cut graph's node
-    names and triple relations, without a string list as long as the batch's subgraphs."""
-
-    def __init__(self, items: Sequence[str], rows: np.ndarray) -> None:
-        """`self[i]` is `items[rows[i]]`; a pick of a pick reads the first list directly."""
-        if isinstance(items, Picked):
-            items, rows = items.items, items.rows[rows]
-        self.items, self.rows = items, rows
-
-    def __len__(self) -> int:
-        """How many rows are picked."""
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        """The item at pick i, or the items of a slice of picks."""
-        if isinstance(i, slice):
-            return [self.items[r] for r in self.rows[i].tolist()]
-        return self.items[self.rows[i]]
-
-    def take(self, picks: np.ndarray | list[int]) -> list[str]:
-        """The items at several picks, in their order."""
-        return [self.items[r] for r in self.rows[np.asarray(picks, dtype=np.int64)].tolist()]
+def picked(items: Sequence[str], rows: np.ndarray) -> Lines:
+    """`items[rows[i]]` as line i, read when it is asked for: a cut graph's node names and
+    triple relations, without a string list as long as the batch's subgraphs (a pick of a pick
+    reads the first list directly)."""
+    if isinstance(items, Lines) and isinstance(items.rows, np.ndarray):
+        return Lines(items.rows[rows], items.render)
+    return Lines(rows, items.__getitem__)
 
 
 def names_of(tg: TripleGraph, nodes: np.ndarray | list[int]) -> list[str]:
     """The names of nodes of a triple graph, in their order."""
-    if isinstance(tg.names, Picked):
-        return tg.names.take(nodes)
     return [tg.names[n] for n in nodes]
 
 
@@ -137,9 +115,9 @@ class TripleGraph:
             for parts in (owners, heads, tails, rows, e_owner, origin)
         ]
         owner, head, tail, row, edge_owner, node_origin = joined
-        names = Picked(self.names, node_origin)
+        names = picked(self.names, node_origin)
         return TripleGraph(
-            names, owner, head, tail, Picked(self.relations, row), edge_owner, node_origin
+            names, owner, head, tail, picked(self.relations, row), edge_owner, node_origin
         )
 
 
