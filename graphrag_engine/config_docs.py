@@ -76,10 +76,9 @@ def index_reference() -> str:
     return "\n".join(head + section_lines(IndexConfig())) + "\n"
 
 
-def method_reference(name: str) -> str:
-    """configs/reference/NAME.yaml: every key of a query config for method NAME, at its default."""
+def method_reference(name: str, cfg: QueryConfig) -> str:
+    """configs/reference/NAME.yaml: every key of `cfg`, method NAME's reference query config."""
     spec = METHODS[name]
-    cfg = reference_query_config(name)
     head = [
         f"# Every key of `graphrag-engine query INDEX QUESTIONS --method FILE` for `{name}`",
         f"# ({spec.paper}), at its default, with its meaning; models.llm.backend is set to",
@@ -106,13 +105,14 @@ def reference_query_config(name: str) -> QueryConfig:
 def references() -> dict[Path, str]:
     """Every reference file's path and text."""
     out = {REPO / "configs" / "index.yaml": index_reference()}
+    pages = {}
     for name in method_names():
-        out[REPO / "configs" / "reference" / f"{name}.yaml"] = method_reference(name)
-    out[REPO / "docs" / "structured-stages.md"] = stages_page()
-    for name in method_names():
+        cfg = reference_query_config(name)  # the LLM backend it sets leaves the options as they are
+        out[REPO / "configs" / "reference" / f"{name}.yaml"] = method_reference(name, cfg)
         page = REPO / "docs" / "methods" / f"{name}.md"
-        out[page] = page_with_table(page, settings_table(query_config(name).options))
-    return out
+        pages[page] = page_with_table(page, settings_table(cfg.options))
+    out[REPO / "docs" / "structured-stages.md"] = stages_page()
+    return out | pages
 
 
 def main(argv: list[str] | None = None) -> int:

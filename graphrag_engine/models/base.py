@@ -112,9 +112,9 @@ class Usage:
     free_decoded: int = 0
     """Fresh calls with a schema that were decoded without any constraint."""
     http_retries: int = 0
+    """HTTP requests a server backend sent again (429, 5xx, timeouts, answers without text)."""
     failed_prompts: int = 0
     """Prompts that failed after every retry and were recorded as failures (not raised)."""
-    """HTTP requests a server backend sent again (429, 5xx, timeouts, answers without text)."""
 
     def add(self, c: Completion) -> None:
         """Count one completion."""

@@ -206,8 +206,9 @@ def rerank(
         vecs = ctx.encode_queries([edge_text(g, first[k]) for k in keys])
     else:
         relation = np.asarray([k[2] for k in keys], dtype=np.int64)
-        vecs = np.zeros((len(keys), ctx.vectors("relation_vectors").shape[1]), np.float32)
-        vecs[relation >= 0] = ctx.vectors("relation_vectors")[relation[relation >= 0]]
+        stored = ctx.vectors("relation_vectors")
+        vecs = np.zeros((len(keys), stored.shape[1]), np.float32)
+        vecs[relation >= 0] = stored[relation[relation >= 0]]
         bridges = np.flatnonzero(relation < 0)
         if bridges.size:
             vecs[bridges] = ctx.encode_queries(
