@@ -34,6 +34,8 @@ LINE_TOKENS = "line_tokens"
 """The folder beside an index that holds its lines' token counts."""
 COUNT_BLOCK = 4096
 """Lines tokenized per call while counting an index's lines."""
+MAX_BLOCK = 256
+"""The most lines a budget counts in one call while it reads a ranked list."""
 
 
 class Lines(Sequence[str]):
@@ -92,17 +94,21 @@ def within_budget(
 def fitting(ctx: QueryContext, texts: Sequence[str], budget: int, block: int = 16) -> int:
     """How many leading texts sum to at most `budget` tokens: from stored counts where the
     lines carry them, else read and counted a block at a time, only as far as needed (counts
-    of texts seen before come from the context's memory)."""
+    of texts seen before come from the context's memory). Each block is twice the one before,
+    up to MAX_BLOCK, so a long list that fits costs a few calls, and at most about as many
+    texts as kept are counted past the budget."""
     if isinstance(texts, Lines) and texts.stored:
         return texts.fitting(budget)
     count, items = _counter(ctx, texts)
-    kept = used = 0
-    for start in range(0, len(items), block):
+    kept = used = start = 0
+    while start < len(items):
         for n in count(items[start : start + block]):
             if used + n > budget:
                 return kept
             kept += 1
             used += n
+        start += block
+        block = min(2 * block, MAX_BLOCK)
     return kept
 
 

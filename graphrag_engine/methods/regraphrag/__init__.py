@@ -25,8 +25,9 @@ triplet by triplet).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -144,7 +145,7 @@ def path_graph(ctx: QueryContext, g: EntityGraph, lengths: str) -> CSRGraph:
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class Triplet:
     """One edge of a reorganized graph: a relation row, or a bridge (relation -1)."""
 
@@ -152,11 +153,12 @@ class Triplet:
     b: int
     relation: int
     score: float = 0.0
+    key: tuple[int, int, int] = field(init=False, repr=False, compare=False)
+    """Identity across perspectives (a bridge is its unordered node pair); set once, as
+    scoring, grouping and sorting read it for every triplet of every perspective."""
 
-    @property
-    def key(self) -> tuple[int, int, int]:
-        """Identity across perspectives (a bridge is its unordered node pair)."""
-        return (min(self.a, self.b), max(self.a, self.b), self.relation)
+    def __post_init__(self) -> None:
+        self.key = (min(self.a, self.b), max(self.a, self.b), self.relation)
 
 
 def triplets(g: EntityGraph, graph: Reorganization, edges: str) -> list[Triplet]:
@@ -166,7 +168,8 @@ def triplets(g: EntityGraph, graph: Reorganization, edges: str) -> list[Triplet]
     inside[graph.nodes] = True
     touch = inside[g.src] | inside[g.dst] if edges == "incident" else inside[g.src] & inside[g.dst]
     rels = np.flatnonzero(touch)
-    out = [Triplet(int(g.src[r]), int(g.dst[r]), int(r)) for r in rels]
+    ends = zip(g.src[rels].tolist(), g.dst[rels].tolist(), rels.tolist(), strict=True)
+    out = [Triplet(a, b, r) for a, b, r in ends]
     return out + [Triplet(u, v, -1) for u, v, _ in graph.bridges]
 
 
@@ -236,9 +239,8 @@ def triplet_text(g: EntityGraph, t: Triplet) -> str:
     return f"{g.names[t.a]} is connected to {g.names[t.b]} with {describe(g, t)} relation."
 
 
-def _sentence_key(t: Triplet) -> tuple[int, int, int]:
-    """What a triplet's sentence depends on (its ends in order and its relation)."""
-    return (t.a, t.b, t.relation)
+_sentence_key = attrgetter("a", "b", "relation")
+"""What a triplet's sentence depends on (its ends in order and its relation)."""
 
 
 def stored_sentence_tokens(ctx: QueryContext, g: EntityGraph) -> dict[tuple[int, int, int], int]:
