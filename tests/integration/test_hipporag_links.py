@@ -1,6 +1,7 @@
 """HippoRAG's seeds on real MuSiQue data: HippoRAG 2's fact links are the ends of the relations
 nearest each question (numpy reference), the same batched as one question at a time, and
-`link: both` seeds every entity either kind of link finds."""
+`link: both` seeds every entity either kind of link finds; entity links equal a reference that
+embeds every mention, while the encoder reads only the mentions that name no entity exactly."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ import pytest
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.hipporag import hipporag
+from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph
-from graphrag_engine.retrieve.linking import link_facts
+from graphrag_engine.retrieve.linking import (
+    entities_by_name,
+    link_entities,
+    link_facts,
+    query_mentions,
+)
 from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.retrieve.vector_search import nearest
 from graphrag_engine.store import open_index
 
 
@@ -72,3 +80,39 @@ def test_both_links_seed_what_either_finds(musique_subset, tmp_path) -> None:
     for q in range(3):
         one = hipporag(ctx, questions[q : q + 1], StageClock())
         assert one.ranking.row(0)[0][:10] == batch.ranking.row(q)[0][:10]
+
+
+def test_entity_links_embed_only_mentions_without_an_exact_name(musique_subset, tmp_path) -> None:
+    ctx = _ctx(musique_subset, tmp_path)
+    texts = [q.question for q in load_questions(musique_subset["questions"])][:20]
+    mentions = query_mentions(ctx, texts)
+    named = entities_by_name(ctx)
+    flat = [m for ms in mentions for m in ms]
+    inexact = [m for m in flat if normalize_name(m) not in named]
+    assert inexact and len(inexact) < len(flat)  # the data has both kinds
+
+    sent: list[list[str]] = []
+    encode = ctx.encode_queries
+
+    def spy(batch: list[str]) -> np.ndarray:
+        sent.append(list(batch))
+        return encode(batch)
+
+    ctx.encode_queries = spy
+    for top_k in (1, 3):
+        sent.clear()
+        links, _ = link_entities(ctx, texts, top_k=top_k)
+        assert sent == [inexact if top_k == 1 else flat]
+        # reference: each mention embedded, its exact name first, then its nearest entities
+        for q, ms in enumerate(mentions):
+            want: dict[int, float] = {}
+            for m in ms:
+                scores, ids = nearest(ctx, "entity_vectors", encode([m]), top_k)
+                pairs = [(int(e), float(s)) for e, s in zip(ids[0], scores[0], strict=True)]
+                if normalize_name(m) in named:
+                    exact = named[normalize_name(m)][0]
+                    pairs = [(exact, 1.0), *[p for p in pairs if p[0] != exact]][:top_k]
+                for e, s in pairs:
+                    want[e] = max(want.get(e, -1.0), s)
+            assert links[q].keys() == want.keys()
+            assert all(abs(links[q][e] - s) < 1e-5 for e, s in want.items())
