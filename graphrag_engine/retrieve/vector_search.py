@@ -26,6 +26,9 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.store.index_store import file_sha256
 
 ANN_FOLDER = "ann"
+HELD_BYTES = 512 * 2**20
+"""The largest vector table an exact CPU search normalizes once a run and keeps in memory;
+a larger one is read and normalized block by block at every search, as its memory map allows."""
 
 
 def nearest(
@@ -37,14 +40,15 @@ def nearest(
     ann = ctx.memo(("ann", table), lambda: ann_index(ctx, table, vectors))
     if ann is not None:
         return ann.search(queries, k, normalized=normalized)
-    if ctx.device != "cpu":
-        on_device = ctx.memo(("device", table), lambda: _flat_index(vectors, ctx.device))
-        return on_device.search(queries, k, normalized=normalized)
+    if ctx.device != "cpu" or (not normalized and vectors.nbytes <= HELD_BYTES):
+        held = ctx.memo(("device", table), lambda: _flat_index(vectors, ctx.device))
+        return held.search(queries, k, normalized=normalized)
     return cosine_topk(queries, vectors, k, normalized=normalized)
 
 
 def _flat_index(vectors: np.ndarray, device: str) -> TorchFlatIndex:
-    """An exact index over a vector table that stays on `device` for the run."""
+    """An exact index over a vector table, normalized once, that stays on `device` for the
+    run."""
     index = TorchFlatIndex(vectors.shape[1], device)
     index.add(np.asarray(vectors, dtype=np.float32))
     return index
