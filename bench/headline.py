@@ -27,10 +27,10 @@ QUALITY = ("pankrag.json", "rograg.json")
 """Result files whose rows are methods on one question set and index."""
 THROUGHPUT = "gpu_pipeline-cuda.json"
 TEXT_GRAPH = "text_graph.json"
-TEXT_GRAPH_NOW = "text_graph-defaults.json"
-"""A rerun of today's default index alone (`--configs sentences --tag defaults`): where it
-exists, the headline's figures for that index come from it, the "was" figures still from the
-run that built both indexes."""
+TEXT_GRAPH_NOW = "text_graph-labels.json"
+"""The newest run of today's default index alone (`--configs sentences --tag labels`, at the
+paper settings of issue 72): where it exists, the headline's figures for that index come from
+it, the "was" figures still from the run that built both indexes."""
 SET_NAMES = {"musique": "MuSiQue", "2wiki": "2Wiki", "hotpotqa": "HotpotQA"}
 DEMO = "demo.json"
 DEMO_START = (
