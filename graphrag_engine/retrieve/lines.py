@@ -66,6 +66,11 @@ class Lines(Sequence[str]):
             return [self.render(r) for r in self.rows[i]]
         return self.render(self.rows[i])
 
+    def take(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """The lines at several positions, in their order (their rows gathered at once)."""
+        rows = np.asarray(self.rows)[np.asarray(positions, dtype=np.int64)]
+        return [self.render(r) for r in rows.tolist()]
+
     def head(self, n: int) -> Lines:
         """The first `n` lines."""
         return Lines(self.rows[:n], self.render, self.counts)

@@ -44,6 +44,8 @@ def test_lines_index_and_slice_like_a_list() -> None:
     built = [render(r) for r in rows]
     assert len(lines) == 5 and lines[2] == built[2] and lines[-1] == built[-1]
     assert lines[1:4] == built[1:4] and lines[3:] == built[3:] and lines[9:] == []
+    picks = np.array([4, 0, 2, 2, -1])
+    assert lines.take(picks) == [built[p] for p in picks] and lines.take([]) == []
 
 
 @pytest.mark.parametrize("budget", [0, 1, 7, 40, 10**6])

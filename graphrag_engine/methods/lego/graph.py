@@ -31,7 +31,10 @@ def picked(items: Sequence[str], rows: np.ndarray) -> Lines:
 
 
 def names_of(tg: TripleGraph, nodes: np.ndarray | list[int]) -> list[str]:
-    """The names of nodes of a triple graph, in their order."""
+    """The names of nodes of a triple graph, in their order (a cut graph's in one gather: SE
+    names a couple of thousand nodes a question)."""
+    if isinstance(tg.names, Lines):
+        return tg.names.take(nodes)
     return [tg.names[n] for n in nodes]
 
 
