@@ -16,11 +16,11 @@ queries an index this bench already built in WORK instead of building it again (
 figures are then left out).
 
 ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
-(bench/descriptions.py, bench/graph_pick.py): it embeds every candidate edge for every
+(bench/descriptions.py; docs/benchmarks/graph_pick.md): it embeds every candidate edge for every
 question, about 0.3 questions/s here, hours on the dev sets.
 
-Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py,
-bench/chunk_pick.py, bench/graph_pick.py).
+Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py, and the
+retired chunk_pick and graph_pick: docs/benchmarks/).
 """
 
 from __future__ import annotations
