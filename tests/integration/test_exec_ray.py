@@ -144,7 +144,7 @@ def test_a_killed_driver_resumes_from_the_caches(shared_data, tmp_path: Path) ->
     import sys
 
     with (shared_data / "musique_corpus.jsonl").open() as fh:
-        lines = [next(fh) for _ in range(60)]
+        lines = [next(fh) for _ in range(24)]
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(lines))
     out = tmp_path / "ray"

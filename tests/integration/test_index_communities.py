@@ -38,12 +38,12 @@ REPORTS_CONFIG = (
 
 @pytest.fixture(scope="module")
 def smollm_reports(tmp_path_factory) -> dict:
-    """The first 14 demo documents with communities (clusters of at most 6) and SmolLM2-written
+    """The first 9 demo documents with communities (clusters of at most 6) and SmolLM2-written
     reports, built once for this file: the reports are checked, re-summarised after an add (on a
     copy) and read by global search."""
     root = tmp_path_factory.mktemp("smollm-reports")
     base = root / "base.jsonl"
-    base.write_text("\n".join(corpus_path().read_text().splitlines()[:14]) + "\n")
+    base.write_text("\n".join(corpus_path().read_text().splitlines()[:9]) + "\n")
     return {"root": root, "corpus": base, "index": build(root, "r", REPORTS_CONFIG, corpus=base)}
 
 
