@@ -41,9 +41,10 @@ def link_entities(
     flat = [m for ms in mentions for m in ms]
     if not flat or len(ctx.entities["entity_id"]) == 0:
         return [{} for _ in queries], mentions
-    embedded = _embedded(ctx, flat, top_k)
+    exact = _exact(ctx, flat)
+    embedded = _embedded(exact, top_k)
     vectors = ctx.encode_queries([flat[i] for i in embedded]) if embedded else None
-    return _link(ctx, mentions, embedded, vectors, top_k, threshold), mentions
+    return _link(ctx, mentions, exact, embedded, vectors, top_k, threshold), mentions
 
 
 def link_and_embed(
@@ -55,28 +56,35 @@ def link_and_embed(
     flat = [m for ms in mentions for m in ms]
     if len(ctx.entities["entity_id"]) == 0:
         flat = []
-    embedded = _embedded(ctx, flat, top_k)
+    exact = _exact(ctx, flat)
+    embedded = _embedded(exact, top_k)
     # encode_queries, not encode_query_groups: an empty question keeps the encoder's vector of
     # "" (what dense retrieval gives it) rather than the zeros the groups give empty keys
     vectors = ctx.encode_queries([*queries, *(flat[i] for i in embedded)])
     if not flat:
         return [{} for _ in queries], mentions, vectors
-    links = _link(ctx, mentions, embedded, vectors[len(queries) :], top_k, threshold)
+    links = _link(ctx, mentions, exact, embedded, vectors[len(queries) :], top_k, threshold)
     return links, mentions, vectors[: len(queries)]
 
 
-def _embedded(ctx: QueryContext, flat: list[str], top_k: int) -> list[int]:
+def _exact(ctx: QueryContext, flat: list[str]) -> list[int | None]:
+    """Per mention, the entity row it names exactly (None when it names none)."""
+    named = entities_by_name(ctx)
+    return [(named.get(normalize_name(m)) or [None])[0] for m in flat]
+
+
+def _embedded(exact: list[int | None], top_k: int) -> list[int]:
     """Positions of the mentions whose vectors the links read: every one, except, where a
     mention keeps one link, those that name an entity exactly (that entity is the link)."""
     if top_k > 1:
-        return list(range(len(flat)))
-    named = entities_by_name(ctx)
-    return [i for i, m in enumerate(flat) if normalize_name(m) not in named]
+        return list(range(len(exact)))
+    return [i for i, e in enumerate(exact) if e is None]
 
 
 def _link(
     ctx: QueryContext,
     mentions: list[list[str]],
+    exact: list[int | None],
     embedded: list[int],
     vectors: np.ndarray | None,
     top_k: int,
@@ -84,20 +92,17 @@ def _link(
 ) -> list[dict[int, float]]:
     """Each query's links from its mentions: a mention's exact name first, then the entities
     nearest its vector (`vectors` row i is mention `embedded[i]`; one similarity call)."""
-    flat = [m for ms in mentions for m in ms]
     links: list[dict[int, float]] = [{} for _ in mentions]
     near: dict[int, list[tuple[int, float]]] = {}
     if embedded:
         scores, ids = nearest(ctx, "entity_vectors", vectors, top_k)
         for m, row_ids, row_scores in zip(embedded, ids.tolist(), scores.tolist(), strict=True):
             near[m] = list(zip(row_ids, row_scores, strict=True))
-    named = entities_by_name(ctx)
     owner = np.repeat(np.arange(len(mentions)), [len(ms) for ms in mentions])
     for m, q in enumerate(owner.tolist()):
         pairs = near.get(m, [])
-        exact = named.get(normalize_name(flat[m]))
-        if exact:  # the named entity, then the nearest others
-            pairs = [(exact[0], 1.0), *[(e, s) for e, s in pairs if e != exact[0]]][:top_k]
+        if exact[m] is not None:  # the named entity, then the nearest others
+            pairs = [(exact[m], 1.0), *[(e, s) for e, s in pairs if e != exact[m]]][:top_k]
         for e, s in pairs:
             if e >= 0 and s >= threshold:
                 links[q][e] = max(links[q].get(e, -1.0), s)

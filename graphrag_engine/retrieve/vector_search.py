@@ -28,7 +28,9 @@ from graphrag_engine.store.index_store import file_sha256
 ANN_FOLDER = "ann"
 HELD_BYTES = 512 * 2**20
 """The largest vector table an exact CPU search normalizes once a run and keeps in memory;
-a larger one is read and normalized block by block at every search, as its memory map allows."""
+a larger one is read and normalized block by block at every search, as its memory map allows.
+A caller whose table is already unit-length (`normalized=True`, Clue-RAG's unit vectors)
+searches the memory map directly: there is no normalizing to save, so nothing is held."""
 
 
 def nearest(
@@ -41,7 +43,7 @@ def nearest(
     if ann is not None:
         return ann.search(queries, k, normalized=normalized)
     if ctx.device != "cpu" or (not normalized and vectors.nbytes <= HELD_BYTES):
-        held = ctx.memo(("device", table), lambda: _flat_index(vectors, ctx.device))
+        held = ctx.memo(("held", table), lambda: _flat_index(vectors, ctx.device))
         return held.search(queries, k, normalized=normalized)
     return cosine_topk(queries, vectors, k, normalized=normalized)
 
