@@ -100,7 +100,12 @@ def make_backend(cfg: LLMConfig):
         )
 
         return TransformersLLM(
-            cfg.model, cfg.gguf_file, cfg.device, cfg.batch_size, constrained=cfg.constrained
+            cfg.model,
+            cfg.gguf_file,
+            cfg.device,
+            cfg.batch_size,
+            constrained=cfg.constrained,
+            dtype=cfg.dtype,
         )
     if cfg.backend == "openai":
         from graphrag_engine.models.openai_llm import OpenAICompatLLM  # httpx only for servers

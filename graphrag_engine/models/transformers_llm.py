@@ -192,11 +192,28 @@ def load_tokenizer(model: str, gguf_file: str | None) -> Any:
     return tokenizer
 
 
+def weights_dtype(dtype: str, device: str) -> str:
+    """The number type `dtype` ("float32", "bfloat16" or "auto") means on `device`: auto is
+    bfloat16 on a CPU with bf16 matrix units (AMX tiles or AVX512-BF16), float32 elsewhere (a
+    CPU that would emulate bf16, and CUDA, whose runs keep the float32 they were checked in)."""
+    if dtype != "auto":
+        return dtype
+    if device != "cpu":
+        return "float32"
+    import torch
+
+    native = [
+        getattr(torch.cpu, f, None) for f in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    ]
+    return "bfloat16" if any(f is not None and f() for f in native) else "float32"
+
+
 @lru_cache(maxsize=2)
-def load_weights(model: str, gguf_file: str | None, device: str) -> Any:
-    """A local model's weights on `device` in eval mode, loaded once per process (a GGUF's from
-    its dequantized copy, made on first load): generation only reads them, so every backend
-    of the model shares them, as the demo's methods and a test session's runs do."""
+def load_weights(model: str, gguf_file: str | None, device: str, dtype: str = "float32") -> Any:
+    """A local model's weights on `device` in eval mode, as `dtype` (float32 or bfloat16),
+    loaded once per process (a GGUF's from its dequantized copy, made on first load):
+    generation only reads them, so every backend of the model shares them, as the demo's
+    methods and a test session's runs do."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -207,7 +224,7 @@ def load_weights(model: str, gguf_file: str | None, device: str) -> Any:
         weights = AutoModelForCausalLM.from_pretrained(
             source, local_files_only=True, dtype=torch.float32
         )
-    weights = weights.to(device)
+    weights = weights.to(device, dtype=getattr(torch, dtype))
     weights.eval()
     return weights
 
@@ -223,6 +240,7 @@ class TransformersLLM:
         device: str = "cpu",
         batch_size: int = 8,
         constrained: bool = True,
+        dtype: str = "float32",
     ) -> None:
         if model is None:
             model, gguf_file = smollm2_gguf()
@@ -237,11 +255,14 @@ class TransformersLLM:
         self._window: int | None = None
         self.device = device
         self.batch_size = batch_size
+        self.dtype = weights_dtype(dtype, device)
         self.model_id = (
             f"transformers:{Path(model).name}/{gguf_file}"
             if gguf_file
             else f"transformers:{Path(model).name}"
         )
+        if self.dtype != "float32":  # its answers differ: they must not share cache entries
+            self.model_id += f"+{self.dtype}"
         self._grammar: SchemaGrammar | None = None
         self._constrained = constrained
         if constrained:
@@ -281,7 +302,7 @@ class TransformersLLM:
         """The model's weights, loaded on first use."""
         if self._model is None:
             name, kwargs = self._weights
-            self._model = load_weights(str(name), kwargs.get("gguf_file"), self.device)
+            self._model = load_weights(str(name), kwargs.get("gguf_file"), self.device, self.dtype)
         return self._model
 
     def _render(self, prompt: Prompt) -> str:

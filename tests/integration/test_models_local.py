@@ -53,6 +53,26 @@ def test_batched_generation_equals_one_at_a_time(smollm) -> None:
     assert any(c.finish_reason == "length" for c in batched)
 
 
+def test_bfloat16_weights_answer_under_their_own_model_id(smollm) -> None:
+    """models.llm.dtype: bfloat16 weights answer the same prompts (batched as one at a time)
+    under a model id of their own, so their answers never share cache entries with float32's;
+    auto means bfloat16 only on a CPU with bf16 matrix units, float32 on CUDA."""
+    import torch
+
+    from graphrag_engine.models.transformers_llm import TransformersLLM, weights_dtype
+
+    half = TransformersLLM(batch_size=4, dtype="bfloat16")
+    assert half.model.dtype == torch.bfloat16 and smollm.model.dtype == torch.float32
+    assert half.model_id != smollm.model_id and "+bfloat16" in half.model_id
+    params = GenParams(max_tokens=8)
+    batched = half.generate(PROMPTS[:3], params)
+    assert all(0 < c.completion_tokens <= 8 for c in batched)
+    assert [c.text for c in batched] == [half.generate([p], params)[0].text for p in PROMPTS[:3]]
+    native = torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()
+    assert weights_dtype("auto", "cpu") == ("bfloat16" if native else "float32")
+    assert weights_dtype("auto", "cuda") == "float32" == weights_dtype("float32", "cpu")
+
+
 @pytest.mark.slow
 def test_cache_makes_a_rerun_free_and_keeps_tokens(smollm, tmp_path: Path) -> None:
     counter = CallCounter(smollm)
