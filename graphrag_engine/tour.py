@@ -55,7 +55,8 @@ ANSWER_TOKENS = 32
 """Completion tokens per answer (the demo's answers are names and places)."""
 LLM_DTYPE = "auto"
 """SmolLM2's weights in the demo: bfloat16 where the CPU has bf16 matrix units (about twice as
-fast there), float32 elsewhere; the engine's default stays float32 (`models.llm.dtype`)."""
+fast there), float32 elsewhere. The engine's default stays float32 (`models.llm.dtype`): only
+float32 answers are the same whatever batch a prompt shares."""
 
 
 def smollm2_installed() -> bool:
@@ -172,8 +173,11 @@ def run_demo(
     for name, why in skipped.items():
         print(f"  skipped {name}: {why}")
     changed = [f"{m}.{k}={v}" for m, kv in SETTINGS.items() if m in configs for k, v in kv.items()]
-    if llm and configs:
-        changed.append(f"models.llm.dtype={LLM_DTYPE} ({weights_dtype(LLM_DTYPE, 'cpu')} here)")
+    if llm and configs:  # what LLM_DTYPE came to on the device the configs name
+        chosen = next(iter(configs.values())).models.llm
+        changed.append(
+            f"models.llm.dtype={chosen.dtype} ({weights_dtype(chosen.dtype, chosen.device)} here)"
+        )
     if changed:
         print("  demo settings: " + ", ".join(changed))
     runs, report = engine.compare(
