@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from graphrag_engine.models.gather import idle_seconds
 from graphrag_engine.retrieve.ranking import ChunkRanking
 
 
@@ -123,9 +124,11 @@ class StageClock:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time the block under `name` (repeated names add up)."""
-        t0 = time.perf_counter()
+        """Time the block under `name` (repeated names add up), less the time this thread
+        waited in gathered LLM calls on other runs' prompts (models/gather.py)."""
+        t0, idle0 = time.perf_counter(), idle_seconds()
         try:
             yield
         finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+            spent = time.perf_counter() - t0 - (idle_seconds() - idle0)
+            self.seconds[name] = self.seconds.get(name, 0.0) + spent
