@@ -99,7 +99,6 @@ def main() -> None:
         figures["answers_together_saved_s"] = round(
             figures["answer_stage_seconds_apart"] - figures["answer_stage_seconds"], 1
         )
-        figures["together_saved_s"] = round(apart_s - seconds, 1)  # stages gathered, answers too
     write_result(
         "demo",
         {

@@ -33,7 +33,7 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
 from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
-from graphrag_engine.methods.answer_together import TogetherCall, answer_together, prepare_all
+from graphrag_engine.methods.answer_together import TogetherCall, answer_together, prepare
 from graphrag_engine.methods.needs import check_needs
 from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
@@ -133,8 +133,6 @@ class Engine:
         self._noted: set[str] = set()  # methods told they run retrieval only
         self.answer_calls: list[TogetherCall] = []
         """The batched answer calls of the last `run_many(..., answers_together=True)`."""
-        self.stage_calls: list[tuple[int, int, float]] = []
-        """Its gathered LLM stage calls: (stage calls answered together, prompts, seconds)."""
 
     def config(
         self,
@@ -230,10 +228,9 @@ class Engine:
         """Run several methods over the same questions, one run folder each under `out`
         (named after its label: the method or its YAML file, or the matching entry of
         `labels`), every config checked before the first run starts. With `answers_together`
-        (local runs), every method retrieves first, on a thread of its own, the calls of their
-        LLM stages that wait at the same time answered together (`stage_calls`), then all their
-        answer prompts go to the model in one batched call per model
-        (`methods/answer_together.py`; the calls are kept in `answer_calls`)."""
+        (local runs), every method retrieves first and all their answer prompts go to the
+        model in one batched call per model (`methods/answer_together.py`; the calls are kept
+        in `answer_calls`)."""
         if labels is not None and len(labels) != len(methods):
             raise BadInputError(
                 f"--label: give one per --method ({len(methods)}), got {len(labels)}"
@@ -249,13 +246,15 @@ class Engine:
         source, qs = self.questions(questions, limit)
         self.check_needs(list(zip(labels, configs, strict=True)), qs)
         root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="graphrag-runs-"))
-        self.answer_calls, self.stage_calls = [], []
+        self.answer_calls = []
         if answers_together and ray is None and not dry_run:
-            runs = [
-                (cfg, root / label, self._shared_backend(cfg))
+            pending = [
+                ask
                 for label, cfg in zip(labels, configs, strict=True)
+                for ask in prepare(
+                    self.index, qs, cfg, root / label, source, self._shared_backend(cfg)
+                )
             ]
-            pending = prepare_all(self.index, qs, runs, source, self.stage_calls)
             self.answer_calls = answer_together(pending)
         with _one_cluster(ray, dry_run):
             return {

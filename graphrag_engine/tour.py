@@ -190,7 +190,7 @@ def run_demo(
     )  # fmt: skip
     print_table(runs)
     if answers:
-        print_llm_work(runs, engine.answer_calls, engine.stage_calls)
+        print_llm_work(runs, engine.answer_calls)
     print(
         f"\n{len(runs)} methods x {questions} questions in {time.perf_counter() - started:.0f} s "
         f"(index {index_s:.0f} s; s/q counts each method's LLM stages and answers)"
@@ -251,18 +251,10 @@ LLM_WORK = "LLM work, seconds (stages and answers):"
 """The line that says how long each method's LLM calls took (the README excerpt shows it)."""
 
 
-def print_llm_work(runs: dict[str, Run], calls: list, stage_calls: list | None = None) -> None:
-    """How long each method's LLM work took, the gathered calls of their LLM stages, and the
-    batched answer call that served them."""
+def print_llm_work(runs: dict[str, Run], calls: list) -> None:
+    """How long each method's LLM work took, and the batched answer call that served them."""
     work = sorted(((llm_seconds(run), label) for label, run in runs.items()), reverse=True)
     print(f"\n{LLM_WORK} " + ", ".join(f"{label} {s:.1f}" for s, label in work if s >= 0.05))
-    if stage_calls:
-        asked, prompts = sum(c[0] for c in stage_calls), sum(c[1] for c in stage_calls)
-        print(
-            f"LLM stages: {asked} calls ({prompts} prompts) of the methods, each sent when the "
-            f"others had theirs ready, went out as {len(stage_calls)} gathered calls, "
-            f"{sum(c[2] for c in stage_calls):.1f} s"
-        )
     for call in calls:
         print(
             f"answers: {call.prompts} prompts of {call.runs} methods in one batched call, "

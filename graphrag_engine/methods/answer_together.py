@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from graphrag_engine.methods.run import (
     with_answer_style,
 )
 from graphrag_engine.models.base import Completion, GenParams, UsageLedger, prompt_key
-from graphrag_engine.models.gather import idle_seconds, run_gathered
 from graphrag_engine.models.llm import LLM
 from graphrag_engine.progress import progress
 from graphrag_engine.query_config import QueryConfig
@@ -94,44 +92,15 @@ def prepare(
         for b in range(0, (len(questions) + bs - 1) // bs):
             batch = questions[b * bs : (b + 1) * bs]
             if not batch_done(out, b):
-                started, idle0 = time.perf_counter(), idle_seconds()
+                started = time.perf_counter()
                 r, _ = retrieve_batch(ctx, method, b, batch, StageClock())
                 ask = batch_answer_ask(ctx, batch, r)
-                waited = idle_seconds() - idle0  # on other runs' prompts: not this run's time
-                add_batch_seconds(out, b, time.perf_counter() - started - waited)
+                add_batch_seconds(out, b, time.perf_counter() - started)
                 if ask.prompts:
                     pending.append(Pending(out, b, ask.prompts, ask.params, ctx.llm))
             bar.update(len(batch))
         bar.close()
     return pending
-
-
-def prepare_all(
-    index: Index,
-    questions: list[Question],
-    runs: list[tuple[QueryConfig, Path, Any]],
-    questions_src: str,
-    calls: list[tuple[int, int, float]] | None = None,
-) -> list[Pending]:
-    """`prepare` every run (config, run folder, LLM backend), in the runs' order. Runs that
-    share a backend able to mix parameters retrieve on threads of their own, so the calls of
-    their LLM stages (keywords, plans, logic forms, perspectives...) that wait at the same
-    time go to the model in shared forward passes (models/gather.py), each such call added to
-    `calls` as (stage calls it answered, prompts, seconds)."""
-    by_backend: dict[int, list[int]] = {}
-    for k, (_, _, backend) in enumerate(runs):
-        by_backend.setdefault(id(backend), []).append(k)
-    found: list[list[Pending]] = [[] for _ in runs]
-    for ks in by_backend.values():
-        backend = runs[ks[0]][2]
-        jobs = [
-            partial(prepare, index, questions, runs[k][0], runs[k][1], questions_src) for k in ks
-        ]
-        for k, got in zip(ks, run_gathered(jobs, backend, calls), strict=True):
-            for p in got:  # the answers go out together after: to the backend itself
-                p.llm.backend = backend
-            found[k] = got
-    return [p for got in found for p in got]
 
 
 def answer_together(pending: list[Pending], stage: str = "answer") -> list[TogetherCall]:

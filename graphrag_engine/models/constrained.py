@@ -67,43 +67,25 @@ class SchemaGrammar:
     def processor(self, schema: dict[str, Any], rows: int, eos_token_id: int) -> SchemaMask | None:
         """A logits processor constraining `rows` sequences of one batch to the schema, or None
         when the schema was rejected."""
-        return self.row_processor([schema] * rows, eos_token_id)
-
-    def row_processor(
-        self, schemas: list[dict[str, Any] | None], eos_token_id: int
-    ) -> SchemaMask | None:
-        """A logits processor constraining each row of a batch to its own schema (None: the
-        row decodes freely, as does a row whose schema was rejected), or None when no row is
-        constrained."""
-        compiled = [None if s is None else self.grammar(s) for s in schemas]
-        if all(c is None for c in compiled):
-            return None
-        return SchemaMask(self, compiled, eos_token_id)
+        compiled = self.grammar(schema)
+        return None if compiled is None else SchemaMask(self, compiled, rows, eos_token_id)
 
 
 class SchemaMask:
-    """Masks each constrained row's next-token logits to its grammar matcher's allowed tokens
-    (a logits processor for `generate`; torch is imported by the backend that calls it); rows
-    without a grammar keep every token."""
+    """Masks every row's next-token logits to its grammar matcher's allowed tokens (a logits
+    processor for `generate`; torch is imported by the backend that calls it)."""
 
-    def __init__(
-        self, grammar: SchemaGrammar, compiled: list[str | None], eos_token_id: int
-    ) -> None:
+    def __init__(self, grammar: SchemaGrammar, compiled: str, rows: int, eos_token_id: int) -> None:
         import llguidance
         import llguidance.torch
 
         self._fill = llguidance.torch.fill_next_token_bitmask_par
         self._executor = grammar.executor
-        self.matchers = {
-            row: llguidance.LLMatcher(grammar.tokenizer, c)
-            for row, c in enumerate(compiled)
-            if c is not None
-        }
-        errors = {m.get_error() for m in self.matchers.values() if m.is_error()}
+        self.matchers = [llguidance.LLMatcher(grammar.tokenizer, compiled) for _ in range(rows)]
+        errors = {m.get_error() for m in self.matchers if m.is_error()}
         if errors:
             raise ValueError(f"schema rejected by the grammar engine: {errors.pop()}")
-        self.bitmask = llguidance.torch.allocate_token_bitmask(len(compiled), grammar.vocab_size)
-        self.bitmask.fill_(-1)  # free rows: every bit set, every token allowed
+        self.bitmask = llguidance.torch.allocate_token_bitmask(rows, grammar.vocab_size)
         self.vocab_size = grammar.vocab_size
         self.eos = eos_token_id
         self.started = False
@@ -111,11 +93,11 @@ class SchemaMask:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         """Advance each matcher by the token just chosen, then mask the next step."""
         if self.started:
-            for row, matcher in self.matchers.items():
+            for row, matcher in enumerate(self.matchers):
                 if not matcher.is_stopped():
                     matcher.consume_token(int(input_ids[row, -1]))
         self.started = True
-        self._fill(self._executor, [(m, row) for row, m in self.matchers.items()], self.bitmask)
+        self._fill(self._executor, [(m, row) for row, m in enumerate(self.matchers)], self.bitmask)
         return apply_bitmask(scores, self.bitmask, self.vocab_size, self.eos)
 
 

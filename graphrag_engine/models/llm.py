@@ -27,7 +27,6 @@ from graphrag_engine.models.base import (
     prompt_key,
 )
 from graphrag_engine.models.cache import ResponseCache
-from graphrag_engine.models.gather import idle_seconds
 from graphrag_engine.models.rates import record as record_rate
 from graphrag_engine.progress import move_bar, progress
 
@@ -117,7 +116,7 @@ class LLM:
         if isinstance(self.backend, NoLLM):
             self.backend.generate(prompts, params, stage=stage)
         usage = self.ledger.get(stage, self.backend.model_id)
-        started, idle0 = time.perf_counter(), idle_seconds()  # idle: waits on other runs' prompts
+        started = time.perf_counter()
         keys = [prompt_key(self.cache_id, p, params) for p in prompts]
         hits = self.cache.get_many(sorted(set(keys))) if self.cache is not None else {}
         out: list[Completion | None] = [hits.get(k) for k in keys]
@@ -139,19 +138,19 @@ class LLM:
                 counts = self.backend.count_tokens(batch)
                 fresh = [Completion("", n, 0, dry_run=True) for n in counts]
             else:
-                sent_at, idle_sent = time.perf_counter(), idle_seconds()
+                sent_at = time.perf_counter()
                 fresh = self._send(batch, list(todo.keys()), params, stage, usage, answered)
                 record_rate(
                     self.model_id,
                     sum(c.prompt_tokens for c in fresh if c.error is None),
                     sum(c.completion_tokens for c in fresh if c.error is None),
-                    time.perf_counter() - sent_at - (idle_seconds() - idle_sent),
+                    time.perf_counter() - sent_at,
                 )
                 self._tell_weaker_decoding(stage, fresh)
                 failed = [c for c in fresh if c.error is not None]
                 usage.failed_prompts += len(failed) if keep_failures else 0
                 if failed and not keep_failures:
-                    usage.seconds += time.perf_counter() - started - (idle_seconds() - idle0)
+                    usage.seconds += time.perf_counter() - started
                     raise LLMError(
                         f"stage '{stage}': {len(failed)} of {len(fresh)} prompts failed "
                         f"({failed[0].error}); the {len(fresh) - len(failed)} answers that came back "
@@ -177,7 +176,7 @@ class LLM:
         result = [c for c in out if c is not None]
         for c in result:
             usage.add(c)
-        usage.seconds += time.perf_counter() - started - (idle_seconds() - idle0)
+        usage.seconds += time.perf_counter() - started
         return result
 
     def _send(

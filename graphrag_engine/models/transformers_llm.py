@@ -19,7 +19,6 @@ from typing import Any
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.models.base import Completion, Done, GenParams, Prompt, as_messages
 from graphrag_engine.models.constrained import SchemaGrammar, constrained_available
-from graphrag_engine.models.gather import rows_mix
 from graphrag_engine.progress import silence_library_bars
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -92,43 +91,6 @@ class StepReport:
         self.steps += 1
         self.on_step(min(self.steps / self.budget, 0.99) * self.size)
         return scores
-
-
-class RowBudget:
-    """Logits processor that ends each row of a batch at its own token budget (only end of
-    sequence allowed from then on), so a row that shares a pass with longer-budget rows stops
-    where it stops alone; the backend trims the forced end away."""
-
-    def __init__(self, budgets: list[int], eos: int) -> None:
-        self.budgets, self.eos, self.steps = budgets, eos, 0
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        """Mask every token but end of sequence in the rows whose budget is spent."""
-        spent = [row for row, b in enumerate(self.budgets) if b <= self.steps]
-        self.steps += 1
-        if spent:
-            ended = scores[spent].fill_(float("-inf"))
-            ended[:, self.eos] = 0.0
-            scores[spent] = ended
-        return scores
-
-
-PAD_SHARE = 0.5
-"""In a call of mixed parameters (gathered from several stages), a forward pass takes no
-prompt shorter than this share of its longest: padding a 150-token keyword prompt to a
-2,000-token map prompt would cost more prompt reading than the shared decoding saves."""
-
-
-def passes(order: list[int], lengths: list[int], size: int, least: float) -> list[list[int]]:
-    """Forward passes over prompts sorted longest first: at most `size` each, and none with a
-    prompt shorter than `least` times the pass's longest."""
-    out: list[list[int]] = []
-    for i in order:
-        if out and len(out[-1]) < size and lengths[i] >= least * lengths[out[-1][0]]:
-            out[-1].append(i)
-        else:
-            out.append([i])
-    return out
 
 
 class NaNGuard:
@@ -365,80 +327,55 @@ class TransformersLLM:
         """Answer all prompts: sorted by length, padded on the left, `batch_size` per forward
         pass (each pass reported to `on_done`; with `on_step`, each decoding step too, as the
         prompts of the pass done so far, a share of its token budget)."""
-        return self.generate_rows(prompts, [params] * len(prompts), on_done, on_step)
-
-    def generate_rows(
-        self,
-        prompts: list[Prompt],
-        params: list[GenParams],
-        on_done: Done | None = None,
-        on_step: Callable[[float], None] | None = None,
-    ) -> list[Completion]:
-        """`generate` for prompts that each bring their own parameters (schema, token budget,
-        stop strings) into the same forward passes: each row decodes under its schema and
-        stops at its budget, so it gets the answer it gets in a call of its own (float32;
-        greedy rows only, or rows that sample alike, see `rows_mix`)."""
         import torch
         from transformers import LogitsProcessorList
 
-        if not rows_mix(params):
-            raise ValueError("generate_rows: rows that sample differently cannot share a pass")
         texts = [self._render(p) for p in prompts]
         lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         out: list[Completion | None] = [None] * len(texts)
         eos = self.tokenizer.eos_token_id
-        mixed = len({p.key() for p in params}) > 1
-        for idx in passes(order, lengths, self.batch_size, PAD_SHARE if mixed else 0.0):
-            rows = [params[i] for i in idx]
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
             enc = self.tokenizer(
                 [texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
             ).to(self.device)
-            first = rows[0]
-            sampling = first.temperature > 0
-            schemas = [r.json_schema for r in rows]
-            mask = None
-            if any(s is not None for s in schemas) and self.grammar is not None:
-                mask = self.grammar.row_processor(schemas, eos)  # None: every schema rejected
-            constrained = [mask is not None and i in mask.matchers for i in range(len(rows))]
-            budgets = [r.max_tokens for r in rows]
-            ends = [RowBudget(budgets, eos)] if len(set(budgets)) > 1 else []
+            sampling = params.temperature > 0
+            constraint = []
+            if params.json_schema is not None and self.grammar is not None:
+                mask = self.grammar.processor(params.json_schema, len(idx), eos)
+                constraint = [mask] if mask is not None else []  # rejected: decode freely
+            decoding = None
+            if params.json_schema is not None:
+                decoding = "schema" if constraint else "free"
             if sampling:
-                torch.manual_seed(first.seed)
-            steps = [StepReport(on_step, len(idx), max(budgets))] if on_step else []
+                torch.manual_seed(params.seed)
+            steps = [StepReport(on_step, len(idx), params.max_tokens)] if on_step else []
             t0 = time.perf_counter()
             with torch.inference_mode():
                 gen = self.model.generate(
                     **enc,
-                    max_new_tokens=max(budgets),
+                    max_new_tokens=params.max_tokens,
                     do_sample=sampling,
-                    temperature=first.temperature if sampling else None,
-                    top_p=first.top_p if sampling else None,
+                    temperature=params.temperature if sampling else None,
+                    top_p=params.top_p if sampling else None,
                     top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id,
                     logits_processor=LogitsProcessorList(
-                        [
-                            NaNGuard(self.model_id, self.device),
-                            *([mask] if mask else []),
-                            *ends,
-                            *steps,
-                        ]
+                        [NaNGuard(self.model_id, self.device), *constraint, *steps]
                     ),
                 )
             latency = time.perf_counter() - t0
             new = gen[:, enc["input_ids"].shape[1] :]
             for row, i in enumerate(idx):
-                ids = new[row].tolist()[: budgets[row]]
+                ids = new[row].tolist()
                 n_new = ids.index(eos) + 1 if eos in ids else len(ids)
                 text = self.tokenizer.decode(ids[:n_new], skip_special_tokens=True)
                 finish = "stop" if eos in ids[:n_new] else "length"
-                for stop in rows[row].stop:
+                for stop in params.stop:
                     cut = text.find(stop)
                     if cut >= 0:
                         text, finish = text[:cut], "stop"
-                decoding = None
-                if rows[row].json_schema is not None:
-                    decoding = "schema" if constrained[row] else "free"
                 out[i] = Completion(
                     text.strip(),
                     lengths[i],

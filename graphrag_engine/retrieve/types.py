@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from graphrag_engine.models.gather import idle_seconds
 from graphrag_engine.retrieve.ranking import ChunkRanking
 
 
@@ -124,11 +123,9 @@ class StageClock:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time the block under `name` (repeated names add up), less the time this thread
-        waited in gathered LLM calls on other runs' prompts (models/gather.py)."""
-        t0, idle0 = time.perf_counter(), idle_seconds()
+        """Time the block under `name` (repeated names add up)."""
+        t0 = time.perf_counter()
         try:
             yield
         finally:
-            spent = time.perf_counter() - t0 - (idle_seconds() - idle0)
-            self.seconds[name] = self.seconds.get(name, 0.0) + spent
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0

@@ -113,35 +113,6 @@ def test_engine_run_results_read_back(demo_index: Path, tmp_path: Path) -> None:
     assert again.table().num_rows == 5
 
 
-def test_llm_stages_of_methods_run_together_are_gathered(demo_index: Path, tmp_path: Path) -> None:
-    """`run_many(..., answers_together=True)` retrieves every method on a thread of its own:
-    HyDE's passages and LightRAG's keywords, asked at the same time, go out in gathered calls
-    (`stage_calls`), and each run holds the rows it gives alone (float32, greedy), its stage
-    seconds without the time it waited on the other's prompts."""
-    from graphrag_engine import Engine
-
-    engine = Engine(demo_index)
-    methods = ["hyde", "lightrag"]
-    configs = [engine.config(m, llm_backend="transformers", batch_size=2) for m in methods]
-    configs[0].options.max_tokens = 12  # short passages: the test checks the plumbing
-    for cfg in configs:
-        cfg.generation.max_context_tokens, cfg.generation.max_tokens = 192, 8
-    kw = {"limit": 2, "labels": methods}
-    together = engine.run_many(configs, "demo", tmp_path / "t", answers_together=True, **kw)
-    stage_calls = engine.stage_calls
-    assert stage_calls and max(asked for asked, _, _ in stage_calls) == 2  # both at once
-    apart = engine.run_many(configs, "demo", tmp_path / "a", **kw)
-    assert engine.stage_calls == []
-    for m in methods:
-        mine, alone = together[m].rows(), apart[m].rows()
-        for field in ("qid", "retrieved_ids", "context_text", "answer"):
-            assert [r[field] for r in mine] == [r[field] for r in alone], (m, field)
-    gathered_s = sum(seconds for _, _, seconds in stage_calls)
-    stages = {"hyde": "hyde_generate", "lightrag": "keywords"}
-    shares = [together[m].summary["stage_seconds"][stages[m]] for m in methods]
-    assert all(s > 0 for s in shares) and sum(shares) < gathered_s + 1.0
-
-
 def test_answers_together_hold_what_each_run_gives_alone(demo_index: Path, tmp_path: Path) -> None:
     """`run_many(..., answers_together=True)`: every method retrieves first and one batched
     call answers them all; each run holds the rankings, contexts and answers it gives alone,

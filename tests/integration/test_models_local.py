@@ -73,54 +73,6 @@ def test_bfloat16_weights_answer_under_their_own_model_id(smollm) -> None:
     assert weights_dtype("auto", "cuda") == "float32" == weights_dtype("float32", "cpu")
 
 
-def test_mixed_rows_and_gathered_calls_answer_as_calls_of_their_own(smollm) -> None:
-    """Prompts with their own schema, token budget and stop strings share forward passes
-    (`generate_rows`) and each gets the answer of its own call (float32, greedy); calls made
-    on three threads at once go out as one gathered call (models/gather.py), each thread
-    charged its rows' share of it and the rest counted as idle."""
-    import threading
-
-    from graphrag_engine.models.gather import idle_seconds, run_gathered
-    from graphrag_engine.retrieve.keywords import KEYWORD_PROMPT, KEYWORD_SCHEMA, KEYWORDS
-
-    keywords = [KEYWORD_PROMPT.format(question=q, format=KEYWORDS.describe()) for q in PROMPTS[:2]]
-    calls = [
-        (keywords, GenParams(max_tokens=40, json_schema=KEYWORD_SCHEMA)),
-        (PROMPTS[2:4], GenParams(max_tokens=10)),
-        (PROMPTS[4:], GenParams(max_tokens=6, stop=("\n",))),
-    ]
-    alone = [smollm.generate(prompts, params) for prompts, params in calls]
-    mixed = smollm.generate_rows(
-        [p for prompts, _ in calls for p in prompts],
-        [params for prompts, params in calls for _ in prompts],
-    )
-    flat = [c for done in alone for c in done]
-    for a, m in zip(flat, mixed, strict=True):
-        assert (m.text, m.completion_tokens, m.finish_reason, m.decoding) == (
-            a.text, a.completion_tokens, a.finish_reason, a.decoding
-        )  # fmt: skip
-    assert [c.decoding for c in mixed] == ["schema", "schema", None, None, None]
-
-    gathered: list[tuple[int, int, float]] = []
-    idle: dict[int, float] = {}
-
-    def job(k: int):
-        def ask(backend) -> list[str]:
-            done = backend.generate(*calls[k])
-            idle[k] = idle_seconds()
-            assert threading.current_thread() is not threading.main_thread()
-            return [c.text for c in done]
-
-        return ask
-
-    answers = run_gathered([job(k) for k in range(3)], smollm, gathered)
-    assert answers == [[c.text for c in done] for done in alone]
-    [(asked, prompts, seconds)] = gathered  # all three waited: one call answered them
-    assert (asked, prompts) == (3, 5) and seconds > 0
-    assert all(0 <= idle[k] < seconds for k in range(3))
-    assert idle_seconds() == 0.0  # the serving thread waited on nobody
-
-
 @pytest.mark.slow
 def test_cache_makes_a_rerun_free_and_keeps_tokens(smollm, tmp_path: Path) -> None:
     counter = CallCounter(smollm)
