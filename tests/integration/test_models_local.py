@@ -54,9 +54,10 @@ def test_batched_generation_equals_one_at_a_time(smollm) -> None:
 
 
 def test_bfloat16_weights_answer_under_their_own_model_id(smollm) -> None:
-    """models.llm.dtype: bfloat16 weights answer the same prompts (batched as one at a time)
-    under a model id of their own, so their answers never share cache entries with float32's;
-    auto means bfloat16 only on a CPU with bf16 matrix units, float32 on CUDA."""
+    """models.llm.dtype: bfloat16 weights answer under a model id of their own, so their
+    answers never share cache entries with float32's (these three short prompts come out the
+    same batched as alone; longer bfloat16 answers can differ, docs/models.md says why); auto
+    means bfloat16 only on a CPU with bf16 matrix units, float32 on CUDA."""
     import torch
 
     from graphrag_engine.models.transformers_llm import TransformersLLM, weights_dtype
