@@ -204,13 +204,15 @@ def shortest_paths_from(
     source: int,
     max_hops: int | None = None,
     cap: int | None = None,
+    within: np.ndarray | None = None,
 ) -> list[tuple[int, ...]]:
     """Every minimum-hop path from `source` to each node it reaches (the source itself left
     out), within `max_hops` edges when given: igraph's `get_all_shortest_paths(source)` with
     paths as node sequences (parallel edges give one path). Level by level over arrays, every
     path of a level grows by each neighbour of its last node not reached before; at most `cap`
     paths, the shortest first, ordered by (length, nodes). Only the graph's structure is read:
-    a scipy CSR array of it serves as well."""
+    a scipy CSR array of it serves as well. `within` (a boolean array over the nodes) walks
+    the subgraph induced by its True nodes, reading only the edges the walk reaches."""
     n_nodes = graph.indptr.size - 1
     limit = max_hops if max_hops is not None else n_nodes
     cap = cap if cap is not None else np.iinfo(np.int64).max
@@ -222,6 +224,8 @@ def shortest_paths_from(
         owner, slots = csr_gather(indptr, paths[:, -1])
         step = graph.indices[slots].astype(np.int64)
         fresh = ~np.isin(step, reached)
+        if within is not None:
+            fresh &= within[step]
         # one path per (path, next node), in (path, node) order: the new level stays sorted
         key = np.unique(owner[fresh] * n_nodes + step[fresh])
         if not key.size:

@@ -113,6 +113,15 @@ def test_shortest_paths_from_a_node_match_igraph_and_networkx(seed: int, directe
         structure = sp.csr_array((np.ones(g.n_entries, np.int32), ends), shape=(40, 40))
         assert shortest_paths_from(structure, s) == mine
         assert shortest_paths_from(structure, s, max_hops=2, cap=7) == two[:7]
+        # within a node set: networkx's paths in the subgraph those nodes induce
+        keep = np.random.default_rng(seed + s).random(40) < 0.6
+        keep[s] = True
+        H = G.subgraph(np.flatnonzero(keep).tolist())
+        reach = nx.single_source_shortest_path_length(H, s)
+        ref = {tuple(p) for t in reach if t != s for p in nx.all_shortest_paths(H, s, t)}
+        inside = shortest_paths_from(g, s, within=keep)
+        assert set(inside) == ref and len(inside) == len(ref)
+        assert [(len(p), p) for p in inside] == sorted((len(p), p) for p in inside)
 
 
 @pytest.mark.parametrize("seed", range(4))

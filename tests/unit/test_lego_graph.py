@@ -4,8 +4,9 @@ set, the per-question subgraph blocks and the relation lookup of path rendering.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from graphrag_engine.methods.lego.graph import PathText, TripleGraph, names_of
+from graphrag_engine.methods.lego.graph import InducedCut, PathText, TripleGraph, names_of
 
 
 def _graph(seed: int, n: int = 120, m: int = 700, shared: bool = True) -> TripleGraph:
@@ -85,3 +86,37 @@ def test_path_text_finds_every_relation_between_two_nodes_in_row_order() -> None
     u, v = next(iter(pairs))
     shown = text.show((u, v))
     assert shown.startswith(f"n{u} ") and shown.endswith(f" n{v}")
+
+
+def test_an_induced_cut_equals_the_gathered_subgraph() -> None:
+    """SE without a scorer keeps a lazy cut: its triples, counts, shortest paths and rendered
+    paths equal those of the subgraph gathered from the same nodes' induced triples."""
+    tg = _graph(6, n=150, m=900)
+    rng = np.random.default_rng(7)
+    nodes = [np.unique(rng.choice(tg.n_nodes, k)) for k in (30, 0, 90, 150)]
+    member = np.zeros(tg.n_nodes, dtype=bool)
+    edges = []
+    for ns in nodes:
+        member[ns] = True
+        edges.append(tg.induced_edges(ns, member))
+        member[ns] = False
+    full = tg.subgraphs(nodes, edges)
+    cut = InducedCut(tg, nodes)
+    assert cut.edge_counts(len(nodes)).tolist() == full.edge_counts(len(nodes)).tolist()
+    assert "_triples" not in cut.__dict__  # counted, not gathered
+    assert list(cut.names) == list(full.names) and cut.origin.tolist() == full.origin.tolist()
+    assert cut.node_owner.tolist() == full.node_owner.tolist()
+    for row in rng.choice(cut.n_nodes, 25, replace=False).tolist():
+        for hops, cap in ((2, 1000), (3, 40)):
+            assert cut.shortest_paths(row, hops, cap) == full.shortest_paths(row, hops, cap)
+    shown, want = PathText(cut), PathText(full)
+    for row in (0, 40, 200):
+        for path in full.shortest_paths(row, 3, 50):
+            assert shown.show(path) == want.show(path)
+            assert shown.words(path) == want.words(path)
+    assert not cut._member.any()  # the scratch mask is left clear
+    assert cut.heads.tolist() == full.heads.tolist() and cut.tails.tolist() == full.tails.tolist()
+    assert list(cut.relations) == list(full.relations)
+    assert cut.edge_owner.tolist() == full.edge_owner.tolist()
+    with pytest.raises(ValueError, match="ascending"):
+        InducedCut(tg, [np.asarray([5, 3])])

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Literal
 
-import numpy as np
-
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
@@ -157,7 +155,7 @@ def lego(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
         refined = refine_paths(filtered, texts, cfg.pr.top_k, scorers["pr"], show)
     n_q = len(questions)
     se_nodes = sub.nodes_by_question(n_q)
-    se_triples = np.bincount(sub.edge_owner, minlength=n_q)
+    se_triples = sub.edge_counts(n_q)
     extras = []
     for q in range(n_q):
         se_names = names_of(sub, se_nodes[q])

@@ -12,11 +12,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import groupby
 
 import numpy as np
 from scipy import sparse
 
 from graphrag_engine.kernels.graph import CSRGraph
+from graphrag_engine.kernels.paths import shortest_paths_from
 from graphrag_engine.kernels.segments import csr_gather, csr_order, group_by_owner
 from graphrag_engine.retrieve.lines import Lines
 
@@ -71,6 +73,14 @@ class TripleGraph:
         ones = np.ones(ends[0].size, dtype=np.int32)
         return sparse.csr_array((ones, ends), shape=(self.n_nodes, self.n_nodes))
 
+    def edge_counts(self, n_q: int) -> np.ndarray:
+        """How many triples each question's block holds."""
+        return np.bincount(self.edge_owner, minlength=n_q)
+
+    def shortest_paths(self, row: int, max_hops: int, cap: int) -> list[tuple[int, ...]]:
+        """Every shortest path from node `row` within `max_hops`, up to `cap`, shortest first."""
+        return shortest_paths_from(self.adjacency, row, max_hops, cap)
+
     def nodes_by_question(self, n_q: int) -> list[np.ndarray]:
         """Node ids of each question's block (ascending)."""
         return group_by_owner(self.node_owner, n_q)
@@ -122,6 +132,87 @@ class TripleGraph:
         return TripleGraph(
             names, owner, head, tail, picked(self.relations, row), edge_owner, node_origin
         )
+
+
+class InducedCut(TripleGraph):
+    """Question q's `nodes[q]` of a shared graph (each block ascending, as `np.unique` gives
+    them) as block q, with every triple of that graph between two of them: what SE keeps
+    without a scorer. The triples are gathered only when a module asks for them (complete
+    paths, beam search); shortest paths walk the source's own adjacency within each block and
+    paths render through the source's triples, so a question's cost follows the part of its
+    block a module reads, not the block's size (SE keeps up to 2,000 nodes a question)."""
+
+    def __init__(self, source: TripleGraph, nodes: list[np.ndarray]) -> None:
+        """The blocks of `nodes` (rows of `source`); nothing is gathered yet."""
+        nodes = [np.asarray(ns, np.int64) for ns in nodes]
+        if any(ns.size > 1 and np.any(np.diff(ns) <= 0) for ns in nodes):
+            raise ValueError("InducedCut needs each block's nodes ascending and distinct")
+        self.source = source
+        self.blocks = nodes
+        sizes = [ns.size for ns in nodes]
+        self.bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self.origin = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
+        self.node_owner = np.repeat(np.arange(len(nodes), dtype=np.int64), sizes)
+        self.names = picked(source.names, self.origin)
+        self._member = np.zeros(source.n_nodes, dtype=bool)  # scratch, False between calls
+
+    @cached_property
+    def _triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(heads, tails, source rows, owner) of every block's triples, block after block,
+        source rows ascending within a block: what `subgraphs` gives for the induced rows."""
+        parts = []
+        for q, ns in enumerate(self.blocks):
+            self._member[ns] = True
+            rows = self.source.induced_edges(ns, self._member)
+            self._member[ns] = False
+            at = self.bounds[q] + np.searchsorted(
+                ns, [self.source.heads[rows], self.source.tails[rows]]
+            )
+            parts.append((at[0], at[1], rows, np.full(rows.size, q, np.int64)))
+        if not parts:
+            return tuple(np.zeros(0, np.int64) for _ in range(4))
+        return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+    heads = property(lambda self: self._triples[0])
+    tails = property(lambda self: self._triples[1])
+    edge_owner = property(lambda self: self._triples[3])
+
+    @property
+    def relations(self) -> Lines:
+        """Each triple's relation, read from the source when asked for."""
+        return picked(self.source.relations, self._triples[2])
+
+    def edge_counts(self, n_q: int) -> np.ndarray:
+        """How many triples each block holds, counted without gathering them."""
+        if "_triples" in self.__dict__:
+            return super().edge_counts(n_q)
+        indptr, order = self.source._edges_by_head
+        counts = np.zeros(n_q, np.int64)
+        for q, ns in enumerate(self.blocks):
+            self._member[ns] = True
+            rows = order[csr_gather(indptr, ns)[1]]
+            counts[q] = np.count_nonzero(self._member[self.source.tails[rows]])
+            self._member[ns] = False
+        return counts
+
+    def shortest_paths(self, row: int, max_hops: int, cap: int) -> list[tuple[int, ...]]:
+        """Every shortest path from node `row` within its block, walked on the source's
+        adjacency inside the block's nodes and numbered back into the block (the numbering
+        keeps the source's order, so the paths come in the same order and cap)."""
+        q = int(self.node_owner[row])
+        lo, ns = int(self.bounds[q]), self.blocks[q]
+        self._member[ns] = True
+        try:
+            found = shortest_paths_from(
+                self.source.adjacency, int(self.origin[row]), max_hops, cap, within=self._member
+            )
+        finally:
+            self._member[ns] = False
+        out: list[tuple[int, ...]] = []
+        for _, level in groupby(found, len):  # paths of one length as one array
+            at = lo + np.searchsorted(ns, np.asarray(list(level), np.int64))
+            out.extend(map(tuple, at.tolist()))
+        return out
 
 
 def question_graphs(triples: list[list[list[str]]]) -> TripleGraph:
@@ -233,7 +324,13 @@ class PathText:
     """Renders paths of a TripleGraph, with every relation between consecutive nodes."""
 
     def __init__(self, tg: TripleGraph) -> None:
-        self.tg = tg
+        """Paths of `tg`; a cut's are rendered through the triples of the graph it was cut
+        from (the same triples, with no gather of the whole cut)."""
+        self.tg, self.rows = (tg.source, tg.origin) if isinstance(tg, InducedCut) else (tg, None)
+
+    def _source(self, path: tuple[int, ...]) -> tuple[int, ...]:
+        """The path as rows of the graph whose triples render it."""
+        return path if self.rows is None else tuple(self.rows[list(path)].tolist())
 
     def _between(self, u: int, v: int) -> list[int]:
         """Triple rows joining u and v, in either direction, ascending (a self-loop once):
@@ -251,7 +348,7 @@ class PathText:
     def show(self, path: tuple[int, ...]) -> str:
         """`A -[r]-> B <-[s]- C`: the prompt's reasoning path, each relation in its stored
         direction, parallel relations joined by " / "."""
-        tg = self.tg
+        tg, path = self.tg, self._source(path)
         out = [tg.names[path[0]]]
         for u, v in zip(path, path[1:], strict=False):
             labels = [
@@ -263,7 +360,7 @@ class PathText:
 
     def words(self, path: tuple[int, ...]) -> str:
         """The path as plain words for scorers."""
-        tg = self.tg
+        tg, path = self.tg, self._source(path)
         parts = [tg.names[path[0]]]
         for u, v in zip(path, path[1:], strict=False):
             parts.append(" / ".join(pretty_relation(tg.relations[e]) for e in self._between(u, v)))

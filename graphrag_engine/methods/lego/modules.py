@@ -19,9 +19,8 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from graphrag_engine.errors import ConfigError
-from graphrag_engine.kernels.paths import shortest_paths_from
 from graphrag_engine.kernels.ppr import personalized_pagerank, sampled_rwr
-from graphrag_engine.methods.lego.graph import PathText, TripleGraph, pretty_relation
+from graphrag_engine.methods.lego.graph import InducedCut, PathText, TripleGraph, pretty_relation
 from graphrag_engine.models.rerank import Scorer
 from graphrag_engine.retrieve.beam import beam_step, flatten
 from graphrag_engine.retrieve.scoring import score_flat, scorer_names
@@ -202,6 +201,9 @@ def extract_subgraphs(
             nodes = top[row][top[row] >= 0]
             kept_nodes[q] = np.unique(np.concatenate([nodes, np.asarray(seeds[q], np.int64)]))
     shared = bool(tg.edge_owner.size) and tg.edge_owner.min() < 0  # an index graph
+    if shared and scorer is None:  # every triple between kept nodes, gathered when read
+        sub: TripleGraph = InducedCut(tg, kept_nodes)
+        return sub, [_rows_in_block(sub, q, seeds[q]) for q in range(n_q)]
     edges_by_owner = None if shared else tg.edges_by_question(n_q)
     mask = np.zeros(tg.n_nodes, dtype=bool)
     kept_edges = []
@@ -296,7 +298,7 @@ def filter_paths(
 def _shortest_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
     """Every shortest path from each topic entity to each node it reaches within `max_hops`
     (the paper's SPF), up to `cap` per question, the shortest first."""
-    found = [p for s in seeds for p in shortest_paths_from(sub.adjacency, s, max_hops, cap)]
+    found = [p for s in seeds for p in sub.shortest_paths(s, max_hops, cap)]
     return sorted(found, key=lambda p: (len(p), p))[:cap]
 
 
