@@ -264,18 +264,21 @@ def _power(pt, dangling, s, damping, tol, max_iter):
     the precision of s): rounding errors scale with the shrinking deltas, not with x, and the
     wide pass over x is paid once per FLUSH_EVERY steps. Convergence is checked every
     CHECK_EVERY steps; the L1 error at the end is below tol * d / (1 - d). The seed term
-    touches only the seed entries. Converged columns leave the products (see COMPACT_AT).
+    touches only the rows some column seeds. Converged columns leave the products (see COMPACT_AT).
     """
     import torch
 
-    rows, cols = torch.nonzero(s, as_tuple=True)
-    seed_vals = s[rows, cols].to(pt.dtype)
+    # the seed term as the rows any column seeds, one column each (zero where a column has no
+    # seed there): one row-wise add a step, where a dense seed set (LinearRAG seeds every
+    # passage) made a scattered add of every (row, column) entry the costliest op of a step
+    rows = torch.unique(torch.nonzero(s, as_tuple=True)[0])
+    seed_vals = s[rows].to(pt.dtype)
     x = s.clone()
     # first step from x_0 = s: delta_1 = d P^T s + ((1-d) + d dangling.s) s - s
     ws = s.to(pt.dtype)
     e = torch.sparse.mm(pt, ws).mul_(damping)
     coeff = (1.0 - damping) + damping * (dangling @ ws)
-    e.index_put_((rows, cols), seed_vals * coeff[cols] - seed_vals, accumulate=True)
+    e.index_add_(0, rows, seed_vals * coeff - seed_vals)
     pending = e.clone()  # deltas not yet added into x
     scale = 1.0  # delta_k = scale * e_k
     column = torch.arange(s.shape[1], device=s.device)  # x's column of each column of e
@@ -299,10 +302,7 @@ def _power(pt, dangling, s, damping, tol, max_iter):
                 keep = torch.nonzero(running).squeeze(1)
                 e, column = e[:, keep], column[keep]
                 pending = torch.zeros_like(e)
-                position = torch.full_like(running, -1, dtype=torch.int64)
-                position[keep] = torch.arange(keep.numel(), device=keep.device)
-                seeded = position[cols] >= 0
-                rows, cols, seed_vals = rows[seeded], position[cols[seeded]], seed_vals[seeded]
+                seed_vals = seed_vals[:, keep]
                 running = running[keep]
         if done or steps % FLUSH_EVERY == 0:
             _flush(x, pending, column)
@@ -312,7 +312,7 @@ def _power(pt, dangling, s, damping, tol, max_iter):
         steps += 1
         lost = dangling @ e
         e = torch.sparse.mm(pt, e)
-        e.index_put_((rows, cols), seed_vals * lost[cols], accumulate=True)
+        e.index_add_(0, rows, seed_vals * lost)
         scale *= damping
         pending.add_(e, alpha=scale)
     return x, steps
