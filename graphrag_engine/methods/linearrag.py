@@ -42,8 +42,7 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.ppr import personalized_pagerank
-from graphrag_engine.kernels.segments import csr_gather, segment_topk
-from graphrag_engine.kernels.similarity import rowwise_dot
+from graphrag_engine.kernels.segments import csr_gather
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
@@ -192,23 +191,25 @@ def activate(
     f_e = np.array([e for lk in links for e in lk], dtype=np.int64)
     f_s = np.array([s for lk in links for s in lk.values()], dtype=np.float64)
     n_units = np.int64(max(len(unit_vectors), 1))
-    used = np.zeros(0, dtype=np.int64)  # question * n_units + unit of every sentence spent
+    spent: list[set[int]] = [set() for _ in links]  # the sentences each question has passed
     for tier in range(2, cfg.rounds + 2 if cfg.activation else 2):
         keep = f_s >= cfg.threshold
         f_q, f_e, f_s = f_q[keep], f_e[keep], f_s[keep]
         if f_e.size == 0:
             break
-        pair, slots = csr_gather(adj.ent_indptr, f_e)  # (frontier entry, sentence) candidates
-        units = adj.ent_units[slots]
-        fresh = ~np.isin(f_q[pair] * n_units + units, used)
-        pair, units = pair[fresh], units[fresh]
-        sim = rowwise_dot(qvec, f_q[pair], unit_vectors, units).astype(np.float64)
-        top = segment_topk(pair, sim, cfg.top_sentences)
-        keys = f_q[pair[top]] * n_units + units[top]
+        # each frontier entity's best sentences its question has not spent, nearest the
+        # question first: one compiled pass over the entities' sentence lists, which grow
+        # with the corpus (no gathered candidate matrix, no sort of every candidate)
+        pair, units, sim = adj.top_units(
+            qvec[f_q], f_e, [tuple(spent[q]) for q in f_q.tolist()], unit_vectors,
+            cfg.top_sentences,
+        )  # fmt: skip
+        keys = f_q[pair] * n_units + units
         _, first = np.unique(keys, return_index=True)  # a sentence once per question and round
-        top = top[np.sort(first)]
-        used = np.union1d(used, keys)
-        pair, units, sim = pair[top], units[top], sim[top]
+        top = np.sort(first)
+        pair, units, sim = pair[top], units[top], sim[top].astype(np.float64)
+        for q, u in zip(f_q[pair].tolist(), units.tolist(), strict=True):
+            spent[q].add(u)
         hold, slots = csr_gather(adj.unit_indptr, units)  # every entity of each chosen sentence
         nq, ne = f_q[pair[hold]], adj.unit_ents[slots]
         ns = f_s[pair[hold]] * sim[hold]
