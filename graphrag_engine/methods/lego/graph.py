@@ -100,9 +100,13 @@ class TripleGraph:
         """Rows (ascending) of the triples whose two ends are in `nodes`; `member` is a boolean
         array over this graph's nodes, True exactly at `nodes`. Reads only the nodes' own
         triples, so a question's cost follows its subgraph, not the whole graph."""
+        return np.sort(self._rows_among(nodes, member))
+
+    def _rows_among(self, nodes: np.ndarray, member: np.ndarray) -> np.ndarray:
+        """`induced_edges` in the order the nodes' own triples are read (unsorted)."""
         indptr, order = self._edges_by_head
         rows = order[csr_gather(indptr, nodes)[1]]
-        return np.sort(rows[member[self.tails[rows]]])
+        return rows[member[self.tails[rows]]]
 
     def subgraphs(self, nodes: list[np.ndarray], edges: list[np.ndarray]) -> TripleGraph:
         """Question q's `nodes[q]` and `edges[q]` (rows of this graph) as disjoint blocks of a
@@ -186,12 +190,10 @@ class InducedCut(TripleGraph):
         """How many triples each block holds, counted without gathering them."""
         if "_triples" in self.__dict__:
             return super().edge_counts(n_q)
-        indptr, order = self.source._edges_by_head
         counts = np.zeros(n_q, np.int64)
         for q, ns in enumerate(self.blocks):
             self._member[ns] = True
-            rows = order[csr_gather(indptr, ns)[1]]
-            counts[q] = np.count_nonzero(self._member[self.source.tails[rows]])
+            counts[q] = self.source._rows_among(ns, self._member).size
             self._member[ns] = False
         return counts
 
