@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from datetime import date
 
+import numpy as np
+
 from graphrag_engine.methods.rograg.operators import (
     compare,
     count,
@@ -68,3 +70,32 @@ def test_bm25_gives_a_question_without_words_no_hits_and_ranks_the_rest() -> Non
     alone = bm25.search(["where did the cat sit"], 3)
     assert batch.ids[1].tolist() == alone.ids[0].tolist() and batch.ids[1][0] == 0
     assert (bm25.search(["!"], 3).ids == -1).all()
+
+
+def test_bm25_ranks_as_bm25s_scores_every_chunk() -> None:
+    """The compiled postings pass against bm25s's own dense scores of every chunk, sorted by
+    (score desc, row asc): the same rows and scores to the last bit, on a corpus of short
+    documents over a small vocabulary (many equal scores, ties cut at k), with repeated words in
+    the questions and k past the documents a question touches."""
+    import bm25s
+
+    from graphrag_engine.retrieve.lexical import BM25Retriever
+
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(40)]
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 9))) for _ in range(300)]
+    queries = [" ".join(rng.choice(words, size=rng.integers(1, 6))) for _ in range(60)]
+    queries += ["w1 w1 w2", "w39", "nothing here"]
+    bm25 = BM25Retriever(texts)
+    for k in (1, 10, 400):
+        got = bm25.search(queries, k)
+        for q, words_q in enumerate(bm25s.tokenize(queries, stopwords="en", return_ids=False)):
+            ids = [bm25.model.vocab_dict[w] for w in words_q if w in bm25.model.vocab_dict]
+            dense = bm25.model.get_scores(ids) if ids else np.zeros(len(texts), np.float32)
+            order = np.lexsort((np.arange(len(texts)), -dense))
+            order = order[dense[order] > 0][:k]
+            assert got.ids[q, : order.size].tolist() == order.tolist(), (k, q)
+            assert got.scores[q, : order.size].tobytes() == dense[order].tobytes(), (k, q)
+            assert (got.ids[q, order.size :] == -1).all() and (
+                got.scores[q, order.size :] == 0
+            ).all()
