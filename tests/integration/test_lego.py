@@ -330,18 +330,18 @@ def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> Non
 def test_fine_tuned_llm_instance_reads_a_local_folder(webqsp, tmp_path) -> None:
     """Instance 20 with SmolLM2 saved as a plain transformers folder standing in for a
     fine-tuned model: it loads, scores SE and PR, and its prompts and tokens are accounted."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from graphrag_engine.methods.run import run_query
-    from graphrag_engine.models.transformers_llm import save_dequantized, smollm2_gguf
+    from graphrag_engine.models.transformers_llm import (
+        load_tokenizer,
+        load_weights,
+        save_dequantized,
+        smollm2_gguf,
+    )
 
     folder, gguf = smollm2_gguf()
-    ft = tmp_path / "llm-ft"
-    save_dequantized(
-        AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, local_files_only=True),
-        AutoTokenizer.from_pretrained(folder, gguf_file=gguf, local_files_only=True),
-        ft,
-    )
+    ft = tmp_path / "llm-ft"  # the process's SmolLM2 weights, saved as a folder of their own
+    # (converting the GGUF again, as the first load did, would take about 20 s)
+    save_dequantized(load_weights(folder, gguf, "cpu"), load_tokenizer(folder, gguf), ft)
     cfg = load_query_config(REPO / "configs" / "lego" / "instance_20.yaml")
     cfg.options.pr.model = str(ft)  # instance 20: the fine-tuned LLM at PR
     cfg.options.se.scorer, cfg.options.se.model = "llm-ft", str(ft)  # and at SE, as instance 07
