@@ -28,31 +28,23 @@ def build(
     return out
 
 
-def reports_config(server) -> str:  # noqa: ANN001 - the session's LlamaServer
-    """The index settings of SmolLM2-written community reports, asked of the session's
-    llama.cpp server (four reports decoded together)."""
-    return (
-        "  reports: true\n  report_max_tokens: 100\n"
-        + server.llm_yaml()
-        + "    parse_retries: 0\n"
-        + "    max_failed_share: 1.0\n"  # a report cut at 100 tokens is recorded, replaced by an extractive one
-    )
+REPORTS_CONFIG = (
+    "  reports: true\n  report_max_tokens: 100\nmodels:\n  llm:\n    backend: transformers\n"
+    "    batch_size: 8\n    parse_retries: 0\n"
+    "    max_failed_share: 1.0\n"  # a report cut at 100 tokens is recorded, replaced by an extractive one
+)
+"""The index settings of SmolLM2-written community reports."""
 
 
 @pytest.fixture(scope="module")
-def smollm_reports(tmp_path_factory, llama_server) -> dict:
-    """The first 9 demo documents with communities (clusters of at most 6) and reports written by
-    SmolLM2 on the session's llama.cpp server, built once for this file: the reports are
-    checked, re-summarised after an add (on a copy) and read by global search. (The
-    transformers backend writes index-time LLM output in test_index_extract.py and
-    test_index_graph.py; here the server's four slots decode the 15 reports in about 0.7 of
-    transformers' time.)"""
+def smollm_reports(tmp_path_factory) -> dict:
+    """The first 9 demo documents with communities (clusters of at most 6) and SmolLM2-written
+    reports, built once for this file: the reports are checked, re-summarised after an add (on a
+    copy) and read by global search."""
     root = tmp_path_factory.mktemp("smollm-reports")
     base = root / "base.jsonl"
     base.write_text("\n".join(corpus_path().read_text().splitlines()[:9]) + "\n")
-    config = reports_config(llama_server)
-    index = build(root, "r", config, corpus=base)
-    return {"root": root, "corpus": base, "index": index, "config": config}
+    return {"root": root, "corpus": base, "index": build(root, "r", REPORTS_CONFIG, corpus=base)}
 
 
 def test_hierarchy_partitions_and_is_deterministic(tmp_path: Path) -> None:
@@ -134,7 +126,7 @@ def test_reports_resummarise_only_touched_communities(
         )
         + "\n"
     )
-    build(tmp_path, "r", smollm_reports["config"], corpus=new, add=True)
+    build(tmp_path, "r", REPORTS_CONFIG, corpus=new, add=True)
     after = open_index(out)
     stage2 = after.manifest["stats"]["stages"]["communities"]
     after_ids = set(after.table("communities")["community_id"].to_pylist())
