@@ -22,12 +22,14 @@ def postings_topk(
     score is the sum of the weights its postings carry (term t's postings are
     docs/weights[indptr[t]:indptr[t + 1]]), added term by term in the query's order; the k best
     documents, best first, the lower document first on equal scores, -1 past the documents
-    touched. Only touched documents are read: one scratch row, reset as it is read back."""
+    touched. Weights must be positive (a zero in the scratch row marks an untouched document).
+    Only touched documents are read: one scratch row, reset as it is read back, each document
+    entering the sorted top k by insertion (a few dozen enter in a typical query)."""
     n = query_ptr.size - 1
     best = np.full((n, k), -1, dtype=np.int64)
     best_score = np.zeros((n, k), dtype=np.float32)
     scratch = np.zeros(n_docs, dtype=np.float32)
-    touched = np.empty(n_docs, dtype=np.int64)
+    touched = np.empty(n_docs, dtype=np.int32)
     if k == 0:
         return best, best_score
     for q in range(n):
