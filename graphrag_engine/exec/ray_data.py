@@ -121,11 +121,16 @@ def writing_parts(udf: type) -> type:
         self.parts_folder = Path(folder)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        results = udf.__call__(self, batch)
-        table = pa.table({name: column_of(v) for name, v in results.items()})
-        return {"part": np.array([write_part(table, self.parts_folder)], dtype=object)}
+        return written_as_part(udf.__call__(self, batch), self.parts_folder)
 
     return type(f"{udf.__name__}ToParts", (udf,), {"__init__": __init__, "__call__": __call__})
+
+
+def written_as_part(results: dict[str, np.ndarray], folder: Path) -> dict[str, np.ndarray]:
+    """A block's results written as one Parquet part in `folder`; the part's path, as a pool
+    actor returns it."""
+    table = pa.table({name: column_of(v) for name, v in results.items()})
+    return {"part": np.array([write_part(table, folder)], dtype=object)}
 
 
 def write_part(table: pa.Table, folder: Path) -> str:

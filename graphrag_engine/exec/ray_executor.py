@@ -1,6 +1,8 @@
-"""Ray executor: the model stages of an index build (embedding, NER, in-process LLM
-generation) as Ray Data pipelines over actor pools on a local or running Ray cluster; results
-come back block by block with their positions and merge into one index."""
+"""Ray executor: the model stages of an index build on a local or running Ray cluster.
+Embedding and NER go to one pool of model actors kept for the whole build
+(graphrag_engine/exec/ray_pool.py); in-process LLM generation runs as Ray Data pipelines
+(graphrag_engine/exec/ray_llm.py). Results come back block by block with their positions and
+merge into one index."""
 
 from __future__ import annotations
 
@@ -16,17 +18,9 @@ import numpy as np
 
 from graphrag_engine.config import EmbedderConfig
 from graphrag_engine.errors import ConfigError
-from graphrag_engine.exec.ray_data import (
-    BLOCK,
-    EmbedBlocks,
-    TagBlocks,
-    actor_device,
-    actor_embedder,
-    by_position,
-    quiet_actor,
-    stream_blocks,
-)
+from graphrag_engine.exec.ray_data import actor_device, by_position
 from graphrag_engine.exec.ray_llm import RayDataLLM, RayDataVLLM, ray_data_llm_available
+from graphrag_engine.exec.ray_pool import ModelPool
 
 __all__ = ["RayExecutor", "actor_device", "connect", "ray_session", "warn_missing_gpus"]
 
@@ -104,9 +98,10 @@ def unreachable(address: str) -> str | None:
 
 
 class RayExecutor:
-    """Embedding, NER and in-process LLM generation as Ray Data pipelines over pools of
-    `workers` model actors (`gpus_per_worker` GPUs each), whose results come back as Parquet
-    parts in `parts` when given. `address` 'local' starts a private cluster."""
+    """Embedding and NER on one pool of `workers` model actors (`gpus_per_worker` GPUs each)
+    kept for the executor's life, in-process LLM generation as Ray Data pipelines over pools of
+    as many engines; results come back as Parquet parts in `parts` when given. `address`
+    'local' starts a private cluster."""
 
     name = "ray"
 
@@ -133,27 +128,19 @@ class RayExecutor:
         # where pool actors write their results (None: back through Ray); parts a killed
         # driver left are cleared with the index writer's stale .staging-* folders
         self.parts = parts
-        # the ids the manifest records, from a one-off task whose process exits after it
-        ids = ray.remote(num_cpus=1, num_gpus=gpus_per_worker, max_calls=1)(_model_ids)
-        self.model_id, self.ner_model_id = ray.get(ids.remote(asdict(embedder), ner_backend))
-
-    @property
-    def _pool(self) -> tuple[int, float, int, Path | None]:
-        """stream_blocks' pool arguments: actors, GPUs per actor, block size, parts folder."""
-        return self.workers, self.gpus, BLOCK, self.parts
+        self.models = ModelPool(ray, asdict(embedder), ner_backend, workers, gpus_per_worker, parts)
+        # the ids the manifest records, from the pool's first actor (which keeps its models)
+        self.model_id, self.ner_model_id = self.models.model_ids()
 
     def encode_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """(positions, vectors) of the texts, block by block: a Ray Data pipeline over a pool
-        of embedders (graphrag_engine/exec/ray_data.py)."""
-        args = (asdict(self.embedder_cfg),)
-        for out in stream_blocks(EmbedBlocks, args, texts, *self._pool):
+        """(positions, vectors) of the texts, block by block, from the pool's embedders."""
+        for out in self.models.blocks("embed", texts):
             yield out["pos"].tolist(), out["out"]
 
     def ner_blocks(self, texts: list[str]) -> Iterator[tuple[list[int], list]]:
-        """(positions, mentions) of the texts, block by block: a Ray Data pipeline over a pool
-        of entity recognizers."""
-        args = (self.ner_backend,)
-        for out in stream_blocks(TagBlocks, args, texts, *self._pool):
+        """(positions, mentions) of the texts, block by block, from the pool's entity
+        recognizers."""
+        for out in self.models.blocks("tag", texts):
             yield out["pos"].tolist(), [[tuple(m) for m in json.loads(f)] for f in out["out"]]
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -168,16 +155,19 @@ class RayExecutor:
         """In-process LLM backends move onto the cluster as Ray Data pipelines: vLLM through
         Ray's batch LLM processor where `ray.data.llm` and vLLM are installed, else a pool of
         actors each holding one engine (transformers, vllm) (graphrag_engine/exec/ray_llm.py); servers
-        stay remote."""
+        stay remote. Each generation releases the model pool first: its engines need the
+        pool's CPUs and GPUs."""
         if llm_cfg.backend not in ("transformers", "vllm"):
             return None
+        room = self.models.release
         if llm_cfg.backend == "vllm" and ray_data_llm_available():
-            return RayDataVLLM(asdict(llm_cfg), self.workers, self.parts)
-        return RayDataLLM(asdict(llm_cfg), self.workers, self.gpus, self.parts)
+            return RayDataVLLM(asdict(llm_cfg), self.workers, self.parts, make_room=room)
+        return RayDataLLM(asdict(llm_cfg), self.workers, self.gpus, self.parts, make_room=room)
 
     def close(self) -> None:
-        """Release the cluster this executor started (the pools end with their pipelines) and
-        the parts folder."""
+        """End the model pool, then release the parts folder and the cluster this executor
+        started (the LLM pools end with their pipelines)."""
+        self.models.release()
         if self.parts is not None:
             shutil.rmtree(self.parts, ignore_errors=True)
         self._session.close()
@@ -186,18 +176,3 @@ class RayExecutor:
 def gathered(texts: list[str], blocks: Callable[[list[str]], Iterator]) -> list:
     """The values `blocks` gives for the texts (positions, values), in input order."""
     return by_position(len(texts), blocks(texts))
-
-
-def _actor_models(embedder: dict, ner_backend: str):
-    """The embedder and NER of the driver's config, as a process on the cluster holds them."""
-    quiet_actor()
-    from graphrag_engine.exec.local import LocalExecutor  # in the actor process
-
-    return LocalExecutor(actor_embedder(embedder), ner_backend)
-
-
-def _model_ids(embedder: dict, ner_backend: str) -> tuple[str, str]:
-    """Ids of the embedder and the entity recognizer a config names (run on the cluster, where
-    the models are)."""
-    local = _actor_models(embedder, ner_backend)
-    return local.model_id, local.ner_model_id

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +95,19 @@ def all_answered(done: list[Completion | None]) -> list[Completion]:
 
 
 class RayDataVLLM:
-    """An LLM backend answering each batch with a `ray.data.llm` vLLM processor."""
+    """An LLM backend answering each batch with a `ray.data.llm` vLLM processor (after
+    `make_room`, which frees the cluster resources the executor's model pool holds)."""
 
-    def __init__(self, llm_cfg: dict, workers: int, parts: Path | None = None) -> None:
+    def __init__(
+        self,
+        llm_cfg: dict,
+        workers: int,
+        parts: Path | None = None,
+        make_room: Callable[[], None] | None = None,
+    ) -> None:
         from transformers import AutoTokenizer  # the driver counts prompt tokens itself
 
-        self.cfg, self.workers, self.parts = llm_cfg, workers, parts
+        self.cfg, self.workers, self.parts, self.make_room = llm_cfg, workers, parts, make_room
         self.model_id = f"vllm:{llm_cfg['model']}"  # VLLMBackend's: the caches are shared
         self.tokenizer = AutoTokenizer.from_pretrained(llm_cfg["model"], local_files_only=True)
 
@@ -114,6 +122,8 @@ class RayDataVLLM:
         import ray.data  # ray is an optional extra
         from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
+        if self.make_room is not None:
+            self.make_room()
         cfg = self.cfg
         config = vLLMEngineProcessorConfig(
             model_source=cfg["model"],
@@ -152,10 +162,18 @@ class RayDataLLM:
     """An in-process LLM backend (transformers; vLLM without `ray.data.llm`) answering each batch
     with a Ray Data pipeline: `workers` actors hold one engine each (`gpus` GPUs per actor),
     blocks of the model's `batch_size` prompts go to whichever actor is free (their answers
-    written as Parquet parts in `parts` when given)."""
+    written as Parquet parts in `parts` when given), after `make_room`, which frees the
+    cluster resources the executor's model pool holds."""
 
-    def __init__(self, llm_cfg: dict, workers: int, gpus: float, parts: Path | None = None) -> None:
-        self.cfg, self.workers, self.parts = llm_cfg, workers, parts
+    def __init__(
+        self,
+        llm_cfg: dict,
+        workers: int,
+        gpus: float,
+        parts: Path | None = None,
+        make_room: Callable[[], None] | None = None,
+    ) -> None:
+        self.cfg, self.workers, self.parts, self.make_room = llm_cfg, workers, parts, make_room
         # a vLLM engine spans tensor_parallel_size GPUs, all of them its actor's
         tp = llm_cfg["tensor_parallel_size"] if llm_cfg["backend"] == "vllm" and gpus else 0
         self.gpus = max(gpus, tp)
@@ -172,6 +190,8 @@ class RayDataLLM:
         self, prompts: list[Prompt], params: GenParams, on_done: Done | None = None
     ) -> list[Completion]:
         """Answer the prompts on the cluster; each finished block reaches `on_done` at once."""
+        if self.make_room is not None:
+            self.make_room()
         sent = [json.dumps(p) for p in prompts]
         args, block = (self.cfg, params), max(1, self.cfg["batch_size"])
         pool = (self.workers, self.gpus, block, self.parts)

@@ -16,9 +16,10 @@ from tests.paths import REPO
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def kill_once_started(actor_class: str) -> list[int]:
-    """Kill the first Ray Data pool actor of `actor_class` a second after it appears (it has
-    begun loading its model), from a background thread; the killed pid lands in the list."""
+def kill_once_started(title: str, after_s: float = 1.0) -> list[int]:
+    """Kill the first Ray actor process whose title holds `title` (a class, or `Class.method`
+    while it runs that method) `after_s` after it appears (it has begun loading its model),
+    from a background thread; the killed pid lands in the list."""
     import threading
 
     import psutil
@@ -29,8 +30,8 @@ def kill_once_started(actor_class: str) -> list[int]:
         deadline = time.time() + 120
         while time.time() < deadline:
             for proc in psutil.process_iter(["cmdline"]):
-                if any(actor_class in part for part in proc.info["cmdline"] or []):
-                    time.sleep(1.0)
+                if any(title in part for part in proc.info["cmdline"] or []):
+                    time.sleep(after_s)
                     proc.kill()
                     killed.append(proc.pid)
                     return
@@ -43,12 +44,13 @@ def kill_once_started(actor_class: str) -> list[int]:
 def test_ray_index_with_a_worker_killed_equals_local(
     tmp_path: Path, demo_index_copy: Path, ray_cluster
 ) -> None:
-    """The demo indexed on Ray (`--address local` joins the open cluster) while one NER actor
-    of the Ray Data pool is killed once it has started: Ray restarts it and retries its block,
+    """The demo indexed on Ray (`--address local` joins the open cluster) while one actor of
+    the model pool is killed as it begins tagging (loading spaCy): Ray restarts it and retries
+    its block,
     the build finishes and equals the local build table for table (vectors to float32
     rounding), and the driver's cache tagged each distinct unit text once."""
     distributed = tmp_path / "ray"
-    killed = kill_once_started("TagBlocks")
+    killed = kill_once_started("ModelActor.tag", after_s=0.3)
     args = ["index", "--demo", "--out", str(distributed), "--executor", "ray"]
     assert main([*args, "--address", "local"]) == 0
     assert killed
