@@ -21,6 +21,7 @@ from typing import Any
 
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec
+from graphrag_engine.methods.heap import SettledHeap
 from graphrag_engine.methods.run import (
     batch_answer_ask,
     retrieve_batch,
@@ -89,16 +90,18 @@ def prepare(
         method = method_spec(cfg.method).retrieve
         bs = cfg.batch_size
         bar = progress(f"retrieve {cfg.method}", total=len(questions), unit="q")
-        for b in range(0, (len(questions) + bs - 1) // bs):
-            batch = questions[b * bs : (b + 1) * bs]
-            if not batch_done(out, b):
-                started = time.perf_counter()
-                r, _ = retrieve_batch(ctx, method, b, batch, StageClock())
-                ask = batch_answer_ask(ctx, batch, r)
-                add_batch_seconds(out, b, time.perf_counter() - started)
-                if ask.prompts:
-                    pending.append(Pending(out, b, ask.prompts, ask.params, ctx.llm))
-            bar.update(len(batch))
+        with SettledHeap() as heap:
+            for b in range(0, (len(questions) + bs - 1) // bs):
+                batch = questions[b * bs : (b + 1) * bs]
+                if not batch_done(out, b):
+                    started = time.perf_counter()
+                    r, _ = retrieve_batch(ctx, method, b, batch, StageClock())
+                    ask = batch_answer_ask(ctx, batch, r)
+                    add_batch_seconds(out, b, time.perf_counter() - started)
+                    if ask.prompts:
+                        pending.append(Pending(out, b, ask.prompts, ask.params, ctx.llm))
+                    heap.settle()
+                bar.update(len(batch))
         bar.close()
     return pending
 

@@ -28,6 +28,7 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
 from graphrag_engine.methods import method_spec
+from graphrag_engine.methods.heap import SettledHeap
 from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
 from graphrag_engine.methods.run import (
     finish_run,
@@ -76,6 +77,7 @@ def _worker_class():
             index = NoIndex() if index_root == "none" else open_index(index_root)
             self.ctx = QueryContext(index, _in_actor(cfg), Path(out))
             self.retrieve = method_spec(cfg.method).retrieve
+            self.heap = SettledHeap()  # frozen after the first batch, for the actor's life
 
         def pid(self) -> int:
             return os.getpid()
@@ -83,7 +85,9 @@ def _worker_class():
         def answer(self, b: int, batch: list[Question], fail_fast: bool, vectors=None):
             if vectors is not None:  # (question vectors, model id) from the pipeline
                 self.ctx.preset_query_vectors([q.question for q in batch], *vectors)
-            return (b, *run_batch(self.ctx, self.retrieve, b, batch, fail_fast))
+            answered = run_batch(self.ctx, self.retrieve, b, batch, fail_fast)
+            self.heap.settle()
+            return (b, *answered)
 
     return QueryWorker
 

@@ -28,6 +28,7 @@ from graphrag_engine.methods.answer import (
     prompt_for,
     send_ask,
 )
+from graphrag_engine.methods.heap import SettledHeap
 from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.context import QueryContext
@@ -216,22 +217,24 @@ def _run_batches(
     n_batches = (len(questions) + bs - 1) // bs
     bar = progress(f"query {cfg.method}", total=len(questions), unit="q")
     resumed = 0
-    for b in range(n_batches):
-        batch = questions[b * bs : (b + 1) * bs]
-        if not dry_run and batch_done(out, b):
-            resumed += len(batch)
-            bar.update(len(batch))
-            continue
-        batch_started = time.perf_counter()
-        base = b * bs
+    with SettledHeap() as heap:
+        for b in range(n_batches):
+            batch = questions[b * bs : (b + 1) * bs]
+            if not dry_run and batch_done(out, b):
+                resumed += len(batch)
+                bar.update(len(batch))
+                continue
+            batch_started = time.perf_counter()
+            base = b * bs
 
-        def answered(n: float, base: int = base) -> None:  # the batch's answers as they come
-            move_bar(bar, base + n)
+            def answered(n: float, base: int = base) -> None:  # the batch's answers as they come
+                move_bar(bar, base + n)
 
-        rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered)
-        if not dry_run:
-            write_part(out, b, rows, usage, time.perf_counter() - batch_started)
-        move_bar(bar, base + len(batch))
+            rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered)
+            if not dry_run:
+                write_part(out, b, rows, usage, time.perf_counter() - batch_started)
+            move_bar(bar, base + len(batch))
+            heap.settle()
     bar.close()
     if dry_run:
         return {"dry_run": True, "questions": len(questions), "llm": ctx.ledger.summary()}
