@@ -1,6 +1,6 @@
-"""Ray Data pipelines for the model stages of an index built on Ray (embedding, NER and
-in-process LLM generation), and for the questions of a query job sharded over Ray (their
-embeddings).
+"""Ray Data pipelines for in-process LLM generation on Ray and for the questions of a query
+job sharded over Ray (their embeddings); the block models (`EmbedBlocks`, `TagBlocks`) are
+also what the index build's pool of model actors holds (graphrag_engine/exec/ray_pool.py).
 
 The texts a stage still needs (the caches answer the rest) go through `map_batches` over an
 actor pool: one model per actor, `workers` actors (Ray Data's `concurrency`), the configured
