@@ -5,10 +5,10 @@ stage would start a pool and load its model again: about 7 s a stage on the 2-CP
 cluster, against well under a second of embedding for a small build.
 
 Blocks of texts go to the actor with the fewest blocks in flight, in turn across the pool's
-calls (at most IN_FLIGHT each, so the driver holds a bounded number of blocks), and come back as they finish, tagged with their
-positions; through Parquet parts in `parts` when given, as in the Ray Data pipelines
-(graphrag_engine/exec/ray_data.py). An actor that dies is restarted by Ray (its models loaded
-again) and its blocks retried.
+calls (at most IN_FLIGHT each, so the driver holds a bounded number of blocks), and come back
+as they finish, tagged with their positions; through Parquet parts in `parts` when given, as
+in the Ray Data pipelines (graphrag_engine/exec/ray_data.py). An actor that dies is restarted
+by Ray (its models loaded again) and its blocks retried.
 
 The pool holds `workers` CPUs (and GPUs) while it lives, so an LLM stage, whose Ray Data pool
 needs them, releases it first (`release`); the next model stage starts it again.
@@ -88,7 +88,7 @@ class ModelPool:
         self._ray, self.workers, self.gpus, self.parts = ray, max(1, workers), gpus, parts
         self._args = (embedder, ner_backend, str(parts) if parts is not None else None)
         self._actors: list[Any] = []
-        self._turn = 0  # the actor whose turn it is among the least loaded
+        self._turn = 0  # the actor that comes first among the least loaded
 
     def _started(self) -> list[Any]:
         """The pool's actors, started now if they are not running."""
@@ -118,12 +118,8 @@ class ModelPool:
 
         def send() -> None:
             while todo and min(load) < IN_FLIGHT:
-                least = min(load)
-                i = next(
-                    k % len(actors)
-                    for k in range(self._turn, self._turn + len(actors))
-                    if load[k % len(actors)] == least
-                )
+                in_turn = [(self._turn + k) % len(actors) for k in range(len(actors))]
+                i = min(in_turn, key=load.__getitem__)  # the first of the least loaded
                 self._turn, lo = i + 1, todo.popleft()
                 batch = {
                     "pos": np.arange(lo, min(lo + block, len(texts))),
