@@ -272,6 +272,11 @@ class GraphConfig:
     where its two ends co-occur, and its keywords are their content words (0: no description,
     keyword "co-occurrence"). Such a relation's vector is the mean of its sentences' unit
     vectors (no embedding of its text), unless unit_vectors is lazy and relation_vectors is not."""
+    entity_vectors: Literal["pooled", "text"] = "pooled"
+    """An entity described by its sentences (no LLM description): 'pooled' gives it its name's
+    vector and its sentences' unit vectors summed, weighted by their characters (each sentence
+    embedded once, as a unit); 'text' embeds "name: sentences" as one text, the sentences again
+    inside every entity that they name. Pooled needs unit_vectors: index (else text)."""
     synonym_threshold: float = 0.8
     """Entities whose name vectors have at least this cosine are joined by a synonym edge
     (graph_synonym; HippoRAG 2's 0.8); above 1: none."""

@@ -248,5 +248,6 @@ def summarize_descriptions(
     for e, a in zip(long, answers, strict=True):
         if a.text.strip():
             e["description"] = a.text.strip()
+            e["sentence_units"] = []  # the summary describes it now: its vector embeds that
             done += 1
     return done

@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_engine.config import IndexConfig
-from graphrag_engine.descriptions import sentence_mean
 from graphrag_engine.exec import make_executor
 from graphrag_engine.index.communities import community_reports, detect_communities
 from graphrag_engine.index.extract import extract_configured, summarize_descriptions
@@ -32,13 +31,13 @@ from graphrag_engine.index.graphs import build_graphs, edge_table
 from graphrag_engine.index.resolve import resolve
 from graphrag_engine.index.synonyms import synonym_edges
 from graphrag_engine.index.units import llm_units, select_core_chunks, unit_batches
+from graphrag_engine.index.vectors import embed_stage, write_vectors
 from graphrag_engine.models import make_llm
 from graphrag_engine.models.base import Usage, outcome_line
 from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from graphrag_engine.models.ner import skip_labels
 from graphrag_engine.models.ner_cache import NERCache
-from graphrag_engine.models.text_cache import WINDOW, Windows, windows
-from graphrag_engine.names import VECTOR_TABLE_KINDS, entity_text, relation_text
+from graphrag_engine.models.text_cache import WINDOW
 from graphrag_engine.store import IndexWriter
 from graphrag_engine.store.schemas import schema_for
 
@@ -202,7 +201,7 @@ def _usage_diff(before: Usage, after: Usage) -> dict[str, int]:
 def _embed_chunks(b: Build) -> dict[str, Any]:
     """Chunk vectors (also the knapsack's similarity values)."""
     if b.embedder is not None:
-        _write_vectors(b, {"chunk_vectors": (len(b.chunks), b.chunks.titled)})
+        write_vectors(b, {"chunk_vectors": (len(b.chunks), b.chunks.titled)})
         if b.config.graph.alpha > 0:  # the knapsack reads them, memory-mapped
             b.chunk_vecs = b.writer.staged_vectors("chunk_vectors")
     cache = b.cache
@@ -364,86 +363,6 @@ def _unit_entities(b: Build) -> Iterator[tuple[str, list[str]]]:
             yield text, named.get(unit, [])
 
 
-def _embed(b: Build) -> dict[str, Any]:
-    """Vectors of units, entities ("name: description") and relations ("src - dst: description"),
-    but not of a table the config leaves lazy (a query embeds it when it first asks). A relation
-    described by its sentences (no LLM description) gets their units' mean vector instead of an
-    embedding of its text, when the unit vectors are built too: the same sentences, without
-    embedding each of them again once per pair of entities it names."""
-    cache, g = b.cache, b.config.graph
-    hits0, miss0 = cache.hits, cache.misses
-    entity_texts = [entity_text(e["name"], e["description"]) for e in b.entities]
-    derive = (
-        g.relation_vectors == "index"
-        and g.unit_vectors == "index"
-        and any(r.get("sentence_units") for r in b.relations)
-    )
-    tables = {
-        "unit_vectors": (b.unit_ids.num_rows, b.unit_texts) if g.unit_vectors == "index" else None,
-        "entity_vectors": (len(entity_texts), lambda: windows(entity_texts)),
-        "relation_vectors": (len(b.relations), lambda: _relation_texts(b))
-        if g.relation_vectors == "index" and not derive
-        else None,
-    }
-    built = {name: texts for name, texts in tables.items() if texts is not None}
-    llm_rows = _llm_relations(b) if derive else []
-    also = (len(llm_rows), lambda: _relation_texts(b, llm_rows)) if derive else None
-    _write_vectors(b, built, also)
-    if derive:
-        _derived_relation_vectors(b)
-    return {
-        "items": sum(n for n, _ in built.values()) + (len(b.relations) if derive else 0),
-        "cached": cache.hits - hits0,
-        "embedded": cache.misses - miss0,
-        "derived_relation_vectors": sum(bool(r.get("sentence_units")) for r in b.relations)
-        if derive
-        else 0,
-        "lazy": [name for name, texts in tables.items() if texts is None and not derive],
-    }
-
-
-def _llm_relations(b: Build) -> list[int]:
-    """Rows of the relations whose vectors embed their text (an LLM described them)."""
-    return [i for i, r in enumerate(b.relations) if not r.get("sentence_units")]
-
-
-def _relation_texts(b: Build, rows: list[int] | None = None) -> Iterator[list[str]]:
-    """What each relation's vector embeds ("src - dst: description"), WINDOW at a time; only
-    the relations at `rows` when given."""
-    name_of = {e["entity_id"]: e["name"] for e in b.entities}
-    rels = b.relations if rows is None else [b.relations[i] for i in rows]
-    for lo in range(0, len(rels), WINDOW):
-        yield [
-            relation_text(name_of[r["src"]], name_of[r["dst"]], r["description"])
-            for r in rels[lo : lo + WINDOW]
-        ]
-
-
-def _derived_relation_vectors(b: Build) -> None:
-    """Relation vectors, WINDOW at a time: the normalised mean of the unit vectors of a
-    sentence-described relation's sentences, the cached embedding of an LLM-described one's text."""
-    units = b.writer.staged_vectors("unit_vectors")
-    model = b.embedder.model_id
-    name_of = {e["entity_id"]: e["name"] for e in b.entities}
-    with b.writer.vector_sink("relation_vectors", len(b.relations), model) as sink:
-        for lo in range(0, len(b.relations), WINDOW):
-            rels = b.relations[lo : lo + WINDOW]
-            block = np.zeros((len(rels), units.shape[1]), dtype=np.float32)
-            texts = [i for i, r in enumerate(rels) if not r.get("sentence_units")]
-            if texts:
-                wanted = [
-                    relation_text(
-                        name_of[rels[i]["src"]], name_of[rels[i]["dst"]], rels[i]["description"]
-                    )
-                    for i in texts
-                ]
-                block[texts] = np.stack(next(b.cache.stored(model, iter([wanted]))))
-            for i, r in enumerate(rels):
-                if r.get("sentence_units"):
-                    block[i] = sentence_mean(units, r["sentence_units"])
-            sink.append(block)
-
-
 def _synonyms(b: Build) -> dict[str, Any]:
     """Synonym edges between entities whose names embed close together (graph_synonym)."""
     g = b.config.graph
@@ -459,26 +378,6 @@ def _synonyms(b: Build) -> dict[str, Any]:
         "edges": int(src.size),
     }
     return {"items": n, "edges": int(src.size)}
-
-
-TextWindows = tuple[int, Callable[[], Windows]]
-"""A vector table's rows and what reads its texts, a window at a time (called once per pass)."""
-
-
-def _write_vectors(
-    b: Build, tables: dict[str, TextWindows], also: TextWindows | None = None
-) -> None:
-    """Embed the texts of every table (and `also`'s, into the cache only) in one pass (one fill,
-    so one pipeline and model load on Ray for a corpus under PENDING_CHARS), then stream each
-    table's vectors from the cache into its file, a window at a time: no build holds a whole
-    vector table or its texts."""
-    label = "+".join(VECTOR_TABLE_KINDS[n] for n in tables)
-    passes = [*tables.values(), *([also] if also else [])]
-    every_window = (w for _, texts in passes for w in texts())
-    b.cache.embed(b.embedder, every_window, label, total=sum(n for n, _ in passes))
-    for name, (rows, texts) in tables.items():
-        with b.writer.vector_sink(name, rows, b.embedder.model_id) as sink:
-            b.cache.stream(b.embedder.model_id, texts(), sink)
 
 
 STAGES: list[Stage] = [
@@ -518,7 +417,7 @@ STAGES: list[Stage] = [
         "embed",
         ("units", "entities", "relations"),
         ("unit_vectors", "entity_vectors", "relation_vectors"),
-        _embed,
+        embed_stage,
         enabled=lambda cfg: cfg.graph.embed,
     ),
     Stage(

@@ -131,18 +131,19 @@ def resolve(
             a, b = mention(src, "UNKNOWN", chunk_id), mention(dst, "UNKNOWN", chunk_id)
             if a is not None and b is not None:
                 relate(a, b, max(strength, 0.0), chunk_id, desc, keywords)
-    entities = [
-        {
-            "entity_id": eid,
-            "name": names[eid].most_common(1)[0][0],
-            "type": _best_type(types[eid]),
-            "description": "\n".join(descriptions[eid])
-            or " ".join(entity_picks.texts(eid))
-            or None,
-            "chunk_ids": sorted(chunks[eid]),
-        }
-        for eid in sorted(names)
-    ]
+    entities = []
+    for eid in sorted(names):
+        described = "\n".join(descriptions[eid])  # an LLM's descriptions win over sentences
+        entities.append(
+            {
+                "sentence_units": [] if described else entity_picks.rows(eid),  # not a column
+                "entity_id": eid,
+                "name": names[eid].most_common(1)[0][0],
+                "type": _best_type(types[eid]),
+                "description": described or " ".join(entity_picks.texts(eid)) or None,
+                "chunk_ids": sorted(chunks[eid]),
+            }
+        )
     relations = []
     for (a, b), w in sorted(weight.items()):
         description, keywords, rows = rel_desc[(a, b)], rel_keys[(a, b)], []
