@@ -1,13 +1,15 @@
 """An LLM-free index of real data gives its entities and relations text: every relation is
 described by sentences of its units that name both its ends, its vector is their units' mean
-vector, entities are described by sentences naming them, and synonym edges join only names
-that embed within the threshold."""
+vector, entities are described by sentences naming them and their vectors pool their names'
+and those sentences' vectors, and synonym edges join only names that embed within the
+threshold."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from graphrag_engine.descriptions import SentencePicks
 from graphrag_engine.methods import query_config
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
@@ -63,6 +65,37 @@ def test_relation_vectors_are_their_sentences_mean_unit_vectors(index, tmp_path)
     for i in range(0, len(rows), max(1, len(rows) // 200)):
         mean = units[rows[i]].mean(axis=0)
         np.testing.assert_allclose(rels[i], mean / np.linalg.norm(mean), atol=1e-5)
+
+
+def test_entity_vectors_pool_their_name_and_sentences(index, tmp_path) -> None:
+    """Each entity's vector is its name's vector and its sentences' unit vectors summed, each
+    weighted by its characters (a sentence's at most 300), then normalised: replayed here
+    from the tables and the embedder, not from the build's code."""
+    ctx = QueryContext(index, query_config("naive"), tmp_path)
+    units = index.table("units", ["unit_id", "text"]).to_pydict()
+    links = index.table("unit_entity").to_pydict()
+    named: dict[str, list[str]] = {}
+    for unit, entity in zip(links["unit_id"], links["entity_id"], strict=True):
+        named.setdefault(unit, []).append(entity)
+    picks = SentencePicks(SENTENCES["entity_sentences"])
+    for row, (unit, text) in enumerate(zip(units["unit_id"], units["text"], strict=True)):
+        for entity in named.get(unit, []):
+            picks.offer(entity, text, len(named[unit]), row)
+    entities = index.table("entities", ["entity_id", "name", "description"]).to_pydict()
+    stats = index.manifest["stats"]["stages"]["embed"]
+    assert stats["derived_entity_vectors"] == len(entities["entity_id"])
+    sample = range(0, len(entities["entity_id"]), max(1, len(entities["entity_id"]) // 200))
+    names = [entities["name"][i] for i in sample]
+    name_vectors = ctx.encode_queries(names)
+    for i, name, name_vector in zip(sample, names, name_vectors, strict=True):
+        entity = entities["entity_id"][i]
+        assert entities["description"][i] == " ".join(picks.texts(entity))
+        pooled = (len(name) + 1) * name_vector / np.linalg.norm(name_vector)
+        for row in picks.rows(entity):
+            pooled += min(len(units["text"][row]), 300) * ctx.unit_vectors[row]
+        np.testing.assert_allclose(
+            ctx.entity_vectors[i], pooled / np.linalg.norm(pooled), atol=1e-5
+        )
 
 
 def test_synonym_edges_join_close_names_only(index, tmp_path) -> None:
