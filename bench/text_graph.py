@@ -56,6 +56,7 @@ def main() -> None:
         ap.error(f"--configs: a subset of {','.join(CONFIGS)} holding sentences")
     work = offline_work(args)
     builds, recall, best = [], [], []
+    paired: dict[tuple[str, str], dict] = {}
     for name in args.sets.split(","):
         figures, per_q = {}, {}
         for config in configs:
@@ -77,6 +78,9 @@ def main() -> None:
         now = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
         base = max((r for r in now if r["method"] in BASELINES), key=lambda r: r["R@5"])
         graph = max((r for r in now if r["method"] not in BASELINES), key=lambda r: r["R@5"])
+        for method in per_q.get("text_entities", {}):  # pooled minus embedded, question by question
+            test = paired_test(per_q["text_entities"][method], per_q["sentences"][method])
+            paired[(name, method)] = {k: round(v, 4) for k, v in test.items() if k != "n"}
         diff = paired_test(per_q["sentences"][base["method"]], per_q["sentences"][graph["method"]])
         best.append(
             {
@@ -86,7 +90,7 @@ def main() -> None:
                 **{k: round(v, 4) for k, v in diff.items()},
             }
         )
-        _write(builds, recall, best, args.tag, args.against)
+        _write(builds, recall, best, args.tag, args.against, paired)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -97,34 +101,39 @@ def main() -> None:
 
 
 def _write(
-    builds: list[dict], recall: list[dict], best: list[dict], tag: str, against: str | None
+    builds: list[dict],
+    recall: list[dict],
+    best: list[dict],
+    tag: str,
+    against: str | None,
+    paired: dict[tuple[str, str], dict],
 ) -> None:
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
     figures = {"bench": "text_graph", "builds": builds, "recall": recall}
     figures["best_graph_minus_baseline"] = best
     if any(r["index"] == "text_entities" for r in recall):
-        figures["entity_vector_changes"] = entity_vector_changes(recall)
+        figures["entity_vector_changes"] = entity_vector_changes(recall, paired)
     if against:
         figures[f"change_against_{against}"] = changes(recall, against)
     write_result("text_graph", figures, tag)
 
 
-def entity_vector_changes(recall: list[dict]) -> list[dict]:
+def entity_vector_changes(recall: list[dict], paired: dict[tuple[str, str], dict]) -> list[dict]:
     """Per set and run, R@2 / R@5 on the default index (pooled entity vectors) minus those on
-    the text_entities index (embedded ones), where both were queried."""
+    the text_entities index (embedded ones), where both were queried, with the paired R@5
+    difference's 95% interval and p-value over the same questions."""
     text = {(r["set"], r["method"]): r for r in recall if r["index"] == "text_entities"}
-    return [
-        {
-            "set": r["set"],
-            "method": r["method"],
-            **{
-                f"{k} change": round(r[k] - text[(r["set"], r["method"])][k], 3)
-                for k in ("R@2", "R@5")
-            },
-        }
-        for r in recall
-        if r["index"] == "sentences" and (r["set"], r["method"]) in text
-    ]
+    out = []
+    for r in recall:
+        key = (r["set"], r["method"])
+        if r["index"] != "sentences" or key not in text:
+            continue
+        row = {"set": r["set"], "method": r["method"]}
+        row.update({f"{k} change": round(r[k] - text[key][k], 3) for k in ("R@2", "R@5")})
+        test = paired.get(key, {})
+        row.update({f"R@5 paired {k}": v for k, v in test.items() if k != "mean_diff"})
+        out.append(row)
+    return out
 
 
 def changes(recall: list[dict], against: str) -> list[dict]:
