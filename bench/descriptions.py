@@ -61,7 +61,7 @@ BUILDS = {
 }
 """Index configs: as the LLM-free index was, today's defaults, today's defaults with the
 concept noun phrases among the entities, and today's defaults with every entity's vector
-embedded from its "name: sentences" text (bench/entity_vectors.py)."""
+embedded from its "name: sentences" text (`--entity-vectors`)."""
 COMPARED = ("before", "sentences", "concepts")
 """The configs this bench builds."""
 RUNS = {
