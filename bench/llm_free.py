@@ -28,8 +28,9 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "hipporag": ("hipporag", {}),
     "clue": ("clue", {}),
     # the paper's path scoring embeds every candidate path's text (about 100x dense's cost a
-    # question on a CPU); mean scoring reads the units' stored vectors instead
+    # question on a CPU); pooled and mean scoring read the units' stored vectors instead
     "clue_mean_paths": ("clue", {"path_scoring": "mean"}),
+    "clue_pooled_paths": ("clue", {"path_scoring": "pooled"}),
     "lightrag_hybrid_ner": ("lightrag", {"keywords": "ner", "mode": "hybrid"}),
     "graphrag_local": ("graphrag_local", {}),
     "rograg_dual_level_ner": (

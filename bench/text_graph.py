@@ -5,7 +5,7 @@ indexes, R@2 / R@5 with 95% bootstrap intervals, each method's R@5 as a share of
 the best graph method minus the best baseline (paired bootstrap interval of the difference).
 
     .venv/bin/python -m bench.text_graph [--sets musique,2wiki,hotpotqa] [--work DIR]
-        [--configs before,sentences] [--tag TAG]
+        [--configs before,sentences] [--tag TAG] [--runs NAMES] [--train]
 
 `--configs sentences` builds and queries today's default index only (no build-time ratio); its
 shares of dense and its best-graph-minus-baseline figures are still from one run. Adding
@@ -16,7 +16,9 @@ TAG` adds each default-index row's R@2 / R@5 minus those of the same set and met
 committed result `text_graph-TAG.json` (an earlier commit's run), e.g. before a change to the
 index. `--reuse`
 queries an index this bench already built in WORK instead of building it again (its build
-figures are then left out).
+figures are then left out). `--runs` queries BM25, dense and the named runs only (this
+bench's or bench/llm_free.py's names); `--train` uses the train sets (MuSiQue and HotpotQA) to
+pick a setting before its dev run.
 
 ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
 (bench/descriptions.py; docs/benchmarks/graph_pick.md): it embeds every candidate edge for every
@@ -33,6 +35,8 @@ import json
 
 from bench.common import DATA, DEV_SETS, RESULTS, offline_work, work_dir, write_result
 from bench.descriptions import RUNS, build_or_reuse, recall_rows
+from bench.linearrag import TRAIN_SETS
+from bench.llm_free import METHODS
 from graphrag_engine.eval.metrics import paired_test
 
 BASELINES = ("bm25", "naive")
@@ -44,26 +48,37 @@ CONFIGS = ("before", "sentences", "text_entities")
 def main() -> None:
     """Build, query, compare and write one result."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="musique,2wiki,hotpotqa")
+    ap.add_argument(
+        "--sets", default=None, help="default: musique,2wiki,hotpotqa (train: no 2wiki)"
+    )
     ap.add_argument("--work", default=work_dir("text_graph"))
     ap.add_argument("--configs", default="before,sentences")
     ap.add_argument("--tag", default="")
     ap.add_argument("--reuse", action="store_true")
     ap.add_argument("--against", default=None, help="tag of an earlier text_graph result")
+    ap.add_argument("--runs", default=None, help="comma-separated run names besides bm25, naive")
+    ap.add_argument("--train", action="store_true", help="the train sets, to pick a setting")
+    ap.add_argument("--paired", default=None, help="A,B: B's R@5 minus A's, paired, per set")
     args = ap.parse_args()
+    runs = RUNS_HERE
+    if args.runs:
+        names = [*BASELINES, *(n for n in args.runs.split(",") if n not in BASELINES)]
+        runs = {n: RUNS_HERE[n] if n in RUNS_HERE else METHODS[n] for n in names}
+    sets = {f"{n}_train": TRAIN_SETS[n] for n in args.sets.split(",")} if args.train else DEV_SETS
     configs = args.configs.split(",")
     if "sentences" not in configs or not set(configs) <= set(CONFIGS):
         ap.error(f"--configs: a subset of {','.join(CONFIGS)} holding sentences")
     work = offline_work(args)
-    builds, recall, best = [], [], []
+    builds, recall, best, pairs = [], [], [], []
     paired: dict[tuple[str, str], dict] = {}
-    for name in args.sets.split(","):
+    chosen = args.sets or ("musique,hotpotqa" if args.train else "musique,2wiki,hotpotqa")
+    for name in (f"{n}_train" if args.train else n for n in chosen.split(",")):
         figures, per_q = {}, {}
         for config in configs:
-            corpus = DATA / DEV_SETS[name][0]
+            corpus = DATA / sets[name][0]
             index, figures[config] = build_or_reuse(name, corpus, config, work, args.reuse)
             rows, per_q[config] = recall_rows(
-                index, DATA / DEV_SETS[name][1], work, per_question=True, runs=RUNS_HERE
+                index, DATA / sets[name][1], work, per_question=True, runs=runs
             )
             dense = next(r["R@5"] for r in rows if r["method"] == "naive")
             for r in rows:
@@ -78,19 +93,23 @@ def main() -> None:
         now = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
         base = max((r for r in now if r["method"] in BASELINES), key=lambda r: r["R@5"])
         graph = max((r for r in now if r["method"] not in BASELINES), key=lambda r: r["R@5"])
+        if args.paired:  # B minus A on the default index, question by question
+            a, b = args.paired.split(",")
+            test = paired_test(per_q["sentences"][a], per_q["sentences"][b])
+            pairs.append({"set": name, "difference": f"{b} - {a}", **_rounded(test)})
         for method in per_q.get("text_entities", {}):  # pooled minus embedded, question by question
             test = paired_test(per_q["text_entities"][method], per_q["sentences"][method])
-            paired[(name, method)] = {k: round(v, 4) for k, v in test.items() if k != "n"}
+            paired[(name, method)] = {k: v for k, v in _rounded(test).items() if k != "n"}
         diff = paired_test(per_q["sentences"][base["method"]], per_q["sentences"][graph["method"]])
         best.append(
             {
                 "set": name,
                 "best_graph": graph["method"],
                 "best_baseline": base["method"],
-                **{k: round(v, 4) for k, v in diff.items()},
+                **_rounded(diff),
             }
         )
-        _write(builds, recall, best, args.tag, args.against, paired)
+        _write(builds, recall, best, args.tag, args.against, paired, pairs)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -107,15 +126,23 @@ def _write(
     tag: str,
     against: str | None,
     paired: dict[tuple[str, str], dict],
+    pairs: list[dict],
 ) -> None:
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
     figures = {"bench": "text_graph", "builds": builds, "recall": recall}
     figures["best_graph_minus_baseline"] = best
+    if pairs:
+        figures["paired_runs"] = pairs
     if any(r["index"] == "text_entities" for r in recall):
         figures["entity_vector_changes"] = entity_vector_changes(recall, paired)
     if against:
         figures[f"change_against_{against}"] = changes(recall, against)
     write_result("text_graph", figures, tag)
+
+
+def _rounded(test: dict) -> dict:
+    """A paired test's figures at 4 decimals."""
+    return {k: round(v, 4) for k, v in test.items()}
 
 
 def entity_vector_changes(recall: list[dict], paired: dict[tuple[str, str], dict]) -> list[dict]:

@@ -137,7 +137,8 @@ def test_the_best_n_graph_chunks_lead_then_dense_hits(setup) -> None:
 
 def test_a_path_is_scored_by_its_joined_text(setup) -> None:
     """Algorithm 3 line 13: a multi-unit path's score is the reranker's (here the bi-encoder's
-    cosine) on its units' texts joined; `path_scoring: mean` reads the summed unit vectors."""
+    cosine) on its units' texts joined; `path_scoring: mean` reads the summed unit vectors and
+    `pooled` weighs each by its characters."""
     from graphrag_engine.kernels.similarity import l2_normalize
     from graphrag_engine.methods.clue_rag import _path_scores
     from graphrag_engine.retrieve.scoring import make_scorer
@@ -157,6 +158,13 @@ def test_a_path_is_scored_by_its_joined_text(setup) -> None:
     mean = _path_scores(ctx, scorer, [questions[0].question], phi, np.zeros(3, np.int64), paths)
     summed = l2_normalize(ctx.unit_vectors[[3, 7]].sum(axis=0)[None])[0]
     np.testing.assert_allclose(mean[1], summed @ phi[0], atol=1e-5)
+    ctx.cfg.options.path_scoring = "pooled"  # each unit weighted by its characters, up to 300
+    pooled = _path_scores(ctx, scorer, [questions[0].question], phi, np.zeros(3, np.int64), paths)
+    for i, path in enumerate(paths[1:], start=1):
+        chars = np.array([min(len(ctx.units["text"][u]), 300) for u in path], np.float32)
+        vec = l2_normalize((chars[:, None] * ctx.unit_vectors[list(path)]).sum(axis=0)[None])[0]
+        np.testing.assert_allclose(pooled[i], vec @ phi[0], atol=1e-5)
+    np.testing.assert_allclose(pooled[0], got[0], atol=1e-6)
 
 
 def test_answer_prompt_repeats_the_question_after_the_context() -> None:

@@ -23,10 +23,12 @@ index's unit and chunk vectors (the same cosine it would compute); a cross-encod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import ClassVar, Literal
 
 import numpy as np
 
+from graphrag_engine.descriptions import MAX_SENTENCE_CHARS
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize, rowwise_dot
@@ -94,10 +96,11 @@ class ClueRAGConfig:
     """False: the ablation without anchoring on units linked to the query's entities."""
     query_update: bool = True
     """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
-    path_scoring: Literal["text", "mean"] = "text"
+    path_scoring: Literal["text", "pooled", "mean"] = "text"
     """A multi-unit path's score: its units' texts joined and scored as one text (Algorithm 3
-    line 13, the paper), or, with the index's bi-encoder, its units' summed stored vectors
-    (`mean`: no encoder pass)."""
+    line 13, the paper), or, with the index's bi-encoder and no encoder pass, its units' stored
+    vectors summed, each weighted by its characters as mean pooling the joined text weighs it
+    (`pooled`), or unweighted (`mean`)."""
 
     def validate(self, where: str) -> None:
         """Positive sizes, and at least one way to find the first entities."""
@@ -126,28 +129,51 @@ def _path_scores(
     paths: list[tuple[int, ...]],
 ) -> np.ndarray:
     """Scores of unit paths against their questions. A text scorer reads the joined texts. The
-    index's bi-encoder reuses the stored vectors of single units and, for longer paths, the
-    normalised sum of their units' vectors (`path_scoring: mean`) or embeds every distinct
-    joined text in one call (`path_scoring: text`, the paper's, the default)."""
-    texts = [" ".join(ctx.units["text"][u] for u in path) for path in paths]
+    index's bi-encoder reuses the stored vectors of single units and, for longer paths, pools
+    their units' vectors (`path_scoring: pooled` or `mean`, `_pooled_paths`) or embeds every
+    distinct joined text in one call (`path_scoring: text`, the paper's)."""
+    text = ctx.units["text"]
     if not reuses_index_vectors(scorer, ctx.embedder):
-        return score_flat(scorer, questions, owner, texts)
+        return score_flat(scorer, questions, owner, [" ".join(text[u] for u in p) for p in paths])
     out = np.zeros(len(paths), dtype=np.float32)
     single = np.array([len(p) == 1 for p in paths], dtype=bool)
     if single.any():
         rows = np.array([p[0] for p, one in zip(paths, single, strict=True) if one])
         out[single] = rowwise_dot(phi, owner[single], ctx.unit_vectors, rows)
     multi_paths = [p for p, one in zip(paths, single, strict=True) if not one]
-    if multi_paths and ctx.cfg.options.path_scoring == "mean":
-        vecs = l2_normalize(np.stack([ctx.unit_vectors[list(p)].sum(axis=0) for p in multi_paths]))
+    if multi_paths and ctx.cfg.options.path_scoring != "text":
+        vecs = _pooled_paths(ctx, multi_paths, weighted=ctx.cfg.options.path_scoring == "pooled")
         out[~single] = rowwise_dot(phi, owner[~single], vecs, np.arange(len(vecs)))
     elif multi_paths:
-        multi = [t for t, one in zip(texts, single, strict=True) if not one]
+        multi = [" ".join(text[u] for u in p) for p in multi_paths]
         distinct = sorted(set(multi))
         row = {t: i for i, t in enumerate(distinct)}
         vecs = l2_normalize(ctx.encode_queries(distinct))
         out[~single] = rowwise_dot(phi, owner[~single], vecs, np.array([row[t] for t in multi]))
     return out
+
+
+def _pooled_paths(ctx: QueryContext, paths: list[tuple[int, ...]], weighted: bool) -> np.ndarray:
+    """Each path's normalised sum of its units' stored vectors, each weighted by its characters
+    (at most MAX_SENTENCE_CHARS, as entity vectors pool their sentences) or, unweighted, by one.
+    Mean pooling over a joined text weighs each unit by its length; characters stand in for
+    its tokens."""
+    flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64)
+    starts = np.cumsum([0] + [len(p) for p in paths[:-1]])
+    rows = np.asarray(ctx.unit_vectors[flat], dtype=np.float32)
+    if weighted:
+        rows = rows * _unit_chars(ctx)[flat, None]
+    return l2_normalize(np.add.reduceat(rows, starts, axis=0))
+
+
+def _unit_chars(ctx: QueryContext) -> np.ndarray:
+    """Each unit's characters, at most MAX_SENTENCE_CHARS (once per run)."""
+    return ctx.memo(
+        "clue_unit_chars",
+        lambda: np.minimum(
+            np.fromiter(map(len, ctx.units["text"]), dtype=np.float32), MAX_SENTENCE_CHARS
+        ),
+    )
 
 
 def _chunk_scores(
