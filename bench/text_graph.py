@@ -64,14 +64,14 @@ def main() -> None:
     if args.runs:
         names = [*BASELINES, *(n for n in args.runs.split(",") if n not in BASELINES)]
         runs = {n: RUNS_HERE[n] if n in RUNS_HERE else METHODS[n] for n in names}
-    sets = {f"{n}_train": TRAIN_SETS[n] for n in args.sets.split(",")} if args.train else DEV_SETS
+    chosen = args.sets or ("musique,hotpotqa" if args.train else "musique,2wiki,hotpotqa")
+    sets = {f"{n}_train": TRAIN_SETS[n] for n in TRAIN_SETS} if args.train else DEV_SETS
     configs = args.configs.split(",")
     if "sentences" not in configs or not set(configs) <= set(CONFIGS):
         ap.error(f"--configs: a subset of {','.join(CONFIGS)} holding sentences")
     work = offline_work(args)
     builds, recall, best, pairs = [], [], [], []
     paired: dict[tuple[str, str], dict] = {}
-    chosen = args.sets or ("musique,hotpotqa" if args.train else "musique,2wiki,hotpotqa")
     for name in (f"{n}_train" if args.train else n for n in chosen.split(",")):
         figures, per_q = {}, {}
         for config in configs:
