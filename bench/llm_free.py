@@ -26,11 +26,12 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("bm25", {}),
     "naive": ("naive", {}),
     "hipporag": ("hipporag", {}),
+    # paths scored by their units' stored vectors, pooled by characters (the default)
     "clue": ("clue", {}),
     # the paper's path scoring embeds every candidate path's text (about 100x dense's cost a
-    # question on a CPU); pooled and mean scoring read the units' stored vectors instead
+    # question on a CPU)
+    "clue_text_paths": ("clue", {"path_scoring": "text"}),
     "clue_mean_paths": ("clue", {"path_scoring": "mean"}),
-    "clue_pooled_paths": ("clue", {"path_scoring": "pooled"}),
     "lightrag_hybrid_ner": ("lightrag", {"keywords": "ner", "mode": "hybrid"}),
     "graphrag_local": ("graphrag_local", {}),
     "rograg_dual_level_ner": (
