@@ -31,11 +31,10 @@ from operator import attrgetter
 from typing import ClassVar, Literal
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
+from graphrag_engine.kernels.components_jit import edge_components
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.reorganize import Reorganization, reorganize
 from graphrag_engine.kernels.segments import first_occurrences
@@ -317,8 +316,7 @@ def component_labels(nodes: np.ndarray, ts: list[Triplet]) -> tuple[int, np.ndar
         return 0, np.zeros(0, dtype=np.int32)
     rows = np.searchsorted(nodes, np.asarray([t.a for t in ts], dtype=np.int64))
     cols = np.searchsorted(nodes, np.asarray([t.b for t in ts], dtype=np.int64))
-    adj = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    count, labels = connected_components(adj, directed=False)
+    count, labels = edge_components(n, rows, cols)
     return int(count), labels
 
 
