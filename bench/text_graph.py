@@ -5,7 +5,7 @@ indexes, R@2 / R@5 with 95% bootstrap intervals, each method's R@5 as a share of
 the best graph method minus the best baseline (paired bootstrap interval of the difference).
 
     .venv/bin/python -m bench.text_graph [--sets musique,2wiki,hotpotqa] [--work DIR]
-        [--configs before,sentences] [--tag TAG] [--runs NAMES] [--train]
+        [--configs before,sentences] [--tag TAG] [--runs NAMES] [--train] [--paired A,B]
 
 `--configs sentences` builds and queries today's default index only (no build-time ratio); its
 shares of dense and its best-graph-minus-baseline figures are still from one run. Adding
@@ -18,7 +18,8 @@ index. `--reuse`
 queries an index this bench already built in WORK instead of building it again (its build
 figures are then left out). `--runs` queries BM25, dense and the named runs only (this
 bench's or bench/llm_free.py's names); `--train` uses the train sets (MuSiQue and HotpotQA) to
-pick a setting before its dev run.
+pick a setting before its dev run; `--paired A,B` adds B's R@5 minus A's per set (paired
+bootstrap interval and sign-flip p).
 
 ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
 (bench/descriptions.py; docs/benchmarks/graph_pick.md): it embeds every candidate edge for every

@@ -10,8 +10,10 @@ For the whole batch at once:
    the top-K units holding that entity (not yet on the path) by the path's query vector are
    the extensions (one similarity call for the batch); each extended path's vector drops the
    new unit's direction, phi_v <- phi_v - phi(k); every extended path is scored as a whole
-   (its units' texts joined) against the question by the reranker (one call for the batch),
-   and the best M paths per query are kept. Their last units' entities are the next frontier.
+   against the question (one call for the batch): the paper reranks its units' texts joined;
+   with the index's bi-encoder the default pools its units' stored vectors by their characters
+   instead (`path_scoring`). The best M paths per query are kept. Their last units' entities
+   are the next frontier.
 3. The chunks of every unit on a kept path are reranked against the question (one call) and
    the top N lead the ranking; dense hits fill the rest of the candidate list.
 
