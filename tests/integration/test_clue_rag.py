@@ -34,11 +34,14 @@ def _run(index, questions, run_dir: Path, **clue):
     return ctx, clue_rag(ctx, questions, StageClock())
 
 
-def test_batched_equals_one_query_at_a_time(setup) -> None:
+@pytest.mark.parametrize(("scoring", "n"), [("pooled", 8), ("text", 3)])
+def test_batched_equals_one_query_at_a_time(setup, scoring: str, n: int) -> None:
+    """The default scoring on 8 questions; the paper's text scoring (an encoder pass over every
+    candidate path, one call for the batch) on 3."""
     index, questions, tmp = setup
-    _, batch = _run(index, questions[:8], tmp)
-    for q in range(8):
-        _, single = _run(index, questions[q : q + 1], tmp)
+    _, batch = _run(index, questions[:n], tmp, path_scoring=scoring)
+    for q in range(n):
+        _, single = _run(index, questions[q : q + 1], tmp, path_scoring=scoring)
         assert single.ranking.row(0)[0] == batch.ranking.row(q)[0]
         np.testing.assert_allclose(single.ranking.row(0)[1], batch.ranking.row(q)[1], atol=1e-5)
 
