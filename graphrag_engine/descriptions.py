@@ -116,6 +116,12 @@ def sentence_mean(unit_vectors: np.ndarray, rows: Sequence[int]) -> np.ndarray:
     return mean / max(float(np.linalg.norm(mean)), 1e-12)
 
 
+def sentence_weights(chars: np.ndarray) -> np.ndarray:
+    """How much each sentence's unit vector counts when pooled with others: its characters, as
+    mean pooling a joined text counts its tokens, up to MAX_SENTENCE_CHARS."""
+    return np.minimum(chars, MAX_SENTENCE_CHARS).astype(np.float32)
+
+
 def entity_pool(
     name_vector: np.ndarray,
     name: str,
@@ -128,7 +134,7 @@ def entity_pool(
     text mean-pools its tokens, which weighs each part by its length the same way; on MuSiQue's
     train index this came closest to those vectors (bench/descriptions.py)."""
     rows = list(rows)
-    weights = np.minimum(unit_chars[rows], MAX_SENTENCE_CHARS).astype(np.float32)
+    weights = sentence_weights(unit_chars[rows])
     pooled = (len(name) + 1) * np.asarray(name_vector, dtype=np.float32)
     pooled = pooled + weights @ np.asarray(unit_vectors[rows], dtype=np.float32)
     return pooled / max(float(np.linalg.norm(pooled)), 1e-12)

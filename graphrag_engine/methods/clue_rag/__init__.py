@@ -30,7 +30,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from graphrag_engine.descriptions import MAX_SENTENCE_CHARS
+from graphrag_engine.descriptions import sentence_weights
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize, rowwise_dot
@@ -159,24 +159,23 @@ def _path_scores(
 
 def _pooled_paths(ctx: QueryContext, paths: list[tuple[int, ...]], weighted: bool) -> np.ndarray:
     """Each path's normalised sum of its units' stored vectors, each weighted by its characters
-    (at most MAX_SENTENCE_CHARS, as entity vectors pool their sentences) or, unweighted, by one.
+    (`sentence_weights`, as entity vectors pool their sentences) or, unweighted, by one.
     Mean pooling over a joined text weighs each unit by its length; characters stand in for
     its tokens."""
     flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64)
     starts = np.cumsum([0] + [len(p) for p in paths[:-1]])
     rows = np.asarray(ctx.unit_vectors[flat], dtype=np.float32)
     if weighted:
-        rows = rows * _unit_chars(ctx)[flat, None]
+        rows = rows * _unit_weights(ctx)[flat, None]
     return l2_normalize(np.add.reduceat(rows, starts, axis=0))
 
 
-def _unit_chars(ctx: QueryContext) -> np.ndarray:
-    """Each unit's characters, at most MAX_SENTENCE_CHARS (once per run)."""
+def _unit_weights(ctx: QueryContext) -> np.ndarray:
+    """Each unit's pooling weight, its characters capped as entity vectors cap their sentences'
+    (once per run)."""
     return ctx.memo(
-        "clue_unit_chars",
-        lambda: np.minimum(
-            np.fromiter(map(len, ctx.units["text"]), dtype=np.float32), MAX_SENTENCE_CHARS
-        ),
+        "clue_unit_weights",
+        lambda: sentence_weights(np.fromiter(map(len, ctx.units["text"]), dtype=np.int64)),
     )
 
 
