@@ -142,36 +142,38 @@ def prefixed_lines(
     rows: Sequence[Any],
     body: Callable[[Any], str],
     key: Callable[[Any], Hashable],
-    stored: Callable[[], dict[Hashable, int]] = dict,
+    stored: Callable[[Sequence[Any]], np.ndarray] | None = None,
 ) -> Lines:
     """Lines `prefix + " " + body(row)`: a section's fixed prefix (a perspective, a query) and
-    a body that recurs across questions. Where the tokenizer's counts add at spaces, a line's
-    tokens are the prefix's plus its body's (less one encode's special tokens), each body
-    counted once a run and remembered under `kind` by `key(row)` (`stored()`: bodies' counts
-    known beforehand, by key, read once a run); otherwise each line is counted whole."""
+    a body that recurs across questions. Where the tokenizer's counts add at spaces, every
+    line's tokens are known at once, as the prefix's plus its body's (less one encode's special
+    tokens): a body's from `stored(rows)` (a whole encode's count for each row, -1 where none is
+    stored), else counted once a run and remembered under `kind` by `key(row)`; so a budget
+    renders only the lines it keeps. Otherwise each line is counted whole as a budget reads it."""
 
-    def render(row: Any) -> str:
-        return f"{prefix} {body(row)}"
+    def render(at: int) -> str:
+        return f"{prefix} {body(rows[at])}"
 
+    positions = np.arange(len(rows))
     if not ctx.memo("counts_add_at_spaces", lambda: counts_add_at_spaces(ctx.tokenizer)):
-        return Lines(rows, render)
+        return Lines(positions, render)
     empty, head = ctx.count_tokens(["", prefix])
-    known: dict[Hashable, int] = ctx.memo(
-        ("body_tokens", kind), lambda: {k: n - empty for k, n in stored().items()}
-    )
-
-    def counts(block: Sequence[Any]) -> list[int]:
-        keys = [key(r) for r in block]
-        new = {k: r for k, r in zip(keys, block, strict=True) if k not in known}
+    bodies = np.full(len(rows), -1, np.int64)
+    if stored is not None and len(rows):
+        bodies[:] = stored(rows)
+    missing = np.flatnonzero(bodies < 0).tolist()
+    if missing:
+        known: dict[Hashable, int] = ctx.memo(("body_tokens", kind), dict)
+        keys = [key(rows[at]) for at in missing]
+        new = {k: at for k, at in zip(keys, missing, strict=True) if k not in known}
         if new:
             if len(known) + len(new) > TOKEN_COUNTS_KEPT:  # a bound on memory in a long run
                 known.clear()
-                new = dict(zip(keys, block, strict=True))
-            found = ctx.count_tokens([body(r) for r in new.values()])
-            known.update((k, n - empty) for k, n in zip(new, found, strict=True))
-        return [head + known[k] for k in keys]
-
-    return Lines(rows, render, counts)
+                new = dict(zip(keys, missing, strict=True))
+            found = ctx.count_tokens([body(rows[at]) for at in new.values()])
+            known.update(zip(new, found, strict=True))
+        bodies[missing] = [known[k] for k in keys]
+    return Lines(positions, render, head + bodies - empty)
 
 
 def budgeted_sections(

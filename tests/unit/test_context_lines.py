@@ -132,8 +132,11 @@ def test_prefixed_lines_read_stored_body_counts_without_counting() -> None:
     tok = load_tokenizer()
     rows = list(range(len(PARTS)))
     ctx = TokenizerCounts(tok)
-    stored = {r: len(tok.encode(PARTS[r]).ids) for r in rows}
-    lines = prefixed_lines(ctx, "t", "[Q]:", rows, PARTS.__getitem__, lambda r: r, lambda: stored)
+    stored = [len(tok.encode(PARTS[r]).ids) for r in rows]
+    stored[2] = -1  # not stored: counted
+    lines = prefixed_lines(
+        ctx, "t", "[Q]:", rows, PARTS.__getitem__, lambda r: r, lambda rs: [stored[r] for r in rs]
+    )
     whole = [f"[Q]: {p}" for p in PARTS]
     assert within_budget(ctx, lines, 40) == within_budget(TokenizerCounts(tok), whole, 40)
-    assert sorted(ctx.counted) == sorted(["", "[Q]:"])  # no body was tokenized
+    assert sorted(ctx.counted) == sorted(["", "[Q]:", PARTS[2]])  # no stored body was tokenized

@@ -25,16 +25,13 @@ triplet by triplet).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import partial
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
-from graphrag_engine.kernels.components_jit import edge_components
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.reorganize import Reorganization, reorganize
 from graphrag_engine.kernels.segments import first_occurrences
@@ -42,6 +39,20 @@ from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.methods.regraphrag.perspectives import expand, unexpanded
+from graphrag_engine.methods.regraphrag.triplets import (
+    Triplet,
+    Triplets,
+    chunks_behind,
+    component_labels,
+    edge_text,
+    graph_components,
+    graph_nodes,
+    question_components,
+    sentence_tokens,
+    sentences,
+    triplet_text,
+    triplets,
+)
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import EntityGraph, by_similarity, entity_graph, search
 from graphrag_engine.retrieve.lines import line_tokens, prefixed_lines, within_budget
@@ -144,48 +155,6 @@ def path_graph(ctx: QueryContext, g: EntityGraph, lengths: str) -> CSRGraph:
     )
 
 
-@dataclass(slots=True)
-class Triplet:
-    """One edge of a reorganized graph: a relation row, or a bridge (relation -1)."""
-
-    a: int
-    b: int
-    relation: int
-    score: float = 0.0
-    key: tuple[int, int, int] = field(init=False, repr=False, compare=False)
-    """Identity across perspectives (a bridge is its unordered node pair); set once, as
-    scoring, grouping and sorting read it for every triplet of every perspective."""
-
-    def __post_init__(self) -> None:
-        self.key = (min(self.a, self.b), max(self.a, self.b), self.relation)
-
-
-def triplets(g: EntityGraph, graph: Reorganization, edges: str) -> list[Triplet]:
-    """Every relation touching (`incident`) or among (`among`) the reorganized nodes, in
-    relation order, then the bridges."""
-    inside = np.zeros(len(g.names), bool)
-    inside[graph.nodes] = True
-    touch = inside[g.src] | inside[g.dst] if edges == "incident" else inside[g.src] & inside[g.dst]
-    rels = np.flatnonzero(touch)
-    ends = zip(g.src[rels].tolist(), g.dst[rels].tolist(), rels.tolist(), strict=True)
-    out = [Triplet(a, b, r) for a, b, r in ends]
-    return out + [Triplet(u, v, -1) for u, v, _ in graph.bridges]
-
-
-def describe(g: EntityGraph, t: Triplet) -> str:
-    """The edge's description: the relation's, or a bridge's two end descriptions joined."""
-    if t.relation >= 0:
-        return g.rel_descriptions[t.relation] or "co-occurrence"
-    ends = [g.descriptions[t.a] or g.names[t.a], g.descriptions[t.b] or g.names[t.b]]
-    return " ".join(ends)
-
-
-def edge_text(g: EntityGraph, t: Triplet) -> str:
-    """What reranking embeds: the two ends, the edge's description and the ends' own."""
-    own = "; ".join(d for d in (g.descriptions[t.a], g.descriptions[t.b]) if d)
-    return f"{g.names[t.a]} - {g.names[t.b]}: {describe(g, t)}" + (f" ({own})" if own else "")
-
-
 def rerank(
     ctx: QueryContext,
     g: EntityGraph,
@@ -196,69 +165,46 @@ def rerank(
     """Score every triplet of every question by cosine to its question's vector (one embedding
     call for the edges) and sort each perspective's triplets by it."""
     q_vecs = l2_normalize(np.asarray(question_vectors, dtype=np.float32))
-    every = [t for per_q in found for _, ts in per_q for t in ts]
-    if not every:
+    every = Triplets.joined([ts for per_q in found for _, ts in per_q])
+    if not len(every):
         return
-    keys = list(dict.fromkeys(t.key for t in every))
-    row = {k: i for i, k in enumerate(keys)}
+    # one vector row per distinct triplet of the batch, in the order they first occur
+    _, first, inverse = np.unique(every.keys, return_index=True, return_inverse=True)
+    appearance = np.argsort(first, kind="stable")
+    row_of = np.empty(first.size, np.int64)
+    row_of[appearance] = np.arange(first.size)
+    rows = row_of[inverse.ravel()]
+    distinct = every.take(first[appearance])
     if cfg.edge_text == "with_ends":
-        first = {}
-        for t in every:
-            first.setdefault(t.key, t)
-        vecs = ctx.encode_queries([edge_text(g, first[k]) for k in keys])
+        vecs = ctx.encode_queries([edge_text(g, t) for t in distinct])
     else:
-        relation = np.asarray([k[2] for k in keys], dtype=np.int64)
+        relation = distinct.relation
         stored = ctx.vectors("relation_vectors")
-        vecs = np.zeros((len(keys), stored.shape[1]), np.float32)
+        vecs = np.zeros((len(distinct), stored.shape[1]), np.float32)
         vecs[relation >= 0] = stored[relation[relation >= 0]]
         bridges = np.flatnonzero(relation < 0)
         if bridges.size:
+            low, high = np.minimum(distinct.a, distinct.b), np.maximum(distinct.a, distinct.b)
             vecs[bridges] = ctx.encode_queries(
-                [edge_text(g, Triplet(keys[i][0], keys[i][1], -1)) for i in bridges.tolist()]
+                [edge_text(g, Triplet(int(low[i]), int(high[i]), -1)) for i in bridges.tolist()]
             )
     vecs = l2_normalize(np.asarray(vecs, dtype=np.float32))
+    score_of = np.zeros(len(distinct), np.float32)
+    at = 0
     for q, per_q in enumerate(found):  # each question scores its own triplets, not the batch's
-        own = np.asarray(list(dict.fromkeys(row[t.key] for _, ts in per_q for t in ts)), np.int64)
-        scores = dict(zip(own.tolist(), np.round(vecs[own] @ q_vecs[q], 5).tolist(), strict=True))
-        for _, ts in per_q:
-            for t in ts:
-                t.score = scores[row[t.key]]
-            ts.sort(key=lambda t: (-t.score, t.key))
-
-
-def behind(g: EntityGraph, t: Triplet) -> np.ndarray:
-    """The chunks a triplet came from: its relation's, or a bridge's two ends'."""
-    if t.relation >= 0:
-        return g.relation_chunks[t.relation]
-    return np.concatenate([g.entity_chunks[t.a], g.entity_chunks[t.b]])
-
-
-def triplet_text(g: EntityGraph, t: Triplet) -> str:
-    """A triplet as the paper's sentence: its ends connected by the edge's description."""
-    return f"{g.names[t.a]} is connected to {g.names[t.b]} with {describe(g, t)} relation."
-
-
-_sentence_key = attrgetter("a", "b", "relation")
-"""What a triplet's sentence depends on (its ends in order and its relation)."""
-
-
-def stored_sentence_tokens(ctx: QueryContext, g: EntityGraph) -> dict[tuple[int, int, int], int]:
-    """Tokens of every relation's sentence by its key, counted once an index and kept beside it
-    as its lines' counts are (none where the index folder is read-only)."""
-    relations = [
-        Triplet(a, b, r)
-        for r, (a, b) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True))
-    ]
-    counts = line_tokens(ctx, "regraphrag", lambda: [triplet_text(g, t) for t in relations])
-    if counts is None:
-        return {}
-    return {_sentence_key(t): int(n) for t, n in zip(relations, counts.tolist(), strict=True)}
+        mine = rows[at : at + sum(len(ts) for _, ts in per_q)]
+        own = first_occurrences(mine)
+        score_of[own] = np.round(vecs[own] @ q_vecs[q], 5)
+        for i, (name, ts) in enumerate(per_q):
+            ts.score = score_of[rows[at : at + len(ts)]].astype(np.float64)
+            per_q[i] = (name, ts.best_first())
+            at += len(ts)
 
 
 def sections(
     ctx: QueryContext,
     g: EntityGraph,
-    per_q: list,
+    per_q: list[tuple[str, Triplets]],
     budget: int,
     question_vector: np.ndarray,
     chunk_order: str = "vector",
@@ -267,63 +213,70 @@ def sections(
     the triplets it lists, then those behind the triplets the budget left out (by score); by
     cosine to the question within each part (`vector`), or triplet by triplet (`prompt`, a
     triplet's own chunks by cosine)."""
-    count: dict[tuple, int] = {}
-    for _, ts in per_q:
-        for key in {t.key for t in ts}:
-            count[key] = count.get(key, 0) + 1
-    shared = list({t.key: t for _, ts in per_q for t in ts if count[t.key] > 1}.values())
-    shared.sort(key=lambda t: (-t.score, t.key))
-    groups = [(ACROSS_ALL, shared)]
-    groups += [(name, [t for t in ts if count[t.key] == 1]) for name, ts in per_q]
-    groups = [(name, ts) for name, ts in groups if ts]
+    per_q = [(name, ts if isinstance(ts, Triplets) else Triplets.of(ts)) for name, ts in per_q]
+    groups = across_all(per_q) if len(per_q) > 1 else per_q
+    groups = [(name, ts) for name, ts in groups if len(ts)]
     share = budget // max(len(groups), 1)
+    counts = stored_sentence_tokens(ctx, g)
     out, listed, left_out = [], [], []
     for name, ts in groups:
         lines = prefixed_lines(
-            ctx, "regraphrag", f"[{name}]:", ts, partial(triplet_text, g), _sentence_key,
-            partial(stored_sentence_tokens, ctx, g),
+            ctx, "regraphrag", f"[{name}]:", range(len(ts)),
+            sentences(g, ts),
+            key=lambda i, ts=ts: (int(ts.a[i]), int(ts.b[i]), int(ts.relation[i])),
+            stored=lambda rows, ts=ts: sentence_tokens(g, counts, ts.take(np.asarray(rows))),
         )  # fmt: skip
         kept = within_budget(ctx, lines, share)
-        listed += ts[: len(kept)]
-        left_out += ts[len(kept) :]
+        listed.append(ts.take(slice(0, len(kept))))
+        left_out.append(ts.take(slice(len(kept), None)))
         if kept:
             out.append(Section(kept, title=f"Perspective: {name}", whole=True))
-    left_out.sort(key=lambda t: (-t.score, t.key))
-    parts = [listed, left_out] if chunk_order == "vector" else [[t] for t in [*listed, *left_out]]
+    shown, rest = Triplets.joined(listed), Triplets.joined(left_out).best_first()
+    if chunk_order == "vector":
+        parts = [shown, rest]
+    else:
+        both = Triplets.joined([shown, rest])
+        parts = [both.take([i]) for i in range(len(both))]
     chunks: list[int] = []
-    for part in (p for p in parts if p):
-        new = first_occurrences(np.concatenate([behind(g, t) for t in part]).astype(np.int64))
+    for part in (p for p in parts if len(p)):
+        new = first_occurrences(chunks_behind(ctx, g, part))
         new = new[~np.isin(new, chunks)]
         chunks += by_similarity(ctx, question_vector, new.tolist())
     return out, chunks
+
+
+def across_all(per_q: list[tuple[str, Triplets]]) -> list[tuple[str, Triplets]]:
+    """The "[Across all]" group (each triplet found in several perspectives, once, by score),
+    and then each perspective's own triplets: the groups a question's prompt lists."""
+    distinct = [np.unique(ts.keys) for _, ts in per_q]
+    keys, seen = np.unique(np.concatenate(distinct), return_counts=True)
+    several = keys[seen > 1]
+    every = Triplets.joined([ts for _, ts in per_q])
+    where = np.flatnonzero(np.isin(every.keys, several))[::-1]
+    _, last = np.unique(every.keys[where], return_index=True)  # each one's last occurrence
+    groups = [(ACROSS_ALL, every.take(where[last]).best_first())]
+    return groups + [(name, ts.take(~np.isin(ts.keys, several))) for name, ts in per_q]
+
+
+def stored_sentence_tokens(ctx: QueryContext, g: EntityGraph) -> np.ndarray | None:
+    """Tokens of every relation's sentence by relation row, counted once an index and kept
+    beside it as its lines' counts are (None where the index folder is read-only)."""
+
+    def every() -> list[str]:
+        ends = zip(g.src.tolist(), g.dst.tolist(), strict=True)
+        return [triplet_text(g, Triplet(a, b, r)) for r, (a, b) in enumerate(ends)]
+
+    return line_tokens(ctx, "regraphrag", every)
 
 
 STAT_KEYS = ("subgraphs", "after_paths", "after_bridges", "path_nodes_added", "bridges_added")
 STAT_KEYS += ("node_components",)
 
 
-def graph_nodes(nodes: np.ndarray, ts: list[Triplet]) -> np.ndarray:
-    """A reorganized graph's nodes and its triplets' far ends, ascending."""
-    ends = np.asarray([e for t in ts for e in (t.a, t.b)], dtype=np.int64)
-    return np.union1d(np.asarray(nodes, dtype=np.int64), ends)
-
-
-def component_labels(nodes: np.ndarray, ts: list[Triplet]) -> tuple[int, np.ndarray]:
-    """Connected components of a node graph whose edges are the triplets (`nodes` ascending,
-    holding every triplet end): their count and each node's label."""
-    n = nodes.size
-    if not n:
-        return 0, np.zeros(0, dtype=np.int32)
-    rows = np.searchsorted(nodes, np.asarray([t.a for t in ts], dtype=np.int64))
-    cols = np.searchsorted(nodes, np.asarray([t.b for t in ts], dtype=np.int64))
-    count, labels = edge_components(n, rows, cols)
-    return int(count), labels
-
-
-def structure(r: Reorganization, ts: list[Triplet]) -> tuple[int, ...]:
+def structure(r: Reorganization, labels: tuple[int, np.ndarray]) -> tuple[int, ...]:
     """One perspective's figures: subgraphs (components before step 1), components after step
     1 and after step 2, path nodes and bridges added, and the connected components of its
-    final node graph (its triplets' edges over its nodes)."""
+    final node graph (`labels`: their count and each node's label)."""
     after_bridges = r.components_after_paths - len(r.bridges)
     return (
         r.groups,
@@ -331,16 +284,8 @@ def structure(r: Reorganization, ts: list[Triplet]) -> tuple[int, ...]:
         after_bridges,
         r.path_nodes_added,
         len(r.bridges),
-        component_labels(graph_nodes(r.nodes, ts), ts)[0],
+        labels[0],
     )
-
-
-def question_components(nodes: list[np.ndarray], ts: list[Triplet]) -> list[list[int]]:
-    """The components of a question's whole reorganized graph (every perspective's nodes and
-    triplets together), each as its ascending entity ids: what the bench checks gold against."""
-    every = graph_nodes(np.concatenate(nodes) if nodes else np.zeros(0, np.int64), ts)
-    _, labels = component_labels(every, ts)
-    return [every[labels == c].tolist() for c in np.unique(labels)]
 
 
 @register(
@@ -392,12 +337,17 @@ def regraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock) 
                 r = reorganize(paths, kept, vectors, weighted, cfg.reorganize, cfg.reorganize)
                 ts = triplets(g, r, cfg.edges)
                 mine.append((name, ts))
-                nodes.append(r.nodes)
-                for key, value in zip(STAT_KEYS, structure(r, ts), strict=True):
+                nodes.append(graph_nodes(r.nodes, ts))
+                labels = component_labels(nodes[-1], ts)
+                for key, value in zip(STAT_KEYS, structure(r, labels), strict=True):
                     st[key] += value
             found.append(mine)
             stats.append(st)
-            components.append(question_components(nodes, [t for _, ts in mine for t in ts]))
+            if len(mine) == 1:  # the question's graph is its one perspective's
+                components.append(graph_components(nodes[0], labels[1]))
+            else:
+                every = Triplets.joined([ts for _, ts in mine])
+                components.append(question_components(nodes, every))
     with clock.stage("rerank"):
         if cfg.rerank:
             rerank(ctx, g, cfg, found, q_vecs)
