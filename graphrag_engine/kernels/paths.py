@@ -217,15 +217,14 @@ def shortest_paths_from(
     limit = max_hops if max_hops is not None else n_nodes
     cap = cap if cap is not None else np.iinfo(np.int64).max
     indptr = graph.indptr.astype(np.int64, copy=False)
-    reached = np.asarray([source], dtype=np.int64)  # ascending
-    paths = reached.reshape(1, 1)  # a level's paths, one per row, in (nodes) order
+    reached = np.zeros(n_nodes, dtype=bool)  # one flag a node: a level reads it per edge
+    reached[source] = True
+    paths = np.asarray([[source]], dtype=np.int64)  # a level's paths, one per row, in order
     out: list[tuple[int, ...]] = []
     for _ in range(limit):
         owner, slots = csr_gather(indptr, paths[:, -1])
         step = graph.indices[slots].astype(np.int64)
-        fresh = ~np.isin(step, reached)
-        if within is not None:
-            fresh &= within[step]
+        fresh = ~reached[step] if within is None else within[step] & ~reached[step]
         # one path per (path, next node), in (path, node) order: the new level stays sorted
         key = np.unique(owner[fresh] * n_nodes + step[fresh])
         if not key.size:
@@ -235,5 +234,5 @@ def shortest_paths_from(
         out.extend(map(tuple, paths[: cap - len(out)].tolist()))
         if len(out) >= cap:
             break
-        reached = np.union1d(reached, step)
+        reached[step] = True
     return out

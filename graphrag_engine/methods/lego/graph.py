@@ -35,6 +35,8 @@ def picked(items: Sequence[str], rows: np.ndarray) -> Lines:
 def names_of(tg: TripleGraph, nodes: np.ndarray | list[int]) -> list[str]:
     """The names of nodes of a triple graph, in their order (a cut graph's in one gather: SE
     names a couple of thousand nodes a question)."""
+    if isinstance(tg, InducedCut):
+        return tg.source.name_array[tg.origin[np.asarray(nodes, dtype=np.int64)]].tolist()
     if isinstance(tg.names, Lines):
         return tg.names.take(nodes)
     return [tg.names[n] for n in nodes]
@@ -63,6 +65,13 @@ class TripleGraph:
     def graph(self) -> CSRGraph:
         """Undirected CSR view; every entry's edge id is its triple's row."""
         return CSRGraph.from_edges(self.heads, self.tails, n_nodes=self.n_nodes, directed=False)
+
+    @cached_property
+    def name_array(self) -> np.ndarray:
+        """The node names as an object array, to gather thousands at once (a cut's SE nodes)."""
+        out = np.empty(self.n_nodes, dtype=object)
+        out[:] = list(self.names)
+        return out
 
     @cached_property
     def adjacency(self) -> sparse.csr_array:
@@ -329,6 +338,7 @@ class PathText:
         """Paths of `tg`; a cut's are rendered through the triples of the graph it was cut
         from (the same triples, with no gather of the whole cut)."""
         self.tg, self.rows = (tg.source, tg.origin) if isinstance(tg, InducedCut) else (tg, None)
+        self._joining: dict[tuple[int, int], list[int]] = {}  # paths share their first hops
 
     def _source(self, path: tuple[int, ...]) -> tuple[int, ...]:
         """The path as rows of the graph whose triples render it."""
@@ -337,7 +347,12 @@ class PathText:
     def _between(self, u: int, v: int) -> list[int]:
         """Triple rows joining u and v, in either direction, ascending (a self-loop once):
         read from the two nodes' own triples, so rendering a few paths costs no index over
-        the whole batch graph."""
+        the whole batch graph; each pair is read once."""
+        if (u, v) not in self._joining:
+            self._joining[u, v] = self._read_between(u, v)
+        return self._joining[u, v]
+
+    def _read_between(self, u: int, v: int) -> list[int]:
         indptr, order = self.tg._edges_by_head
         tails = self.tg.tails
         rows = order[indptr[u] : indptr[u + 1]]

@@ -307,8 +307,14 @@ def filter_paths(
 def _shortest_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
     """Every shortest path from each topic entity to each node it reaches within `max_hops`
     (the paper's SPF), up to `cap` per question, the shortest first."""
-    found = [p for s in seeds for p in sub.shortest_paths(s, max_hops, cap)]
-    return sorted(found, key=lambda p: (len(p), p))[:cap]
+    if len(seeds) == 1:  # one walk's paths come ordered and capped
+        return sub.shortest_paths(seeds[0], max_hops, cap)
+    by_length: dict[int, list[tuple[int, ...]]] = {}
+    for s in seeds:
+        for p in sub.shortest_paths(s, max_hops, cap):
+            by_length.setdefault(len(p), []).append(p)
+    # (length, nodes) order: tuples of one length sort by their nodes, with no key to call
+    return [p for n in sorted(by_length) for p in sorted(by_length[n])][:cap]
 
 
 def _simple_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
