@@ -29,7 +29,7 @@ def postings_topk(
     best = np.full((n, k), -1, dtype=np.int64)
     best_score = np.zeros((n, k), dtype=np.float32)
     scratch = np.zeros(n_docs, dtype=np.float32)
-    touched = np.empty(n_docs, dtype=np.int32)
+    touched = np.empty(n_docs + 1, dtype=np.int32)  # a slot past the last for the write
     if k == 0:
         return best, best_score
     for q in range(n):
@@ -38,10 +38,13 @@ def postings_topk(
             t = terms[x]
             for j in range(indptr[t], indptr[t + 1]):
                 d = docs[j]
-                if scratch[d] == 0.0:  # weights are positive: the first posting of d
-                    touched[m] = d
-                    m += 1
-                scratch[d] += weights[j]
+                score = scratch[d]
+                # weights are positive, so a zero marks d's first posting; written without a
+                # branch (d always goes to the next slot, which counts only then): the branch
+                # mispredicts on a common word's long postings, and this loop is the kernel
+                touched[m] = d
+                m += score == 0.0
+                scratch[d] = score + weights[j]
         top, top_score, filled = best[q], best_score[q], 0
         for i in range(m):  # read back, reset, and insert into the sorted top k if it enters
             d = touched[i]
