@@ -16,7 +16,9 @@ embeds once, so a point made of copies is cheaper than new text would be (the ta
 many passages are copies). Every index is a fresh `graphrag-engine index` process (alpha 0, no
 LLM, the embedder on `--device`); questions/s are MuSiQue's dev questions run through each
 LLM-free method of bench/llm_free.py in process (vector search and PPR on `--device` too),
-models loaded and warmed before timing, with each method's milliseconds per question by stage.
+models loaded and warmed before timing, with each method's milliseconds per question by stage;
+a method that answers the questions in under a second (BM25: a few milliseconds) is timed over
+as many rounds of them as fill one.
 With `--repeats N` every scale is built first and then timed N times, the scales taking turns;
 each method keeps its fastest pass (on a shared machine one pass can run 40% slow).
 """
@@ -92,7 +94,7 @@ def query_rates(
     rates, stages = {}, {}
     for name in methods:
         ctx = QueryContext(index, method_config(name, device), work / "runs" / name)
-        timing = time_method(ctx, questions)
+        timing = time_method(ctx, questions, min_seconds=1.0)
         rates[name] = round(timing.rate, 1)
         stages[name] = {
             k: round(1000 * v / timing.questions, 3) for k, v in timing.stage_seconds.items()
