@@ -208,20 +208,35 @@ def shortest_paths_from(
 ) -> list[tuple[int, ...]]:
     """Every minimum-hop path from `source` to each node it reaches (the source itself left
     out), within `max_hops` edges when given: igraph's `get_all_shortest_paths(source)` with
-    paths as node sequences (parallel edges give one path). Level by level over arrays, every
-    path of a level grows by each neighbour of its last node not reached before; at most `cap`
-    paths, the shortest first, ordered by (length, nodes). Only the graph's structure is read:
-    a scipy CSR array of it serves as well. `within` (a boolean array over the nodes) walks
-    the subgraph induced by its True nodes, reading only the edges the walk reaches."""
+    paths as node sequences (parallel edges give one path); at most `cap` paths, the shortest
+    first, ordered by (length, nodes). `shortest_path_levels` gives them as arrays."""
+    levels = shortest_path_levels(graph, source, max_hops, cap, within)
+    return [tuple(p) for level in levels for p in level.tolist()]
+
+
+def shortest_path_levels(
+    graph: CSRGraph | sparse.csr_array,
+    source: int,
+    max_hops: int | None = None,
+    cap: int | None = None,
+    within: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """`shortest_paths_from`'s paths as one array per length (a path a row, rows in node
+    order). Level by level over arrays, every path of a level grows by each neighbour of its
+    last node not reached before. Only the graph's structure is read: a scipy CSR array of it
+    serves as well. `within` (a boolean array over the nodes) walks the subgraph induced by its
+    True nodes, reading only the edges the walk reaches."""
     n_nodes = graph.indptr.size - 1
     limit = max_hops if max_hops is not None else n_nodes
-    cap = cap if cap is not None else np.iinfo(np.int64).max
+    room = cap if cap is not None else np.iinfo(np.int64).max
     indptr = graph.indptr.astype(np.int64, copy=False)
     reached = np.zeros(n_nodes, dtype=bool)  # one flag a node: a level reads it per edge
     reached[source] = True
     paths = np.asarray([[source]], dtype=np.int64)  # a level's paths, one per row, in order
-    out: list[tuple[int, ...]] = []
+    out: list[np.ndarray] = []
     for _ in range(limit):
+        if room <= 0:
+            break
         owner, slots = csr_gather(indptr, paths[:, -1])
         step = graph.indices[slots].astype(np.int64)
         fresh = ~reached[step] if within is None else within[step] & ~reached[step]
@@ -231,8 +246,7 @@ def shortest_paths_from(
             break
         owner, step = np.divmod(key, n_nodes)
         paths = np.column_stack([paths[owner], step])
-        out.extend(map(tuple, paths[: cap - len(out)].tolist()))
-        if len(out) >= cap:
-            break
+        out.append(paths[:room])
+        room -= len(out[-1])
         reached[step] = True
     return out

@@ -12,13 +12,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import groupby
 
 import numpy as np
 from scipy import sparse
 
 from graphrag_engine.kernels.graph import CSRGraph
-from graphrag_engine.kernels.paths import shortest_paths_from
+from graphrag_engine.kernels.paths import shortest_path_levels
 from graphrag_engine.kernels.segments import csr_gather, csr_order, group_by_owner
 from graphrag_engine.retrieve.lines import Lines
 
@@ -88,7 +87,11 @@ class TripleGraph:
 
     def shortest_paths(self, row: int, max_hops: int, cap: int) -> list[tuple[int, ...]]:
         """Every shortest path from node `row` within `max_hops`, up to `cap`, shortest first."""
-        return shortest_paths_from(self.adjacency, row, max_hops, cap)
+        return [tuple(p) for level in self.path_levels(row, max_hops, cap) for p in level.tolist()]
+
+    def path_levels(self, row: int, max_hops: int, cap: int) -> list[np.ndarray]:
+        """`shortest_paths` as one array per length, a path a row."""
+        return shortest_path_levels(self.adjacency, row, max_hops, cap)
 
     def nodes_by_question(self, n_q: int) -> list[np.ndarray]:
         """Node ids of each question's block (ascending)."""
@@ -206,24 +209,20 @@ class InducedCut(TripleGraph):
             self._member[ns] = False
         return counts
 
-    def shortest_paths(self, row: int, max_hops: int, cap: int) -> list[tuple[int, ...]]:
-        """Every shortest path from node `row` within its block, walked on the source's
-        adjacency inside the block's nodes and numbered back into the block (the numbering
-        keeps the source's order, so the paths come in the same order and cap)."""
+    def path_levels(self, row: int, max_hops: int, cap: int) -> list[np.ndarray]:
+        """Every shortest path from node `row` within its block, one array per length: walked
+        on the source's adjacency inside the block's nodes and numbered back into the block
+        (the numbering keeps the source's order, so the paths come in the same order and cap)."""
         q = int(self.node_owner[row])
         lo, ns = int(self.bounds[q]), self.blocks[q]
         self._member[ns] = True
         try:
-            found = shortest_paths_from(
+            levels = shortest_path_levels(
                 self.source.adjacency, int(self.origin[row]), max_hops, cap, within=self._member
             )
         finally:
             self._member[ns] = False
-        out: list[tuple[int, ...]] = []
-        for _, level in groupby(found, len):  # paths of one length as one array
-            at = lo + np.searchsorted(ns, np.asarray(list(level), np.int64))
-            out.extend(map(tuple, at.tolist()))
-        return out
+        return [lo + np.searchsorted(ns, level) for level in levels]
 
 
 def question_graphs(triples: list[list[list[str]]]) -> TripleGraph:

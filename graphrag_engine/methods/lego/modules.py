@@ -306,15 +306,20 @@ def filter_paths(
 
 def _shortest_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
     """Every shortest path from each topic entity to each node it reaches within `max_hops`
-    (the paper's SPF), up to `cap` per question, the shortest first."""
-    if len(seeds) == 1:  # one walk's paths come ordered and capped
-        return sub.shortest_paths(seeds[0], max_hops, cap)
-    by_length: dict[int, list[tuple[int, ...]]] = {}
+    (the paper's SPF), up to `cap` per question, the shortest first, then by their nodes."""
+    by_length: dict[int, list[np.ndarray]] = {}
     for s in seeds:
-        for p in sub.shortest_paths(s, max_hops, cap):
-            by_length.setdefault(len(p), []).append(p)
-    # (length, nodes) order: tuples of one length sort by their nodes, with no key to call
-    return [p for n in sorted(by_length) for p in sorted(by_length[n])][:cap]
+        for level in sub.path_levels(s, max_hops, cap):
+            by_length.setdefault(level.shape[1], []).append(level)
+    out: list[tuple[int, ...]] = []
+    for n in sorted(by_length):
+        paths = np.concatenate(by_length[n])
+        if len(by_length[n]) > 1:  # one walk's paths come in node order already
+            paths = paths[np.lexsort(paths.T[::-1])]
+        out.extend(map(tuple, paths[: cap - len(out)].tolist()))
+        if len(out) >= cap:
+            break
+    return out
 
 
 def _simple_paths(sub: TripleGraph, seeds: list[int], max_hops: int, cap: int):
