@@ -224,7 +224,7 @@ def sections(
             ctx, "regraphrag", f"[{name}]:", range(len(ts)),
             sentences(g, ts),
             key=lambda i, ts=ts: (int(ts.a[i]), int(ts.b[i]), int(ts.relation[i])),
-            stored=lambda rows, ts=ts: sentence_tokens(g, counts, ts.take(np.asarray(rows))),
+            stored=lambda rows, ts=ts: sentence_tokens(g, counts, ts)[np.asarray(rows)],
         )  # fmt: skip
         kept = within_budget(ctx, lines, share)
         listed.append(ts.take(slice(0, len(kept))))
@@ -248,14 +248,17 @@ def sections(
 def across_all(per_q: list[tuple[str, Triplets]]) -> list[tuple[str, Triplets]]:
     """The "[Across all]" group (each triplet found in several perspectives, once, by score),
     and then each perspective's own triplets: the groups a question's prompt lists."""
-    distinct = [np.unique(ts.keys) for _, ts in per_q]
-    keys, seen = np.unique(np.concatenate(distinct), return_counts=True)
+    own = [ts.keys for _, ts in per_q]
+    keys, seen = np.unique(np.concatenate([np.unique(k) for k in own]), return_counts=True)
     several = keys[seen > 1]
     every = Triplets.joined([ts for _, ts in per_q])
-    where = np.flatnonzero(np.isin(every.keys, several))[::-1]
-    _, last = np.unique(every.keys[where], return_index=True)  # each one's last occurrence
+    every_keys = np.concatenate(own)
+    where = np.flatnonzero(np.isin(every_keys, several))[::-1]
+    _, last = np.unique(every_keys[where], return_index=True)  # each one's last occurrence
     groups = [(ACROSS_ALL, every.take(where[last]).best_first())]
-    return groups + [(name, ts.take(~np.isin(ts.keys, several))) for name, ts in per_q]
+    return groups + [
+        (name, ts.take(~np.isin(k, several))) for (name, ts), k in zip(per_q, own, strict=True)
+    ]
 
 
 def stored_sentence_tokens(ctx: QueryContext, g: EntityGraph) -> np.ndarray | None:
