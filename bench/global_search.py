@@ -128,7 +128,7 @@ def index_figures(index: Path) -> dict:
 def selection(index: Path) -> dict:
     """Per level: reported communities at that level, and the leaf-most ones global search
     reads at or below it."""
-    from graphrag_engine.query_config import QueryConfig
+    from graphrag_engine.config.query import QueryConfig
     from graphrag_engine.retrieve.communities import communities
     from graphrag_engine.retrieve.context import QueryContext
     from graphrag_engine.store import open_index

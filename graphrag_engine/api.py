@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
 from graphrag_engine.eval.report import evaluate_runs, write_staged
@@ -37,7 +38,6 @@ from graphrag_engine.methods.answer_together import TogetherCall, answer_togethe
 from graphrag_engine.methods.needs import check_needs
 from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
-from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
 from graphrag_engine.store.index_store import Index, NoIndex

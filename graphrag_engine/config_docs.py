@@ -1,7 +1,7 @@
 """Every config key with its default and meaning, written from the config dataclasses: the
 index config (`configs/index.yaml`), one reference per registered method
 (`configs/reference/<method>.yaml`), the settings table of each method page
-(`docs/methods/<method>.md`, graphrag_engine/settings_tables.py), and the structured LLM
+(`docs/methods/<method>.md`, graphrag_engine/config/settings_tables.py), and the structured LLM
 stages from their registry (`docs/structured-stages.md`). A key's meaning is its field docstring (or the comment on
 its line); a section's is its class docstring. A field without either is an error, so a new
 key cannot go undocumented; tests/test_config_docs.py checks the files are current.
@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_engine.config import IndexConfig
-from graphrag_engine.dataclass_docs import field_docs, scalar
+from graphrag_engine.config.field_docs import field_docs, scalar
+from graphrag_engine.config.query import QueryConfig
+from graphrag_engine.config.ranges import range_of
+from graphrag_engine.config.settings_tables import page_with_table, settings_table
 from graphrag_engine.methods import METHODS, method_names, query_config
-from graphrag_engine.query_config import QueryConfig
-from graphrag_engine.setting_ranges import range_of
-from graphrag_engine.settings_tables import page_with_table, settings_table
 from graphrag_engine.stages import stages_page
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def index_reference() -> str:
     """configs/index.yaml: every index key at its default."""
     head = [
         "# Every key of `graphrag-engine index --config FILE`, at its default, with its meaning.",
-        "# Written by `python -m graphrag_engine.config_docs` from graphrag_engine/config.py; copy it and change",
+        "# Written by `python -m graphrag_engine.config_docs` from graphrag_engine/config/sections.py; copy it and change",
         "# what you need (keys you leave out keep these defaults).",
     ]
     return "\n".join(head + section_lines(IndexConfig())) + "\n"

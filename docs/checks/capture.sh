@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Index builds and query runs of the demo corpus, for comparing two versions of the engine
-# (run from the repository root of each version with its .venv; then compare_captures.py).
-# usage: capture.sh OUTDIR
+# Index builds and query runs for comparing two versions of the engine: the demo corpus (plain,
+# and with SmolLM2 community reports), and a MuSiQue dev slice with communities and extractive
+# reports; every method's rankings and contexts, and SmolLM2 answers of every method on a few
+# demo questions. Run from the repository root of each version with its .venv (PYTHONPATH set
+# to that root when the .venv's editable install points elsewhere); then compare_captures.py.
+# usage: capture.sh OUTDIR [SHARED_DATA]
 set -uo pipefail
-OUT=$1; rm -rf "$OUT"; mkdir -p "$OUT"
+OUT=$1; DATA=${2:-../shared/data}; rm -rf "$OUT"; mkdir -p "$OUT"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 GRAPHRAG_PROGRESS=0
 GE=.venv/bin/graphrag-engine
+PY=.venv/bin/python
 $GE methods > "$OUT/methods.txt"
 $GE index --demo --out "$OUT/index" 2> "$OUT/index.err"
 cat > "$OUT/reports.yaml" <<'Y'
@@ -21,14 +25,29 @@ models:
     parse_retries: 1
 Y
 $GE index --demo --out "$OUT/rindex" --config "$OUT/reports.yaml" 2> "$OUT/rindex.err"
-methods="none naive bm25 hyde clue graphrag_global graphrag_local hipporag lego lightrag pankrag regraphrag rograg"
+# a MuSiQue dev slice: the first 12 questions and their paragraphs, communities with extractive reports
+$PY - "$DATA" "$OUT" <<'P'
+import json, sys
+from pathlib import Path
+data, out = Path(sys.argv[1]), Path(sys.argv[2])
+qs = [json.loads(x) for x in (data / "musique_dev.jsonl").open()][:12]
+want = {p for q in qs for p in q["context_passage_ids"]}
+rows = [r for r in map(json.loads, (data / "musique_corpus.jsonl").open()) if r["id"] in want]
+(out / "musique.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+(out / "musique_q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+P
+printf 'communities:\n  enabled: true\n  max_cluster_size: 10\n' > "$OUT/mcomm.yaml"
+$GE index "$OUT/musique.jsonl" --out "$OUT/mindex" --config "$OUT/mcomm.yaml" 2> "$OUT/mindex.err"
+methods=$($PY -c "from graphrag_engine.methods import method_names; print(' '.join(method_names()))")
 echo "$methods" > "$OUT/method_names.txt"
 for m in $methods; do
   $GE query "$OUT/rindex" demo --method "$m" --retrieval-only --out "$OUT/runs/$m" > "$OUT/runs.$m.out" 2>&1
   echo "$m rc=$?" >> "$OUT/rcs.txt"
+  $GE query "$OUT/mindex" "$OUT/musique_q.jsonl" --method "$m" --retrieval-only --out "$OUT/mus/$m" > "$OUT/mus.$m.out" 2>&1
+  echo "mus $m rc=$?" >> "$OUT/rcs.txt"
 done
-for m in naive pankrag rograg; do
-  $GE query "$OUT/rindex" demo --method "$m" --limit 4 --llm-backend transformers --out "$OUT/llm/$m" > "$OUT/llm.$m.out" 2>&1
+for m in $methods; do
+  $GE query "$OUT/rindex" demo --method "$m" --limit 2 --llm-backend transformers --out "$OUT/llm/$m" > "$OUT/llm.$m.out" 2>&1
   echo "llm $m rc=$?" >> "$OUT/rcs.txt"
 done
 for n in bm25 clue clue_no_knowledge_anchoring clue_no_query_update clue_no_spreading_activation graphrag_global graphrag_local hipporag hyde instance_00 lightrag lightrag_ner naive none; do

@@ -35,13 +35,13 @@ def main(a: Path, b: Path) -> int:
             return obj.replace(str(a), "X").replace(str(b), "X")
         return obj
 
-    for idx in ("index", "rindex"):
+    for idx in ("index", "rindex", "mindex"):
         ma = json.loads((a / idx / "manifest.json").read_text())["files"]
         mb = json.loads((b / idx / "manifest.json").read_text())["files"]
         note(ma.keys() == mb.keys(), f"{idx}: same parts ({len(ma)})")
         for k in sorted(ma.keys() & mb.keys()):
             note(ma[k]["sha256"] == mb[k]["sha256"], f"{idx}/{k}: sha256")
-    for sub in ("runs", "llm", "cfg"):
+    for sub in ("runs", "llm", "cfg", "mus"):
         for ra in sorted((a / sub).glob("*")):
             rb, name = b / sub / ra.name, f"{sub}/{ra.name}"
             if (ra / "results.parquet").exists() and (rb / "results.parquet").exists():

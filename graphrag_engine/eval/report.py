@@ -38,7 +38,7 @@ from graphrag_engine.eval.metrics import (
 )
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
 from graphrag_engine.results import check_results_schema, read_rows
-from graphrag_engine.staging import listed_files, staging_beside, write_listing
+from graphrag_engine.store.staging import listed_files, staging_beside, write_listing
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphrag_engine.config import compose_yaml, load_config, parse_config, top_level_scalar
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.methods import (  # noqa: F401  (register them)
     baselines,
@@ -21,7 +22,6 @@ from graphrag_engine.methods import (  # noqa: F401  (register them)
     rograg,
 )
 from graphrag_engine.methods.base import METHODS, MethodSpec
-from graphrag_engine.query_config import QueryConfig
 
 
 def method_names() -> list[str]:

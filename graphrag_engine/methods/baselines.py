@@ -58,7 +58,7 @@ def bm25(ctx: QueryContext, questions: list[Question], clock: StageClock) -> Ret
 class HyDEConfig:
     """HyDE: embed an LLM-written hypothetical passage instead of (or with) the question."""
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "max_tokens": ">= 1",
     }
 

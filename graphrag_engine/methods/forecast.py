@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.models.forecast import (
     StageForecast,
     calibrator,
@@ -20,7 +21,6 @@ from graphrag_engine.models.forecast import (
     price,
     usage_forecast,
 )
-from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.stages import stage as structured_stage
 
 

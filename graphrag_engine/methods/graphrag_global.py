@@ -94,12 +94,14 @@ JSON:"""
 class GraphRAGGlobalConfig:
     """GraphRAG's global search settings (its 8,000-token map batches and reduce context)."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "batch_tokens": "8,000 (GraphRAG's code)",
         "reduce_tokens": "8,000 (GraphRAG's code)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "batch_tokens": ">= 1",
         "reduce_tokens": ">= 1",
         "map_max_tokens": ">= 1",

@@ -44,7 +44,9 @@ NEEDS = {Part.CHUNKS, Part.CHUNK_VECTORS, Part.PASSAGE_ENTITY_GRAPH, Part.ENTITY
 class HippoRAGConfig:
     """HippoRAG-style PPR over the passage-entity graph."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "damping": "0.5 (HippoRAG)",
         "link": "entities (HippoRAG); facts (HippoRAG 2)",
         "fact_top_k": "5 (HippoRAG 2)",
@@ -53,7 +55,7 @@ class HippoRAGConfig:
         "synonyms": "true (HippoRAG 2)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "damping": "(0, 1)",
         "link_threshold": "[-1, 1]",
         "link_top_k": ">= 1",

@@ -57,7 +57,9 @@ class LightRAGConfig:
     """LightRAG's query modes; token budgets per section, LightRAG's defaults (4,000 each,
     shrunk in proportion when the answer window is smaller: graphrag_engine/retrieve/budget.py)."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "mode": "hybrid (the paper's runs)",
         "keywords": "llm (the paper)",
         "top_k": "60 (LightRAG's code)",
@@ -66,7 +68,7 @@ class LightRAGConfig:
         "chunk_tokens": "4,000 (LightRAG's code)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "top_k": ">= 1",
     }
 

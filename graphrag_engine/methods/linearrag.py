@@ -60,7 +60,9 @@ BLOCK = 256
 class LinearRAGConfig:
     """LinearRAG: semantic bridging through sentences, then PPR over entities and passages."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "threshold": "0.5 (authors' code, with an mpnet embedder)",
         "top_sentences": "1 (authors' code)",
         "rounds": "2 (authors' code: max_iterations 3)",
@@ -69,7 +71,7 @@ class LinearRAGConfig:
         "damping": "0.5 (authors' code)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "threshold": "[-1, 1]",
         "top_sentences": ">= 1",
         "damping": "(0, 1)",

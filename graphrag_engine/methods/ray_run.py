@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
@@ -38,7 +39,6 @@ from graphrag_engine.methods.run import (
     with_answer_style,
 )
 from graphrag_engine.progress import progress
-from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.context import embedder_config
 from graphrag_engine.store.index_store import Index, NoIndex
 from graphrag_engine.store.run_folder import add_batch_seconds, batch_done, write_part

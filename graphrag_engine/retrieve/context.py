@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from graphrag_engine.config import EmbedderConfig, GraphConfig
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.descriptions import relation_picks, sentence_mean
 from graphrag_engine.errors import BadInputError, IndexFormatError
 from graphrag_engine.kernels.graph import CSRGraph
@@ -29,7 +30,6 @@ from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from graphrag_engine.models.ner import NUMERIC_LABELS, entity_recognizer
 from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
 from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
-from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.budget import ContextBudget, config_budget
 from graphrag_engine.store.index_store import Index
 

@@ -22,9 +22,9 @@ from typing import Any, overload
 
 import numpy as np
 
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.models.tokenizer import counts_add_at_spaces
 from graphrag_engine.progress import progress
-from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.context import TOKEN_COUNTS_KEPT, QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph
 from graphrag_engine.retrieve.types import Section

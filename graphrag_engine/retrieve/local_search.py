@@ -56,7 +56,9 @@ class GraphRAGLocalConfig:
     """GraphRAG's local search settings, its defaults (12,000 tokens of context, shrunk in
     proportion when the answer window is smaller: graphrag_engine/retrieve/budget.py)."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "entities": "embedding (GraphRAG's code)",
         "text_unit_order": "graphrag (GraphRAG's code)",
         "top_k_entities": "10 (GraphRAG's code)",
@@ -66,7 +68,7 @@ class GraphRAGLocalConfig:
         "community_prop": "0.1 (GraphRAG's code)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "top_k_entities": ">= 1",
         "max_tokens": ">= 1",
         "text_unit_prop": "[0, 1]",

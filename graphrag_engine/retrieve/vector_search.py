@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from graphrag_engine.config.query import AnnConfig
 from graphrag_engine.kernels.ann import AnnIndex, AnnParams
 from graphrag_engine.kernels.similarity import TorchFlatIndex, cosine_topk
 from graphrag_engine.progress import progress
-from graphrag_engine.query_config import AnnConfig
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.store.index_store import file_sha256
 

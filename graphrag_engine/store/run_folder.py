@@ -37,9 +37,9 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.results import part_table, read_rows, results_table
-from graphrag_engine.staging import write_atomic
 from graphrag_engine.store.index_store import Index
 from graphrag_engine.store.locks import try_lock
+from graphrag_engine.store.staging import write_atomic
 
 TRANSPORT = frozenset(
     ("base_url", "api_key_env", "concurrency", "connect_timeout_s", "read_timeout_s")

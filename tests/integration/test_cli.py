@@ -144,8 +144,8 @@ def test_demo_picks_every_method_that_can_run_on_its_index(demo_index: Path) -> 
     entity graph; global search is left out naming the community reports it lacks (the
     demo's own index has extractive ones: test_index_communities runs global search on them)."""
     from graphrag_engine.api import Engine
+    from graphrag_engine.cli.demo import demo_configs
     from graphrag_engine.methods import method_names
-    from graphrag_engine.tour import demo_configs
 
     configs, skipped = demo_configs(Engine(demo_index), llm=True, answers=True)
     assert set(configs) == set(method_names()) - {"none", "graphrag_global"}

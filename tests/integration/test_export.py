@@ -151,7 +151,7 @@ def test_exports_of_control_characters_are_well_formed(demo_index: Path, tmp_pat
     exports GraphML and GEXF that XML parsers (and networkx) read."""
     import xml.etree.ElementTree as ET
 
-    from graphrag_engine.export import WRITERS, graph_tables
+    from graphrag_engine.export.formats import WRITERS, graph_tables
 
     ix = open_index(demo_index)
     tables = graph_tables(ix)

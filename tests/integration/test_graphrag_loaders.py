@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from graphrag_engine.config import IndexConfig
-from graphrag_engine.export import export_graph
+from graphrag_engine.export.formats import export_graph
 from graphrag_engine.importers import import_index
 from graphrag_engine.store import open_index
 

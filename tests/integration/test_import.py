@@ -16,7 +16,7 @@ import pytest
 from graphrag_engine.cli import main
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.eval.datasets import Question
-from graphrag_engine.export_graphrag import SCHEMAS, SCHEMAS_1X
+from graphrag_engine.export.graphrag import SCHEMAS, SCHEMAS_1X
 from graphrag_engine.importers import import_index
 from graphrag_engine.index.resolve import entity_id
 from graphrag_engine.names import normalize_name
@@ -494,7 +494,7 @@ def _on_the_server(cfg, name: str, server) -> None:
     """Point a method's own LLM stages at the session's llama.cpp server, as the demo runs it
     but without re-asks: what an import could break is a stage reading its tables, not the
     re-ask of a SmolLM2 answer that did not parse (re-asks: test_models_local.py)."""
-    from graphrag_engine.tour import SETTINGS, WINDOWS
+    from graphrag_engine.cli.demo import SETTINGS, WINDOWS
 
     cfg.models.llm.backend, cfg.models.llm.model = "openai", server.alias
     cfg.models.llm.base_url, cfg.models.llm.max_failed_share = server.url, 1.0
@@ -512,8 +512,8 @@ def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_serv
     failures recorded); local search's and LightRAG's contexts hold GraphRAG's entity
     descriptions."""
     from graphrag_engine import Engine
+    from graphrag_engine.cli.demo import SETTINGS
     from graphrag_engine.methods import METHODS, query_config
-    from graphrag_engine.tour import SETTINGS
 
     described = [d for d in _rows_of(imported, "entities", "description") if d]
     imported_texts = [

@@ -565,9 +565,9 @@ def test_questions_without_tokens_get_empty_rankings_in_every_method(
     question is ranked as it is alone. Methods with LLM stages get one such question, their
     stages answered by the session's llama.cpp server (SmolLM2), failures recorded."""
     from graphrag_engine.api import Engine
+    from graphrag_engine.cli.demo import SETTINGS
     from graphrag_engine.eval.datasets import Question
     from graphrag_engine.methods import METHODS, query_config
-    from graphrag_engine.tour import SETTINGS
 
     real = Question(qid="real", question="Which harbour town did Ilsa Varnholt sail from?")
     asked = [Question(qid=f"q{i}", question=t) for i, t in enumerate(NO_TOKEN_QUESTIONS)]

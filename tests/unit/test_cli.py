@@ -79,8 +79,8 @@ def test_a_limit_below_one_is_refused_before_anything_runs(tmp_path, capsys, lim
 
 def test_export_offers_every_format_the_exporter_writes() -> None:
     """The parser (kept free of the exporter's imports) lists exactly the exporter's formats."""
-    from graphrag_engine.cli_parser import build_parser
-    from graphrag_engine.export import FORMATS, WRITERS
+    from graphrag_engine.cli.parser import build_parser
+    from graphrag_engine.export.formats import FORMATS, WRITERS
 
     export = build_parser()._subparsers._group_actions[0].choices["export"]
     choices = next(a.choices for a in export._actions if a.dest == "format")

@@ -32,8 +32,14 @@ def test_every_registered_method_has_a_page_with_its_deviations() -> None:
 def test_every_method_page_carries_its_current_settings_table() -> None:
     """Each page holds the table written from its method's config (defaults beside the
     paper's values), current; the methods whose papers or code publish settings name them."""
+    from graphrag_engine.config.settings_tables import (
+        BEGIN,
+        END,
+        NOT_GIVEN,
+        setting_rows,
+        settings_table,
+    )
     from graphrag_engine.methods import query_config
-    from graphrag_engine.settings_tables import BEGIN, END, NOT_GIVEN, setting_rows, settings_table
 
     for name in method_names():
         text = (PAGES / f"{name}.md").read_text()
@@ -51,7 +57,7 @@ def test_every_method_page_carries_its_current_settings_table() -> None:
 
 
 def test_a_paper_value_for_a_key_the_config_lacks_is_refused() -> None:
-    from graphrag_engine.settings_tables import setting_rows
+    from graphrag_engine.config.settings_tables import setting_rows
 
     @dataclass
     class Made:
@@ -70,8 +76,8 @@ def test_a_page_that_calls_a_setting_the_default_names_the_default() -> None:
     """Prose may not drift from the table: a sentence that names one of the method's settings
     as `key: value` and calls it the default must give the default the config holds (a
     conditional default, "default when ...", is left to the table)."""
+    from graphrag_engine.config.settings_tables import BEGIN, END, setting_rows
     from graphrag_engine.methods import query_config
-    from graphrag_engine.settings_tables import BEGIN, END, setting_rows
 
     checked = 0
     for name in method_names():

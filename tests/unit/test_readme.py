@@ -49,8 +49,8 @@ def test_the_demo_excerpt_is_the_demo_of_today() -> None:
     bench package test checks it is current), run with the command set-up 1 ends with, and its
     table has the demo's current columns and a row for every method the demo runs."""
     from bench.headline import DEMO_END, DEMO_START
+    from graphrag_engine.cli.demo import LLM_WORK, TABLE_HEADER
     from graphrag_engine.methods import method_names  # why: registers every method on import
-    from graphrag_engine.tour import LLM_WORK, TABLE_HEADER
 
     readme = (REPO / "README.md").read_text()
     excerpt = readme.split(DEMO_START, 1)[1].split(DEMO_END, 1)[0]

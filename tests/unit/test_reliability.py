@@ -14,9 +14,9 @@ import pytest
 from graphrag_engine.api import _check_label
 from graphrag_engine.cli import main
 from graphrag_engine.config import IndexConfig, load_config
+from graphrag_engine.config.ranges import BOUND, INTERVAL, range_of, within
 from graphrag_engine.errors import BadInputError, ConfigError
 from graphrag_engine.methods import METHODS, load_query_config, query_config
-from graphrag_engine.setting_ranges import BOUND, INTERVAL, range_of, within
 
 
 def numeric_keys(obj, prefix: str = "") -> list[tuple[str, str]]:

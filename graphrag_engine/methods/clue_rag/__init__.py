@@ -66,7 +66,9 @@ def answer_prompt(question: str, passages: list[str] | None, cfg=None) -> list[d
 class ClueRAGConfig:
     """Clue-RAG's Q-Iter retrieval (paper defaults K=3, D=3, M=5, N=5) and its ablations."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "anchor_k": "3 (K, appendix A.1)",
         "depth": "3 (D, appendix A.1)",
         "beam": "5 (M, appendix A.1)",
@@ -77,7 +79,7 @@ class ClueRAGConfig:
         "path_scoring": "text (Algorithm 3 line 13)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "anchor_k": ">= 1",
         "beam": ">= 1",
         "top_n": ">= 1",

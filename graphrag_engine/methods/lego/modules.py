@@ -35,7 +35,9 @@ SCORER_DOC = """How a LEGO module scores texts against the question: any registe
 class LegoSEConfig:
     """LEGO subgraph extraction: PPR or RWR from the topic entities, then an optional scorer."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "restart_prob": "0.8 (section 5.1)",
         "max_ent": "2,000 (section 5.1)",
         "window": "24 (section 5.1)",
@@ -43,7 +45,7 @@ class LegoSEConfig:
         "eps": "none: igraph's PPR solver, run to convergence (section 5)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "restart_prob": "(0, 1]",
         "max_ent": ">= 1",
         "node_threshold": "any",
@@ -95,13 +97,15 @@ class LegoSEConfig:
 class LegoPFConfig:
     """LEGO path filtering over the extracted subgraph."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "max_hops": "none (section 5.1)",
         "max_paths": "none (section 5.1)",
         "beam_width": "128 (section 5.1)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "max_hops": ">= 1",
         "max_paths": ">= 1",
         "beam_width": ">= 1",
@@ -141,11 +145,13 @@ class LegoPFConfig:
 class LegoPRConfig:
     """LEGO path refinement: score the filtered paths and keep the top_k."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "top_k": "64 (section 5.1)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "top_k": ">= 1",
     }
 

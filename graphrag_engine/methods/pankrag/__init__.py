@@ -80,7 +80,9 @@ class PankRAGConfig:
     """PankRAG's execution settings (section 4.4: alpha 0.6 / beta 0.4 for specific questions,
     0.75 / 0.25 for abstract ones; alpha + beta = 1) and its ablations."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "plan": "llm (3.2)",
         "scope": "by query type (3.3.1; `query_type`)",
         "rerank": "true (3.3.2)",
@@ -89,7 +91,7 @@ class PankRAGConfig:
         "rewrite": "llm (3.2)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "max_steps": ">= 1",
         "alpha_specific": "[0, 1]",
         "alpha_abstract": "[0, 1]",

@@ -67,7 +67,9 @@ class ReGraphRAGConfig:
     """ReGraphRAG's settings (paper section 5.1: m = 4, n = 3, 30 nodes per sub-query) and the
     ablation switches of its Table 2."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "perspectives": "4 (m, section 5.1)",
         "sub_queries": "3 (n, section 5.1)",
         "top_k": "30 nodes a sub-query (section 5.1)",
@@ -77,7 +79,7 @@ class ReGraphRAGConfig:
         "context_tokens": "none; Table 4: about 18,000 tokens a question in all",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "perspectives": ">= 1",
         "sub_queries": ">= 1",
         "top_k": ">= 1",

@@ -71,7 +71,9 @@ Stage = Literal["logic_form", "dual_level"]
 class ROGRAGConfig:
     """ROGRAG's stages, matching levers, verifier and refusal text."""
 
-    PAPER: ClassVar[dict[str, str]] = {  # the paper's values (graphrag_engine/settings_tables.py)
+    PAPER: ClassVar[
+        dict[str, str]
+    ] = {  # the paper's values (graphrag_engine/config/settings_tables.py)
         "keys": "llm (3.2)",
         "check": "argument (6.3, Table 7)",
         "match": "fuzzy (6.1, Table 5)",
@@ -84,7 +86,7 @@ class ROGRAGConfig:
         "chunk_tokens": "12,000 (Figure 1 d)",
     }
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "low_top_k": ">= 1",
         "high_top_k": ">= 1",
         "floor": "[-1, 1]",

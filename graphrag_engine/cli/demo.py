@@ -21,6 +21,7 @@ from pathlib import Path
 
 from graphrag_engine.api import Engine, Run
 from graphrag_engine.config import IndexConfig
+from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.demo import corpus_path
 from graphrag_engine.errors import BadInputError, GraphRAGError
 from graphrag_engine.eval.report import score_rows
@@ -28,7 +29,6 @@ from graphrag_engine.index.pipeline import build_index
 from graphrag_engine.methods import method_names, method_spec
 from graphrag_engine.methods.needs import SOURCES, missing_part
 from graphrag_engine.models.transformers_llm import weights_dtype
-from graphrag_engine.query_config import QueryConfig
 from graphrag_engine.retrieve.lines import store_line_tokens
 from graphrag_engine.store import open_index
 

@@ -1,7 +1,7 @@
 """`graphrag-engine export`: the index's entity graph (and its communities) in the formats other
 tools read: GraphML and GEXF (Gephi, networkx, yEd), Neo4j's bulk-import CSV, Parquet tables in
 GraphRAG's current output layout or its 1.x `create_final_*` layout
-(graphrag_engine/export_graphrag.py), and a LightRAG working directory (its GraphML and kv stores).
+(graphrag_engine/export/graphrag.py), and a LightRAG working directory (its GraphML and kv stores).
 
 Every export is written into a staging folder and its files renamed into place, so a failed
 export leaves nothing half-written; `--out` is refused when it holds anything an export did not
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.export_graphrag import write_graphrag_1x_tables, write_graphrag_tables
-from graphrag_engine.staging import listed_files, staging_beside, write_listing
+from graphrag_engine.export.graphrag import write_graphrag_1x_tables, write_graphrag_tables
 from graphrag_engine.store.index_store import Index
+from graphrag_engine.store.staging import listed_files, staging_beside, write_listing
 
 FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag", "parquet-graphrag-1x", "lightrag")
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from graphrag_engine.config import ModelsConfig
+from graphrag_engine.config.ranges import check_ranges
 from graphrag_engine.errors import ConfigError
-from graphrag_engine.setting_ranges import check_ranges
 
 
 @dataclass
@@ -18,7 +18,7 @@ class AnnConfig:
     """Approximate nearest-neighbour search of large vector tables (faiss), behind the same
     call as the exact search; tables below `min_vectors` rows are searched exactly."""
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "min_vectors": ">= 1",
         "hnsw_m": ">= 2",
         "hnsw_ef_construction": ">= 1",
@@ -51,7 +51,7 @@ class AnnConfig:
 class RetrievalConfig:
     """How many passages a method ranks and how many reach the answer prompt."""
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "top_k": ">= 1",
         "candidates": ">= 1",
     }
@@ -72,7 +72,7 @@ class RetrievalConfig:
 class GenerationConfig:
     """The answer stage shared by every method."""
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "max_tokens": ">= 1",
         "long_max_tokens": ">= 1",
         "max_context_tokens": ">= 1",
@@ -107,7 +107,7 @@ class QueryConfig:
     (graphrag_engine.methods.base.register); in YAML it sits under the method's name (`lego:`, `clue:`).
     Build one with `graphrag_engine.methods.query_config(name)` or `load_query_config(path)`."""
 
-    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (setting_ranges.py)
+    RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "batch_size": ">= 1",
     }
 

@@ -15,7 +15,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from graphrag_engine.dataclass_docs import field_docs, scalar
+from graphrag_engine.config.field_docs import field_docs, scalar
 
 BEGIN = "<!-- settings: written by `python -m graphrag_engine.config_docs`; do not edit -->"
 END = "<!-- end of settings -->"
@@ -69,7 +69,7 @@ def settings_table(options: Any | None) -> str:
 def _source(cls: type) -> str:
     """The repository path of the file that defines `cls`."""
     path = Path(inspect.getsourcefile(cls) or "").resolve()
-    return path.relative_to(Path(__file__).resolve().parents[1]).as_posix()
+    return path.relative_to(Path(__file__).resolve().parents[2]).as_posix()
 
 
 def page_with_table(page: Path, table: str) -> str:

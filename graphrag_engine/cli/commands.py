@@ -14,13 +14,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from graphrag_engine.cli_parser import build_parser
+from graphrag_engine.cli.exits import run_command
+from graphrag_engine.cli.parser import build_parser
 from graphrag_engine.config import LLMConfig, load_config
 from graphrag_engine.errors import (
     BadInputError,
     NotYetAvailableError,
 )
-from graphrag_engine.exits import run_command
 
 
 def writable_folder(path: str, flag: str = "--out") -> Path:
@@ -289,7 +289,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Answer one question typed on the command line with each --method."""
-    from graphrag_engine.ask import run_ask
+    from graphrag_engine.cli.ask import run_ask
 
     if args.out:
         writable_folder(args.out)
@@ -298,7 +298,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Index the demo corpus and compare every method that can run on it, with a report."""
-    from graphrag_engine.tour import check_demo_args, run_demo
+    from graphrag_engine.cli.demo import check_demo_args, run_demo
 
     check_demo_args(args.questions, args.methods)  # before --out is made or an index built
     writable_folder(args.out)
@@ -314,7 +314,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write the index's entity graph (and communities) for Gephi, Neo4j or GraphRAG tools."""
-    from graphrag_engine.export import export_graph
+    from graphrag_engine.export.formats import export_graph
     from graphrag_engine.store import open_index
 
     files = export_graph(open_index(args.index), args.format, args.out, replace=args.replace)
@@ -516,14 +516,10 @@ COMMANDS = {
     "compare": cmd_compare,
     "bench_hint": _bench_hint,
 }
-"""Each parser command's function (graphrag_engine/cli_parser.py names them)."""
+"""Each parser command's function (graphrag_engine/cli/parser.py names them)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     return run_command(COMMANDS[args.command], args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
