@@ -18,7 +18,7 @@ import numpy as np
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.methods.heap import SettledHeap
+from graphrag_engine.query.heap import SettledHeap
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import StageClock
 

@@ -34,10 +34,10 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
 from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
-from graphrag_engine.methods.answer_together import TogetherCall, answer_together, prepare
 from graphrag_engine.methods.needs import check_needs
-from graphrag_engine.methods.run import run_query
 from graphrag_engine.models import make_backend
+from graphrag_engine.query.answer_together import TogetherCall, answer_together, prepare
+from graphrag_engine.query.run import run_query
 from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
 from graphrag_engine.store.index_store import Index, NoIndex
@@ -79,7 +79,7 @@ class RayPlacement:
     """Where a sharded query run goes: the cluster (`local` starts one, `auto` joins the
     running one, or ray://host:port), its actors, and GPUs per actor (None: what the models
     need), and whether the questions are embedded by a Ray Data pipeline first (None: for
-    runs of graphrag_engine.methods.ray_run.PIPELINE_MIN_QUESTIONS questions or more)."""
+    runs of graphrag_engine.query.ray_run.PIPELINE_MIN_QUESTIONS questions or more)."""
 
     address: str = "local"
     workers: int = 2
@@ -322,7 +322,7 @@ class Engine:
         dry_run: bool, fail_fast: bool, ray: RayPlacement | None = None,
     ) -> Run:  # fmt: skip
         if ray is not None and not dry_run:  # a dry run sends nothing: no actors needed
-            from graphrag_engine.methods.ray_run import run_query_on_ray  # ray is an optional extra
+            from graphrag_engine.query.ray_run import run_query_on_ray  # ray is an optional extra
 
             summary = run_query_on_ray(
                 self.index, questions, cfg, folder, source, ray.address, ray.workers,

@@ -227,8 +227,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     """Run one or several methods over a question file against an index; results land in
     --out (with several methods, one run folder per method under it)."""
-    from graphrag_engine.methods.forecast import query_forecast_lines
     from graphrag_engine.models.base import outcome_lines
+    from graphrag_engine.query.forecast import query_forecast_lines
 
     overrides = _query_overrides(args)
     engine = _checked_engine(args.index, args.method, overrides)

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.needs import Part, parts
-from graphrag_engine.models.base import Completion
+from graphrag_engine.retrieve.answer import PromptFn
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
 MethodFn = Callable[[QueryContext, list[Question], StageClock], Retrieved]
-PromptFn = Callable[[str, "list[str] | None", Any], Any]
-"""(question, context texts or None, the method's options) -> a chat prompt."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +59,7 @@ def register(
     """`@register("bm25", paper=..., needs={Part.CHUNKS})` on a function (ctx, questions,
     clock) -> Retrieved; `config` is the method's own settings dataclass (YAML section
     `name:`), `answer_prompt(question, texts, options)` is the paper's answer prompt, of
-    `prompt_style` short or long (graphrag_engine.methods.answer.prompt_for picks it)."""
+    `prompt_style` short or long (graphrag_engine.retrieve.answer.prompt_for picks it)."""
 
     def wrap(fn: MethodFn) -> MethodFn:
         METHODS[name] = MethodSpec(
@@ -72,14 +69,3 @@ def register(
         return fn
 
     return wrap
-
-
-def llm_tokens(completions: list[Completion], stage: str) -> list[dict[str, int]]:
-    """Per-question token counts of one LLM stage (prompt + completion)."""
-    return [
-        {
-            f"{stage}_prompt": c.prompt_tokens,
-            f"{stage}_completion": c.completion_tokens,
-        }
-        for c in completions
-    ]

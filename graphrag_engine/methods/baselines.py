@@ -8,9 +8,10 @@ from typing import ClassVar
 
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize
-from graphrag_engine.methods.base import llm_tokens, register
+from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
+from graphrag_engine.retrieve.answer import llm_tokens
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.dense import dense_search
 from graphrag_engine.retrieve.lexical import BM25Retriever

@@ -31,12 +31,12 @@ from typing import ClassVar
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
-from graphrag_engine.methods.answer import answer_batch
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured
+from graphrag_engine.retrieve.answer import answer_batch
 from graphrag_engine.retrieve.communities import Communities, communities
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.lines import within_budget

@@ -64,7 +64,7 @@ def test_section_budgets_hold_and_the_answer_budget_never_splits_a_section(demo)
         for s in c.sections:
             limit = {"E": 40, "R": 60, "S": ctx.cfg.options.chunk_tokens}[s.title[5]]
             assert sum(ctx.count_tokens(s.items)) <= limit
-    from graphrag_engine.methods.answer import fit_context
+    from graphrag_engine.retrieve.answer import fit_context
 
     for c in r.contexts:
         fitted = fit_context(c, ctx.tokenizer, 120)
@@ -131,7 +131,7 @@ def test_graphrag_local_text_units_by_entity_or_by_cosine(demo) -> None:
 
 
 def test_llm_keywords_parse_or_fall_back_counted(demo, smollm, tmp_path) -> None:
-    from graphrag_engine.methods.run import run_query
+    from graphrag_engine.query.run import run_query
 
     index, questions, _ = demo
     cfg = query_config("lightrag")

@@ -21,9 +21,9 @@ from graphrag_engine.eval.judge import (
 )
 from graphrag_engine.eval.metrics import recall_at_k
 from graphrag_engine.methods import query_config
-from graphrag_engine.methods.run import run_query
 from graphrag_engine.models.cache import ResponseCache
 from graphrag_engine.models.llm import LLM
+from graphrag_engine.query.run import run_query
 from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
 

@@ -318,7 +318,7 @@ def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> Non
     cfg = query_config("lego")
     cfg.models.llm.backend = "transformers"
     cfg.generation.max_tokens = 16
-    from graphrag_engine.methods.run import run_query
+    from graphrag_engine.query.run import run_query
 
     summary = run_query(NoIndex(), qs[:2], cfg, tmp_path / "ans", "webqsp", llm_backend=smollm)
     assert summary["questions"] == 2
@@ -330,13 +330,13 @@ def test_answer_prompt_shots_and_smollm_answers(webqsp, smollm, tmp_path) -> Non
 def test_fine_tuned_llm_instance_reads_a_local_folder(webqsp, tmp_path) -> None:
     """Instance 20 with SmolLM2 saved as a plain transformers folder standing in for a
     fine-tuned model: it loads, scores SE and PR, and its prompts and tokens are accounted."""
-    from graphrag_engine.methods.run import run_query
     from graphrag_engine.models.transformers_llm import (
         load_tokenizer,
         load_weights,
         save_dequantized,
         smollm2_gguf,
     )
+    from graphrag_engine.query.run import run_query
 
     folder, gguf = smollm2_gguf()
     ft = tmp_path / "llm-ft"  # the process's SmolLM2 weights, saved as a folder of their own

@@ -9,7 +9,7 @@ from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.methods import METHODS, query_config
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
-from graphrag_engine.methods.run import run_query
+from graphrag_engine.query.run import run_query
 from graphrag_engine.retrieve.types import Context, Retrieved, Section
 from graphrag_engine.store import open_index
 

@@ -328,7 +328,7 @@ def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smo
     with it; no-retrieval answers without context."""
     from graphrag_engine.eval.datasets import demo_questions_path, load_questions
     from graphrag_engine.methods import query_config
-    from graphrag_engine.methods.run import run_query
+    from graphrag_engine.query.run import run_query
     from graphrag_engine.store import open_index
 
     questions = load_questions(demo_questions_path(), limit=4)
@@ -498,7 +498,7 @@ def test_query_bar_moves_with_each_answer_within_a_batch(
 ) -> None:
     """A batch's answers come in forward passes of 4 prompts: the run's question bar moves
     with them (and with their decoding steps), not once when the 8-question batch ends."""
-    from graphrag_engine.methods import run as run_module
+    from graphrag_engine.query import run as run_module
 
     positions = watch_bar_positions(run_module, monkeypatch)
     cfg = tmp_path / "m.yaml"

@@ -83,7 +83,7 @@ def test_sharded_runs_equal_local_runs(cluster, musique_subset, local_runs, tmp_
 
 
 def test_an_actor_killed_mid_run_is_replaced(cluster, musique_subset, local_runs, tmp_path):
-    from graphrag_engine.methods.ray_run import run_query_on_ray
+    from graphrag_engine.query.ray_run import run_query_on_ray
 
     engine = Engine(musique_subset["index"])
     source, questions = engine.questions(musique_subset["questions"])

@@ -122,13 +122,13 @@ def test_readme_headline_is_current() -> None:
 def test_a_result_from_uncommitted_code_says_so_and_fails_the_check(tmp_path, monkeypatch) -> None:
     """write_result names the files that differ from the commit; edits to results and docs do
     not count; bench.tables' check lists the result until it is re-run from a commit."""
-    status = " M graphrag_engine/methods/run.py\n M bench/results/x.json\n M docs/a.md\n"
+    status = " M graphrag_engine/query/run.py\n M bench/results/x.json\n M docs/a.md\n"
     head = "a" * 40 + "\n"
     monkeypatch.setattr(common, "_git", lambda *a: head if a[0] == "rev-parse" else status)
     monkeypatch.delenv("GRAPHRAG_BENCH_COMMIT", raising=False)
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     rec = json.loads(common.write_result("demo_bench", {"n": 1}).read_text())
-    assert rec["commit"] == "a" * 40 and rec["uncommitted"] == ["graphrag_engine/methods/run.py"]
+    assert rec["commit"] == "a" * 40 and rec["uncommitted"] == ["graphrag_engine/query/run.py"]
     assert tables.unstamped(tmp_path) == ["demo_bench.json"]
     assert "uncommitted code changes" in tables.render_all(tmp_path)["demo_bench.md"]
     monkeypatch.setattr(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.methods.answer import answer_style, long_prompt, prompt_for
+from graphrag_engine.retrieve.answer import answer_style, long_prompt, prompt_for
 from graphrag_engine.retrieve.budget import (
     PROMPT_ROOM,
     UNBOUNDED,
@@ -87,7 +87,7 @@ def test_long_form_sets_get_an_answer_length_that_fits() -> None:
     """A run whose style resolves to long answers in `long_max_tokens`; short sets keep
     `max_tokens`, the same number for every method."""
     from graphrag_engine.eval.datasets import Question
-    from graphrag_engine.methods.run import with_answer_style
+    from graphrag_engine.query.run import with_answer_style
 
     cfg = query_config("lightrag")
     long_set = [Question(qid="a", question="How do farms adapt?", kind="abstract")]

@@ -116,7 +116,7 @@ def test_kbqa_and_entity_metrics_in_reports() -> None:
 
 
 def test_context_fits_the_token_budget() -> None:
-    from graphrag_engine.methods.answer import answer_prompts, clean_answer, fit_sections
+    from graphrag_engine.retrieve.answer import answer_prompts, clean_answer, fit_sections
     from graphrag_engine.retrieve.types import Section
 
     def fit(items: list[list[str]], counts: list[list[int]], budget: int, whole=()) -> list:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_engine.methods.heap import SettledHeap
+from graphrag_engine.query.heap import SettledHeap
 
 
 class Node:

@@ -15,11 +15,23 @@ import pytest
 from tests.paths import REPO
 
 PKG = "graphrag_engine"
-FOLDERS = ("index", "retrieve", "methods", "eval", "exec", "models", "store", "kernels")
+FOLDERS = (
+    "index",
+    "retrieve",
+    "methods",
+    "query",
+    "eval",
+    "exec",
+    "models",
+    "store",
+    "kernels",
+    "config",
+)
 FORBIDDEN = {  # importer folder -> folders it must never import
     "graphrag_engine.kernels": {f"graphrag_engine.{f}" for f in FOLDERS if f != "kernels"}
     | {"graphrag_engine"},
     "graphrag_engine.models": {
+        "graphrag_engine.query",
         "graphrag_engine.index",
         "graphrag_engine.retrieve",
         "graphrag_engine.methods",
@@ -27,27 +39,35 @@ FORBIDDEN = {  # importer folder -> folders it must never import
         "graphrag_engine.exec",
     },
     "graphrag_engine.store": {
+        "graphrag_engine.query",
         "graphrag_engine.index",
         "graphrag_engine.retrieve",
         "graphrag_engine.methods",
         "graphrag_engine.models",
     },
     "graphrag_engine.retrieve": {
+        "graphrag_engine.query",
         "graphrag_engine.methods",
         "graphrag_engine.index",
         "graphrag_engine.eval",
         "graphrag_engine.exec",
     },
     "graphrag_engine.index": {
+        "graphrag_engine.query",
         "graphrag_engine.retrieve",
         "graphrag_engine.methods",
         "graphrag_engine.eval",
     },
     "graphrag_engine.exec": {
+        "graphrag_engine.query",
         "graphrag_engine.index",
         "graphrag_engine.retrieve",
         "graphrag_engine.methods",
     },
+}
+FORBIDDEN["graphrag_engine.methods"] = {"graphrag_engine.query"}
+FORBIDDEN["graphrag_engine.config"] = {
+    f"graphrag_engine.{f}" for f in FOLDERS if f not in ("config", "kernels")
 }
 LAZY_OK = {"graphrag_engine/cli/commands.py"}
 """The thin front door imports each command's modules inside the command, so `--help` and

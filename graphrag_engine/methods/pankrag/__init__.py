@@ -44,7 +44,6 @@ import numpy as np
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.similarity import l2_normalize
-from graphrag_engine.methods.answer import LONG_KINDS, answer_batch
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.methods.pankrag.plans import (
@@ -57,6 +56,7 @@ from graphrag_engine.methods.pankrag.plans import (
     rewrite_steps,
     substitute,
 )
+from graphrag_engine.retrieve.answer import LONG_KINDS, answer_batch
 from graphrag_engine.retrieve.communities import communities, report_search
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import chunks_by_entities, entity_graph

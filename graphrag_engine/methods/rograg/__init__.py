@@ -37,7 +37,6 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.selection import stepwise_select
 from graphrag_engine.kernels.similarity import l2_normalize
-from graphrag_engine.methods.answer import answer_batch, fit_context
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
 from graphrag_engine.methods.rograg.analysis import analyse
@@ -51,6 +50,7 @@ from graphrag_engine.methods.rograg.logic_forms import (
 from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured, json_object
+from graphrag_engine.retrieve.answer import answer_batch, fit_context
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.keywords import llm_keywords, ner_keywords
 from graphrag_engine.retrieve.lines import (

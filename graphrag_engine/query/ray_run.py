@@ -29,16 +29,16 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
 from graphrag_engine.methods import method_spec
-from graphrag_engine.methods.heap import SettledHeap
 from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
-from graphrag_engine.methods.run import (
+from graphrag_engine.progress import progress
+from graphrag_engine.query.heap import SettledHeap
+from graphrag_engine.query.run import (
     finish_run,
     run_batch,
     run_folder,
     warn_gold,
     with_answer_style,
 )
-from graphrag_engine.progress import progress
 from graphrag_engine.retrieve.context import embedder_config
 from graphrag_engine.store.index_store import Index, NoIndex
 from graphrag_engine.store.run_folder import add_batch_seconds, batch_done, write_part

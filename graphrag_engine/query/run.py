@@ -21,7 +21,9 @@ from typing import Any
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.methods.answer import (
+from graphrag_engine.progress import move_bar, progress
+from graphrag_engine.query.heap import SettledHeap
+from graphrag_engine.retrieve.answer import (
     AnswerAsk,
     answer_ask,
     answer_style,
@@ -29,8 +31,6 @@ from graphrag_engine.methods.answer import (
     prompt_for,
     send_ask,
 )
-from graphrag_engine.methods.heap import SettledHeap
-from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import passages_of
 from graphrag_engine.retrieve.types import Context, Retrieved, StageClock

@@ -22,16 +22,16 @@ from typing import Any
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec
-from graphrag_engine.methods.heap import SettledHeap
-from graphrag_engine.methods.run import (
+from graphrag_engine.models.base import Completion, GenParams, UsageLedger, prompt_key
+from graphrag_engine.models.llm import LLM
+from graphrag_engine.progress import progress
+from graphrag_engine.query.heap import SettledHeap
+from graphrag_engine.query.run import (
     batch_answer_ask,
     retrieve_batch,
     run_folder,
     with_answer_style,
 )
-from graphrag_engine.models.base import Completion, GenParams, UsageLedger, prompt_key
-from graphrag_engine.models.llm import LLM
-from graphrag_engine.progress import progress
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store.index_store import Index

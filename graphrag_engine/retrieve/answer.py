@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphrag_engine.methods.base import PromptFn, llm_tokens
-from graphrag_engine.models.base import GenParams
+from graphrag_engine.models.base import Completion, GenParams
 from graphrag_engine.retrieve.types import Context, Section
+
+PromptFn = Callable[[str, "list[str] | None", Any], Any]
+"""(question, context texts or None, the method's options) -> a chat prompt."""
 
 SYSTEM = (
     "You answer questions. Use the passages when they are given. Reply with the answer only, "
@@ -225,3 +227,14 @@ def send_ask(
         failed[q] = c.error
         tokens[q] = t
     return Answered(answers, fitted, tokens, failed)
+
+
+def llm_tokens(completions: list[Completion], stage: str) -> list[dict[str, int]]:
+    """Per-question token counts of one LLM stage (prompt + completion)."""
+    return [
+        {
+            f"{stage}_prompt": c.prompt_tokens,
+            f"{stage}_completion": c.completion_tokens,
+        }
+        for c in completions
+    ]
