@@ -14,7 +14,7 @@ or node) entry i belongs to; graphrag_engine.kernels.segments holds the operator
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -129,3 +129,31 @@ class StageClock:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+
+
+def stage_tokens(stage: str, counts: Sequence[int]) -> list[dict[str, int]]:
+    """Per-question LLM tokens of one stage, as `Retrieved.tokens` holds them."""
+    return [{stage: n} for n in counts]
+
+
+def summed_tokens(*stages: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Per-question LLM tokens of several stages in one dict a question (new dicts; counts
+    under the same key added), keys in the order the stages first name them."""
+    out: list[dict[str, int]] = [{} for _ in stages[0]]
+    for stage in stages:
+        for merged, counts in zip(out, stage, strict=True):
+            for key, n in counts.items():
+                merged[key] = merged.get(key, 0) + n
+    return out
+
+
+def tokens_by_question(
+    owners: Sequence[int], counts: Sequence[dict[str, int]], n: int
+) -> list[dict[str, int]]:
+    """Per-question LLM tokens of a stage whose prompts belong to questions `owners` (the
+    counts of a question's several prompts added), for `n` questions."""
+    out: list[dict[str, int]] = [{} for _ in range(n)]
+    for q, spent in zip(owners, counts, strict=True):
+        for key, value in spent.items():
+            out[q][key] = out[q].get(key, 0) + value
+    return out

@@ -11,7 +11,7 @@ import pytest
 
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
-from graphrag_engine.methods.clue_rag import answer_prompt, clue_rag
+from graphrag_engine.methods.clue_rag.method import answer_prompt, clue_rag
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.cue_graph import cue_adjacency
 from graphrag_engine.retrieve.types import StageClock
@@ -141,7 +141,7 @@ def test_a_path_is_scored_by_its_joined_text(setup) -> None:
     cosine) on its units' texts joined; `path_scoring: mean` reads the summed unit vectors and
     `pooled` weighs each by its characters."""
     from graphrag_engine.kernels.similarity import l2_normalize
-    from graphrag_engine.methods.clue_rag import _path_scores
+    from graphrag_engine.methods.clue_rag.method import _path_scores
     from graphrag_engine.retrieve.scoring import make_scorer
 
     index, questions, tmp = setup

@@ -92,8 +92,8 @@ def test_smollm2_logic_forms_under_the_grammar_keep_every_operator_shape(smollm)
     """Decoded under the logic-form grammar, SmolLM2's plans keep each operator's arity and
     fields, which its plans broke when the grammar let any operator take any inputs (a
     compare at step 1 reading nothing): every answer parses under the stage's own rules."""
-    from graphrag_engine.methods.rograg import logic_form_max_tokens, logic_form_prompt
     from graphrag_engine.methods.rograg.logic_forms import logic_form_schema
+    from graphrag_engine.methods.rograg.method import logic_form_max_tokens, logic_form_prompt
 
     schema = logic_form_schema(3)
     prompts = [logic_form_prompt(q, 3) for q in QUESTIONS[:3]]

@@ -16,7 +16,7 @@ from graphrag_engine.cli import main
 from graphrag_engine.config import GraphConfig
 from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.methods import query_config
-from graphrag_engine.methods.clue_rag import clue_rag
+from graphrag_engine.methods.clue_rag.method import clue_rag
 from graphrag_engine.methods.lightrag import lightrag
 from graphrag_engine.models.embed_cache import EMBED_CACHE
 from graphrag_engine.names import entity_text

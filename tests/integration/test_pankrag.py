@@ -11,7 +11,7 @@ import pytest
 
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
-from graphrag_engine.methods.pankrag import combined_order, pankrag
+from graphrag_engine.methods.pankrag.method import combined_order, pankrag
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import round_robin
 from graphrag_engine.retrieve.types import StageClock

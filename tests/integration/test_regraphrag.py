@@ -14,7 +14,7 @@ from graphrag_engine.eval.datasets import demo_questions_path, load_questions
 from graphrag_engine.kernels.reorganize import reorganize
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods import query_config
-from graphrag_engine.methods.regraphrag import (
+from graphrag_engine.methods.regraphrag.method import (
     ACROSS_ALL,
     Triplet,
     Triplets,

@@ -162,14 +162,16 @@ def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
 
 
 def test_the_verdict_prompt_carries_the_context_cut_like_the_answer_prompt(demo_index) -> None:
-    from graphrag_engine.methods.rograg import _verdict_prompt
+    from graphrag_engine.methods.rograg.verify import context_verdict_prompt
     from graphrag_engine.retrieve.types import Context, Section
 
     cfg = query_config("rograg")
     cfg.generation.max_context_tokens = 120
     ctx = QueryContext(open_index(demo_index), cfg, Path("/tmp/rograg-verdict"))
     items = [f"Fact {i}: Ada Vell founded Port Calloway in year {1800 + i}." for i in range(200)]
-    prompt = _verdict_prompt(ctx, "Who founded Port Calloway?", Context([Section(items)]), None)
+    prompt = context_verdict_prompt(
+        ctx, cfg.options.check, "Who founded Port Calloway?", Context([Section(items)]), None
+    )
     assert "Fact 0:" in prompt and "Fact 199:" not in prompt
     assert len(ctx.tokenizer.encode(prompt).ids) < 120 + 120  # context budget + the prompt's words
 

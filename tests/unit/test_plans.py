@@ -126,7 +126,7 @@ def test_a_steps_search_follows_the_configured_scope() -> None:
     """plan: the planner's label (gold and direct plans: specific); query_type: the paper's
     choice by the question's type (long-form kinds abstract, the rest specific); a fixed one."""
     from graphrag_engine.methods import query_config
-    from graphrag_engine.methods.pankrag import step_scope
+    from graphrag_engine.methods.pankrag.method import step_scope
     from graphrag_engine.methods.pankrag.plans import Plan, Step
 
     cfg = query_config("pankrag").options

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from graphrag_engine.methods.rograg import operators as ops
+import graphrag_engine.methods.rograg.operators as ops
 from graphrag_engine.models.structured import ParseError, Schema, json_object
 
 OPERATORS = ("retrieve", "filter", "count", "union", "sum", "difference", "compare")
