@@ -35,7 +35,6 @@ from graphrag_engine.config import IndexConfig
 from graphrag_engine.eval.datasets import Question, load_questions
 from graphrag_engine.index.pipeline import build_index
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.lines import store_line_tokens
 from graphrag_engine.store import open_index
 
 QUESTION_FILES = [
@@ -88,37 +87,24 @@ def index_figures(corpus: Path, out: Path, device: str, reuse: bool = False) -> 
     """Build the LLM-free index of `corpus` with the embedder on `device`: seconds, tokens/s of
     the whole build and of each stage (corpus tokens over the stage's seconds), GPU peak. With
     `reuse` an index already built at `out` is kept and its figures are those its manifest
-    recorded when it was built (`reused`: true; seconds are the sum of its stages'). Either way
-    the context lines' token counts are stored as `graphrag-engine index` stores them, their
-    seconds the stage `line_tokens` (near zero where a reused index holds them already)."""
+    recorded when it was built (`reused`: true; seconds are the sum of its stages', counting
+    the context lines' tokens among them)."""
     if reuse and (out / "manifest.json").exists():
         manifest = json.loads((out / "manifest.json").read_text())
-        lines = _timed(store_line_tokens, out)
-        seconds = sum(v["seconds"] for v in manifest["stats"]["stages"].values()) + lines
-        return {**_build_figures(manifest, device, seconds, lines), "reused": True}
+        seconds = sum(v["seconds"] for v in manifest["stats"]["stages"].values())
+        return {**_build_figures(manifest, device, seconds), "reused": True}
     shutil.rmtree(out, ignore_errors=True)  # a fresh build: no embedding cache from a last run
     cfg = IndexConfig()
     cfg.models.embedder.device = device
     gpu_memory(device, reset=True)
     started = time.perf_counter()
     manifest = build_index([corpus], out, cfg)
-    lines = _timed(store_line_tokens, out)
-    return _build_figures(manifest, device, time.perf_counter() - started, lines)
+    return _build_figures(manifest, device, time.perf_counter() - started)
 
 
-def _timed(work: Any, *args: Any) -> float:
-    """Seconds `work(*args)` took."""
-    started = time.perf_counter()
-    work(*args)
-    return time.perf_counter() - started
-
-
-def _build_figures(
-    manifest: dict[str, Any], device: str, seconds: float, line_tokens: float
-) -> dict[str, Any]:
-    """An index build's figures from its manifest, wall seconds and the seconds its lines'
-    token counts took."""
-    stages = {**manifest["stats"]["stages"], "line_tokens": {"seconds": round(line_tokens, 3)}}
+def _build_figures(manifest: dict[str, Any], device: str, seconds: float) -> dict[str, Any]:
+    """An index build's figures from its manifest and wall seconds."""
+    stages = manifest["stats"]["stages"]
     tokens = stages["ingest_chunk"]["tokens"]
     return {
         "device": device,

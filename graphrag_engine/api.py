@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import logging
 import re
-import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -42,6 +42,8 @@ from graphrag_engine.results import read_rows
 from graphrag_engine.store import open_index
 from graphrag_engine.store.index_store import Index, NoIndex
 from graphrag_engine.store.run_folder import write_atomic
+
+log = logging.getLogger(__name__)
 
 LLM_FLAGS = "--llm-backend transformers (the packaged SmolLM2), or --llm-backend openai --base-url URL --llm-model NAME"
 
@@ -168,10 +170,9 @@ class Engine:
                 cfg.generation.enabled = False
                 if cfg.method not in self._noted:
                     self._noted.add(cfg.method)
-                    print(
+                    log.info(
                         f"{cfg.method}: no LLM backend set, so passages are ranked and no answer "
-                        f"is generated (for answers pass {LLM_FLAGS})",
-                        file=sys.stderr,
+                        f"is generated (for answers pass {LLM_FLAGS})"
                     )
         cfg.validate(cfg.method)
         cfg.validate_llm(cfg.method)

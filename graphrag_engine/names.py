@@ -1,6 +1,6 @@
-"""Entity-name keys shared by indexing (entity resolution) and querying (exact matching), and
-the texts chunks, entities and relations are embedded from (at build time, by a query, or by a
-bench that re-measures them)."""
+"""Entity-name keys shared by indexing (entity resolution) and querying (exact matching), the
+texts chunks, entities and relations are embedded from, and the context lines they become
+(whose token counts the index stores)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,20 @@ def entity_text(name: str, description: str | None) -> str:
 def titled_chunk(title: str | None, text: str) -> str:
     """What a chunk's vector embeds: its document's title above its text (title when present)."""
     return f"{title}\n{text}" if title else text
+
+
+def entity_line(name: str, kind: str, description: str) -> str:
+    """An entity as a context line: its name, "(type)" and ": description" where it has them."""
+    kind = f" ({kind})" if kind else ""
+    desc = f": {description}" if description else ""
+    return f"{name}{kind}{desc}"
+
+
+def relation_line(src_name: str, dst_name: str, description: str, keywords: str) -> str:
+    """A relation as a context line: its ends, ": description" and " [keywords]"."""
+    desc = f": {description}" if description else ""
+    kw = f" [{keywords}]" if keywords else ""
+    return f"{src_name} -- {dst_name}{desc}{kw}"
 
 
 VECTOR_TABLE_KINDS = {

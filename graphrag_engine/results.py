@@ -14,7 +14,7 @@ One row per question. Typed columns, no JSON strings:
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
+
+log = logging.getLogger(__name__)
 
 _BASE = [
     ("qid", pa.string()),
@@ -72,7 +74,7 @@ def results_table(rows: list[dict[str, Any]]) -> pa.Table:
             raise pa.ArrowTypeError("a field that is always {} has no type Parquet can store")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         # a method whose extras change type between questions: kept whole, typed as JSON
-        print(f"warning: extras kept as JSON ({str(exc)[:120]})", file=sys.stderr)
+        log.warning(f"warning: extras kept as JSON ({str(exc)[:120]})")
         column = pa.array([json.dumps(e) for e in extras], type=pa.json_())
     base = pa.Table.from_pylist(
         [{k: r[k] for k, _ in _BASE} for r in rows], schema=pa.schema(_BASE)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from graphrag_engine.cli.exits import run_command
+from graphrag_engine.cli.logs import show_library_messages
 from graphrag_engine.cli.parser import build_parser
 from graphrag_engine.config import LLMConfig, load_config
 from graphrag_engine.errors import (
@@ -84,7 +85,6 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     """Bring an index up to date with its source: only new and changed documents are
     extracted, deleted ones are removed, nothing is written when nothing changed."""
     from graphrag_engine.index.reindex import reindex
-    from graphrag_engine.retrieve.lines import store_line_tokens
     from graphrag_engine.store.describe import stage_lines
 
     config = _index_config(args)
@@ -98,7 +98,6 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if manifest is None:
         print(f"up to date: {counts}; nothing written ({time.perf_counter() - started:.1f} s)")
         return 0
-    store_line_tokens(args.out)
     for line in stage_lines(manifest):
         print(line)
     why = " (index config changed)" if diff["config_changed"] else ""
@@ -115,7 +114,6 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Build an index from corpus files (or the built-in demo corpus)."""
     from graphrag_engine.demo import corpus_path
     from graphrag_engine.index.pipeline import build_index
-    from graphrag_engine.retrieve.lines import store_line_tokens
     from graphrag_engine.store.describe import stage_lines, table_lines
 
     config = _index_config(args)
@@ -140,7 +138,6 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.dry_run:
         _print_forecast(manifest, config.models.llm, args.calibrate)
         return 0
-    store_line_tokens(args.out)
     wall = time.perf_counter() - started
     ingest = manifest["stats"]["ingest"]
     stages = manifest["stats"]["stages"]
@@ -325,7 +322,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """Turn another system's index into an engine index (a no-op when nothing changed)."""
     from graphrag_engine.importers import import_index
-    from graphrag_engine.retrieve.lines import store_line_tokens
     from graphrag_engine.store.describe import table_lines
 
     writable_folder(args.out)
@@ -339,7 +335,6 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"up to date: {args.out} already holds this {source['layout']} import; nothing written"
         )
         return 0
-    store_line_tokens(args.out)
     for line in table_lines(manifest):
         print(line)
     counts = manifest["stats"]["stages"]["import"]
@@ -522,4 +517,5 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    show_library_messages()
     return run_command(COMMANDS[args.command], args)

@@ -29,7 +29,6 @@ from graphrag_engine.index.pipeline import build_index
 from graphrag_engine.methods import method_names, method_spec
 from graphrag_engine.methods.needs import SOURCES, missing_part
 from graphrag_engine.models.transformers_llm import weights_dtype
-from graphrag_engine.retrieve.lines import store_line_tokens
 from graphrag_engine.store import open_index
 
 QUESTIONS = 3
@@ -86,7 +85,6 @@ def build_demo_index(folder: Path) -> float:
     except GraphRAGError:
         pass  # no index there yet (or a damaged one): build it
     manifest = build_index([corpus_path()], folder, demo_index_config())
-    store_line_tokens(folder)
     stages = manifest["stats"]["stages"]
     seconds = time.perf_counter() - started
     graph = manifest["stats"]["graphs"]["graph_entity"]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,8 @@ from graphrag_engine.eval.metrics import (
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
 from graphrag_engine.results import check_results_schema, read_rows
 from graphrag_engine.store.staging import listed_files, staging_beside, write_listing
+
+log = logging.getLogger(__name__)
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
@@ -248,7 +250,7 @@ def evaluate_runs(
         [(label, s, rows) for label, (_, s, rows) in zip(labels, loaded, strict=True)]
     )
     if note:
-        print(f"eval: {note}", file=sys.stderr)
+        log.info(f"eval: {note}")
     scores = {label: score_rows(rows, ks) for label, _, rows in loaded}
     if ragas and judge_llm is not None:
         for label, _, rows in loaded:

@@ -7,6 +7,7 @@ merge into one index."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -21,6 +22,8 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.exec.ray_data import actor_device, by_position
 from graphrag_engine.exec.ray_llm import RayDataLLM, RayDataVLLM, ray_data_llm_available
 from graphrag_engine.exec.ray_pool import ModelPool
+
+log = logging.getLogger(__name__)
 
 __all__ = ["RayExecutor", "actor_device", "connect", "ray_session", "warn_missing_gpus"]
 
@@ -70,15 +73,13 @@ def ray_session(address: str, workers: int) -> Iterator[Any]:
 def warn_missing_gpus(ray, gpus_per_worker: float) -> None:
     """Say on stderr when actors will ask for GPUs the cluster does not have now: Ray keeps
     such actors pending without a word until a GPU node joins (an autoscaler may add one)."""
-    import sys
 
     have = ray.cluster_resources().get("GPU", 0)
     if gpus_per_worker > 0 and have < gpus_per_worker:
-        print(
+        log.warning(
             f"warning: each Ray actor asks for {gpus_per_worker:g} GPU, the cluster has {have:g} "
             "now; the actors wait until a GPU node joins (set ray_gpus_per_worker: 0 and the "
             "models' device: cpu to run on CPUs)",
-            file=sys.stderr,
         )
 
 

@@ -20,11 +20,11 @@ import pyarrow as pa
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.index.build import peak_rss_mb
 from graphrag_engine.index.chunking import chunk_id
-from graphrag_engine.index.graph_stages import STAGES, peak_rss_mb, run_graph_stages
 from graphrag_engine.index.graphs import build_graphs
 from graphrag_engine.index.ingest import content_id
-from graphrag_engine.index.pipeline import StagedChunks
+from graphrag_engine.index.pipeline import GRAPH_PIPELINE, StagedChunks, run_pipeline
 from graphrag_engine.index.resolve import entity_id, relation_id
 from graphrag_engine.index.units import unit_batches
 from graphrag_engine.models.tokenizer import load_tokenizer
@@ -247,21 +247,20 @@ def write_imported(
         wanted = set(VECTOR_STAGES if config.graph.embed else ())
         if not graph.communities and config.communities.enabled:  # the engine's own, then
             wanted.add("communities")
-        if wanted:
-            stages = [s for s in STAGES if s.name in wanted]
-            run_graph_stages(
-                writer,
-                out,
-                config,
-                chunks,
-                stats,
-                models,
-                stages,
-                unit_ids=unit_ids,
-                entities=graph.entities,
-                relations=graph.relations,
-                unit_entity=unit_entity,
-            )
+        wanted.add("line_tokens")
+        run_pipeline(
+            writer,
+            out,
+            config,
+            chunks,
+            stats,
+            models,
+            [name for name in GRAPH_PIPELINE if name in wanted],
+            unit_ids=unit_ids,
+            entities=graph.entities,
+            relations=graph.relations,
+            unit_entity=unit_entity,
+        )
         return writer.commit(
             config=config.to_dict(), config_hash=config.config_hash(), models=models, stats=stats
         )

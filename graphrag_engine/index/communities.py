@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
 
 from graphrag_engine.errors import ConfigError
+from graphrag_engine.index.build import Build, Stage
+from graphrag_engine.index.extractive_reports import extractive_reports
 from graphrag_engine.models import LLM, GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured
@@ -184,3 +188,59 @@ def community_reports(
             }
         )
     return rows, run.failures
+
+
+def _communities(b: Build) -> dict[str, Any]:
+    """Hierarchical Leiden communities, and their LLM reports when asked (else extractive
+    reports, unless those are turned off too); a community whose LLM report failed to parse
+    gets its extractive report, so global search still covers the whole graph."""
+    c = b.config.communities
+    rows = detect_communities(b.relations, c.max_cluster_size, c.seed)
+    b.writer.write_table("communities", rows)
+    values: dict[str, Any] = {"items": len(rows), "levels": len({r["level"] for r in rows})}
+    if not c.reports and c.extractive_reports:
+        reports = extractive_reports(rows, b.entities, b.relations, _unit_entities(b))
+        b.writer.write_table("reports", reports)
+        values.update(reports=len(reports), reports_kind="extractive")
+    if c.reports:
+        reports, failures = community_reports(
+            b.stage_llm(),
+            rows,
+            b.entities,
+            b.relations,
+            c.report_max_tokens,
+            b.config.models.llm.parse_retries,
+        )
+        values.update(reports_kind="llm", parse_failures=failures)
+        have = {r["community_id"] for r in reports}
+        missing = [r for r in rows if r["community_id"] not in have]
+        if missing and c.extractive_reports:  # a failed LLM report leaves no hole
+            reports += extractive_reports(missing, b.entities, b.relations, _unit_entities(b))
+            position = {r["community_id"]: i for i, r in enumerate(rows)}
+            reports.sort(key=lambda r: position[r["community_id"]])
+            values["extractive_for_failures"] = len(missing)
+        b.writer.write_table("reports", reports)
+        values["reports"] = len(reports)
+    return values
+
+
+def _unit_entities(b: Build) -> Iterator[tuple[str, list[str]]]:
+    """Every knowledge unit's text with the entity ids it names, in table order."""
+    named: dict[str, list[str]] = {}
+    if b.unit_entity is not None:
+        for unit, entity in zip(*(c.to_pylist() for c in b.unit_entity.columns), strict=True):
+            named.setdefault(unit, []).append(entity)
+    ids = iter(b.unit_ids.column("unit_id").to_pylist()) if b.unit_ids is not None else iter(())
+    for texts in b.unit_texts():
+        for text, unit in zip(texts, ids, strict=False):
+            yield text, named.get(unit, [])
+
+
+COMMUNITIES = Stage(
+    "communities",
+    ("relations",),
+    ("communities", "reports"),
+    _communities,
+    enabled=lambda cfg: cfg.communities.enabled,
+    uses_llm=True,
+)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from graphrag_engine.config import ExtractionConfig
+from graphrag_engine.index.build import Build, Stage
 from graphrag_engine.models import LLM, GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured, json_object
@@ -251,3 +253,28 @@ def summarize_descriptions(
             e["sentence_units"] = []  # the summary describes it now: its vector embeds that
             done += 1
     return done
+
+
+def _extract(b: Build) -> dict[str, Any]:
+    """LLM triple extraction of every chunk (gleaning or loop NER rounds), then description
+    summaries of entities whose joined descriptions are long."""
+    texts = [text for _, text in b.chunks.pairs()]
+    found = extract_configured(b.stage_llm(), texts, b.config.extraction)
+    b.extracted = list(zip(b.chunks.ids.to_pylist(), found, strict=True))
+    return {
+        "items": len(found),
+        "entities": sum(len(f.entities) for f in found),
+        "relations": sum(len(f.relations) for f in found),
+        "rounds": sum(f.rounds for f in found),
+        "parse_failures": sum(f.failures for f in found),
+    }
+
+
+EXTRACT = Stage(
+    "extract",
+    ("chunks",),
+    (),
+    _extract,
+    enabled=lambda cfg: cfg.extraction.enabled,
+    uses_llm=True,
+)

@@ -1,4 +1,5 @@
-"""`graphrag-engine index`: ingest -> chunk -> units -> NER -> resolve -> graphs -> embed -> commit.
+"""`graphrag-engine index`: ingest -> chunk -> units -> NER -> resolve -> graphs -> embed ->
+line tokens -> commit.
 
 Ingest and chunking stream from the corpus files into the store (a huge document's chunks as
 they are cut). The graph stages read chunk and unit texts back from the staged tables a window
@@ -24,10 +25,17 @@ import pyarrow as pa
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import IngestError
+from graphrag_engine.index.build import Build, peak_rss_mb, run_graph_stages, run_stages
 from graphrag_engine.index.chunking import chunk_documents
+from graphrag_engine.index.communities import COMMUNITIES
+from graphrag_engine.index.extract import EXTRACT
 from graphrag_engine.index.forecast import forecast_index
-from graphrag_engine.index.graph_stages import peak_rss_mb, run_graph_stages
 from graphrag_engine.index.ingest import Document, DocumentReader
+from graphrag_engine.index.line_tokens import LINE_TOKENS
+from graphrag_engine.index.resolve import NER, RESOLVE_GRAPHS
+from graphrag_engine.index.synonyms import SYNONYMS
+from graphrag_engine.index.units import UNITS
+from graphrag_engine.index.vectors import EMBED, EMBED_CHUNKS
 from graphrag_engine.models.text_cache import WINDOW
 from graphrag_engine.names import titled_chunk
 from graphrag_engine.progress import progress
@@ -35,6 +43,48 @@ from graphrag_engine.store import IndexWriter, open_index
 from graphrag_engine.store.schemas import schema_for
 
 WRITE_BATCH = 2048
+STAGES = {
+    s.name: s
+    for s in (
+        EMBED_CHUNKS, UNITS, NER, EXTRACT, RESOLVE_GRAPHS, COMMUNITIES, EMBED, SYNONYMS, LINE_TOKENS
+    )
+}  # fmt: skip
+"""Every index stage after chunking, by name."""
+GRAPH_PIPELINE = [
+    "embed_chunks",
+    "units",
+    "ner",
+    "extract",
+    "resolve_graphs",
+    "communities",
+    "embed",
+    "synonyms",
+    "line_tokens",
+]
+"""The stages of a build with a graph, in order; counting line tokens is always the last."""
+MODEL_FREE = frozenset({"line_tokens"})
+"""Stages that run no model (no executor is started for them alone)."""
+TEXT_PIPELINE = ["line_tokens"]
+"""The stages of a build without a graph (`graph.enabled: false`): no model runs."""
+
+
+def run_pipeline(
+    writer: IndexWriter,
+    out: Path,
+    config: IndexConfig,
+    chunks: StagedChunks,
+    stats: dict[str, Any],
+    models: dict[str, str],
+    names: Sequence[str],
+    **known: Any,
+) -> None:
+    """Run the stages `names` in order into `writer` (`known`: what earlier stages would have
+    made, as an import brings it); the model executor starts only when a stage needs it."""
+    stages = [STAGES[name] for name in names]
+    if any(name not in MODEL_FREE for name in names):
+        run_graph_stages(writer, out, config, chunks, stats, models, stages, **known)
+    else:
+        run_stages(Build(writer, out, config, chunks, stats, models, None, **known), stages)
 
 
 @dataclass
@@ -134,8 +184,8 @@ def build_index(
             "peak_rss_mb": peak_rss_mb(),
         }
         models = {"tokenizer": config.chunking.tokenizer}
-        if config.graph.enabled:
-            run_graph_stages(writer, out, config, StagedChunks.read(writer), stats, models)
+        pipeline = GRAPH_PIPELINE if config.graph.enabled else TEXT_PIPELINE
+        run_pipeline(writer, out, config, StagedChunks.read(writer), stats, models, pipeline)
         return writer.commit(
             config=config.to_dict(),
             config_hash=config.config_hash(),

@@ -7,10 +7,15 @@ import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import combinations
+from typing import Any
 
 import pyarrow as pa
 
 from graphrag_engine.descriptions import SentencePicks, content_words
+from graphrag_engine.index.build import Build, Stage
+from graphrag_engine.index.extract import summarize_descriptions
+from graphrag_engine.index.graphs import build_graphs
+from graphrag_engine.models.ner import skip_labels
 from graphrag_engine.names import normalize_name
 from graphrag_engine.store.schemas import schema_for
 
@@ -171,3 +176,64 @@ def _best_type(counts: Counter) -> str:
     """Most frequent label, preferring a real one over UNKNOWN."""
     known = [(n, t) for t, n in counts.items() if t != "UNKNOWN"]
     return max(known)[1] if known else "UNKNOWN"
+
+
+def _ner(b: Build) -> dict[str, Any]:
+    """Entity mentions of every unit (blocks of units per executor call, cached by text; the
+    resolve stage reads them back from the cache a window at a time)."""
+    b.models["ner"] = b.executor.ner_model_id
+    cache = b.ner_cache()
+    cache.tag(b.executor, b.models["ner"], b.unit_texts(), total=b.unit_ids.num_rows)
+    return {
+        "items": b.unit_ids.num_rows,
+        "cached": cache.hits,
+        "tagged": cache.misses,
+        "backend": b.models["ner"].split(":")[0],
+        "worker_processes": getattr(b.executor, "ner_workers", 0),
+    }
+
+
+def _resolve_graphs(b: Build) -> dict[str, Any]:
+    """Entity resolution (mentions and extracted triples), then the three graphs."""
+    mentions_seen = 0
+    model, cache = b.models["ner"], b.ner_cache()
+
+    def unit_mentions():  # each unit's mentions, read back from the NER cache a window at a time
+        nonlocal mentions_seen
+        lo = 0
+        for found, texts in zip(cache.mentions(model, b.unit_texts()), b.unit_texts(), strict=True):
+            found = skip_labels(found, b.config.graph.ner_skip_labels)
+            ids = b.unit_ids.slice(lo, len(found))  # the window's ids, held since the units stage
+            lo += len(found)
+            mentions_seen += sum(map(len, found))
+            yield from zip(*(c.to_pylist() for c in ids.columns), found, texts, strict=True)
+
+    g = b.config.graph
+    b.entities, unit_entity, b.relations = resolve(
+        unit_mentions(), b.extracted, g.entity_sentences, g.relation_sentences
+    )
+    b.unit_entity = unit_entity
+    b.stats["stages"]["ner"]["mentions"] = mentions_seen
+    x = b.config.extraction
+    if b.extracted is not None and x.summarize_above > 0:
+        b.stats["stages"]["extract"]["summarized"] = summarize_descriptions(
+            b.llm, b.entities, x.summarize_above
+        )
+    b.writer.write_table("entities", b.entities)
+    b.writer.write_table("unit_entity", unit_entity)
+    b.writer.write_table("relations", b.relations)
+    graphs, layouts = build_graphs(b.chunks.ids, b.unit_ids, b.entities, unit_entity, b.relations)
+    for name, table in graphs.items():
+        b.writer.write_table(name, table)
+    b.stats["graphs"] = {k: {**v, "edges": graphs[k].num_rows} for k, v in layouts.items()}
+    return {"items": len(b.entities), "relations": len(b.relations)}
+
+
+NER = Stage("ner", ("units",), (), _ner)
+RESOLVE_GRAPHS = Stage(
+    "resolve_graphs",
+    ("units",),
+    ("entities", "unit_entity", "relations", "graph_*"),
+    _resolve_graphs,
+    uses_llm=True,  # the entity description summaries: their usage is this stage's
+)

@@ -9,8 +9,12 @@ entities described by the same sentence are alike without being the same thing.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from graphrag_engine.index.build import Build, Stage
+from graphrag_engine.index.graphs import edge_table
 from graphrag_engine.kernels.ann import AnnIndex, AnnParams
 from graphrag_engine.kernels.similarity import cosine_topk, l2_normalize
 
@@ -41,3 +45,29 @@ def synonym_edges(
         return empty
     code, first = np.unique(a * n + b, return_index=True)
     return code // n, code % n, s[first].astype(np.float32)
+
+
+def _synonyms(b: Build) -> dict[str, Any]:
+    """Synonym edges between entities whose names embed close together (graph_synonym)."""
+    g = b.config.graph
+    names = [e["name"] for e in b.entities]
+    vectors = b.cache.encode(b.embedder, names, "entity names")
+    src, dst, cosine = synonym_edges(vectors, g.synonym_threshold, g.synonym_top_k)
+    b.writer.write_table("graph_synonym", edge_table(src, dst, cosine))
+    n = len(names)
+    b.stats["graphs"]["graph_synonym"] = {
+        "nodes": n,
+        "directed": False,
+        "parts": {"entity": [0, n]},
+        "edges": int(src.size),
+    }
+    return {"items": n, "edges": int(src.size)}
+
+
+SYNONYMS = Stage(
+    "synonyms",
+    ("entities",),
+    ("graph_synonym",),
+    _synonyms,
+    enabled=lambda cfg: cfg.graph.embed and cfg.graph.synonym_threshold <= 1.0,
+)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from graphrag_engine.index.build import Build, Stage
 from graphrag_engine.index.chunking import sentence_starts
 from graphrag_engine.kernels.knapsack import knapsack
 from graphrag_engine.models import LLM, GenParams
@@ -161,3 +163,44 @@ def llm_units(
                     seen.add(t)
                     out[cid].append(Unit(unit_id(cid, t, "llm"), cid, t, "llm"))
     return out, run.failures
+
+
+def _core_chunks(b: Build) -> np.ndarray:
+    if b.chunk_vecs is None:
+        return np.empty(0, np.int64)
+    return select_core_chunks(b.chunk_vecs, b.chunks.n_tokens, b.config.graph.alpha)
+
+
+def _units(b: Build) -> dict[str, Any]:
+    """Knowledge units: the LLM's for the core chunks, sentences for the rest (and for core
+    chunks whose answer never parsed), written batch by batch as they are made."""
+    g = b.config.graph
+    core = _core_chunks(b)
+    by_llm: dict[str, list] = {}
+    failures = 0
+    if core.size:
+        wanted = set(core.tolist())
+        pairs = [pair for i, pair in enumerate(b.chunks.pairs()) if i in wanted]
+        by_llm, failures = llm_units(
+            b.stage_llm(),
+            pairs,
+            retries=b.config.models.llm.parse_retries,
+            max_tokens=g.unit_max_tokens,
+        )
+    ids = []
+    for batch in unit_batches(b.chunks.pairs(), by_llm):
+        b.writer.table("units").write(batch)
+        ids.append(batch.select(["unit_id", "chunk_id"]))
+    schema = schema_for("units")
+    b.unit_ids = pa.Table.from_batches(
+        ids, pa.schema([schema.field("unit_id"), schema.field("chunk_id")])
+    )
+    return {
+        "items": b.unit_ids.num_rows,
+        "core_chunks": int(core.size),
+        "llm_units": sum(len(v) for v in by_llm.values()),
+        "parse_failures": failures,
+    }
+
+
+UNITS = Stage("units", ("chunks", "chunk_vectors"), ("units",), _units, uses_llm=True)

@@ -12,16 +12,14 @@ pooled`); only names, units and an LLM's descriptions go through the embedder.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from graphrag_engine.descriptions import entity_pool, sentence_mean
+from graphrag_engine.index.build import Build, Stage
 from graphrag_engine.models.text_cache import WINDOW, Windows
 from graphrag_engine.names import VECTOR_TABLE_KINDS, entity_text, relation_text
-
-if TYPE_CHECKING:
-    from graphrag_engine.index.graph_stages import Build  # type only: graph_stages imports this
 
 TextWindows = tuple[int, Callable[[], Windows]]
 """A vector table's rows and what reads its texts, a window at a time (called once per pass)."""
@@ -147,3 +145,28 @@ def write_vectors(
     for name, (rows, texts) in tables.items():
         with b.writer.vector_sink(name, rows, b.embedder.model_id) as sink:
             b.cache.stream(b.embedder.model_id, texts(), sink)
+
+
+def _embed_chunks(b: Build) -> dict[str, Any]:
+    """Chunk vectors (also the knapsack's similarity values)."""
+    if b.embedder is not None:
+        write_vectors(b, {"chunk_vectors": (len(b.chunks), b.chunks.titled)})
+        if b.config.graph.alpha > 0:  # the knapsack reads them, memory-mapped
+            b.chunk_vecs = b.writer.staged_vectors("chunk_vectors")
+    cache = b.cache
+    return {
+        "items": len(b.chunks),
+        "cached": cache.hits if cache else 0,
+        "embedded": cache.misses if cache else 0,
+        "model_calls": int(bool(cache and cache.misses)),
+    }
+
+
+EMBED_CHUNKS = Stage("embed_chunks", ("chunks",), ("chunk_vectors",), _embed_chunks)
+EMBED = Stage(
+    "embed",
+    ("units", "entities", "relations"),
+    ("unit_vectors", "entity_vectors", "relation_vectors"),
+    embed_stage,
+    enabled=lambda cfg: cfg.graph.embed,
+)

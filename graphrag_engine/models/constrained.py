@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
+import logging
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def constrained_available() -> bool:
@@ -55,10 +57,9 @@ class SchemaGrammar:
                 compiled, error = "", str(exc) or type(exc).__name__
             if error:
                 self.rejected[key] = error
-                print(
+                log.warning(
                     f"llguidance rejected a stage schema ({error[:200]}); answers to it are "
-                    "decoded freely, then validated and re-asked",
-                    file=sys.stderr,
+                    "decoded freely, then validated and re-asked"
                 )
                 return None
             self._grammars[key] = compiled

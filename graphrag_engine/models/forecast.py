@@ -3,13 +3,15 @@ price from the config's per-million-token prices."""
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from graphrag_engine.config import LLMConfig
 from graphrag_engine.models.rates import Rates, calibrate, measured
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,7 +57,7 @@ def calibrator(cfg: LLMConfig, mode: str = "auto") -> Callable[[str], Rates | No
         backend = make_backend(cfg)
         if backend.model_id != model_id:
             return None
-        print(f"calibrating {model_id}: three short calls to measure its speed", file=sys.stderr)
+        log.info(f"calibrating {model_id}: three short calls to measure its speed")
         rates = calibrate(backend, max(1, min(cfg.batch_size, 4)))
         if rates is not None:
             rates.basis = f"calibrated now; {rates.basis}"

@@ -12,7 +12,7 @@ nothing is sent: prompts and their tokens are counted, to estimate a run's cost 
 from __future__ import annotations
 
 import inspect
-import sys
+import logging
 import time
 from collections.abc import Callable
 
@@ -29,6 +29,8 @@ from graphrag_engine.models.base import (
 from graphrag_engine.models.cache import ResponseCache
 from graphrag_engine.models.rates import record as record_rate
 from graphrag_engine.progress import move_bar, progress
+
+log = logging.getLogger(__name__)
 
 
 class NoLLM:
@@ -240,11 +242,10 @@ class LLM:
             if n and (stage, how) not in self._told:
                 self._told.add((stage, how))
                 what = "in plain JSON mode" if how == "json_object" else "without constraint"
-                print(
+                log.warning(
                     f"{self.model_id}: stage '{stage}': {n} answers with a JSON schema were "
                     f"decoded {what} (the backend did not honour the schema); they are validated "
                     "and re-asked, and the run summary counts them",
-                    file=sys.stderr,
                 )
 
     def note_parse_failures(self, stage: str, failed: int, retried: int) -> None:

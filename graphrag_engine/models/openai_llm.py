@@ -12,9 +12,9 @@ reaches logs or the response cache.
 from __future__ import annotations
 
 import email.utils
+import logging
 import os
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +28,8 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.models.base import Completion, Done, GenParams, LLMError, Prompt, as_messages
 from graphrag_engine.models.tokenizer import load_tokenizer
+
+log = logging.getLogger(__name__)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 DECODING_LADDER = ("json_schema", "json_object_schema", "json_object", "free")
@@ -261,10 +263,9 @@ class OpenAICompatLLM:
                 return
             self.decoding = DECODING_LADDER[DECODING_LADDER.index(refused) + 1]
             self.refusals.append(f"{refused}: {why[:300]}")
-            print(
+            log.warning(
                 f"{self.model_id}: the server refused response_format {refused} ({why[:200]}); "
-                f"prompts with a schema now go as {self.decoding}",
-                file=sys.stderr,
+                f"prompts with a schema now go as {self.decoding}"
             )
 
     def generate(

@@ -4,18 +4,24 @@ the packaged all-MiniLM-L6-v2 tokenizer by default, or any tokenizer.json. Nothi
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from graphrag_engine.errors import ConfigError
+from graphrag_engine.progress import progress
 
 DEFAULT_TOKENIZER = "all-MiniLM-L6-v2"
 WORD_SPLITTERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
 """Pre-tokenizers that cut text into words at every whitespace before the model sees it."""
 CHARACTER_NORMALIZERS = {"BertNormalizer", "Lowercase"}
 """Normalizers that change a text character by character."""
+COUNT_BLOCK = 4096
+"""Lines tokenized per call while counting an index's lines."""
 
 
 @lru_cache(maxsize=4)
@@ -55,3 +61,17 @@ def counts_add_at_spaces(tokenizer: Tokenizer) -> bool:
     return (spec.get("pre_tokenizer") or {}).get("type") in WORD_SPLITTERS and all(
         step is None or step.get("type") in CHARACTER_NORMALIZERS for step in steps
     )
+
+
+def count_lines(tokenizer: Any, lines: Sequence[str], kind: str = "lines") -> np.ndarray:
+    """Tokens of each line as `QueryContext.count_tokens` counts them, in blocks with progress."""
+    counts = np.zeros(len(lines), dtype=np.int32)
+    bar = progress(f"count {kind} tokens", total=len(lines), unit="line")
+    for start in range(0, len(lines), COUNT_BLOCK):
+        block = list(lines[start : start + COUNT_BLOCK])
+        counts[start : start + len(block)] = [
+            len(e.ids) for e in tokenizer.encode_batch_fast(block)
+        ]
+        bar.update(len(block))
+    bar.close()
+    return counts

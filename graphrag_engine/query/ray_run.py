@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import os
-import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -42,6 +42,8 @@ from graphrag_engine.query.run import (
 from graphrag_engine.retrieve.context import embedder_config
 from graphrag_engine.store.index_store import Index, NoIndex
 from graphrag_engine.store.run_folder import add_batch_seconds, batch_done, write_part
+
+log = logging.getLogger(__name__)
 
 PIPELINE_MIN_QUESTIONS = 5000
 """From this many questions on, a method that searches vectors gets its questions embedded by a
@@ -115,11 +117,10 @@ def run_query_on_ray(
         bs = cfg.batch_size
         n_batches = (len(questions) + bs - 1) // bs
         if n_batches < workers:
-            print(
+            log.warning(
                 f"warning: {len(questions)} questions in batches of {bs} make {n_batches} "
                 f"batch(es) for {workers} Ray workers, so some stay idle; give --batch-size "
                 f"{max(1, -(-len(questions) // workers))} or less to use them all",
-                file=sys.stderr,
             )
         todo = deque(b for b in range(n_batches) if not batch_done(out, b))
         resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,6 +50,8 @@ from graphrag_engine.store.run_folder import (
     write_part,
 )
 
+log = logging.getLogger(__name__)
+
 GOLD_WARN_SHARE = 0.5
 """`query` warns when fewer of the questions' gold passages than this share are in the index."""
 
@@ -58,11 +60,10 @@ def warn_gold(index: Index, questions: list[Question]) -> float | None:
     """The share of gold passages in the index, with a warning on stderr when it is low."""
     gold_share = gold_in_index(index, questions)
     if gold_share is not None and gold_share < GOLD_WARN_SHARE:
-        print(
+        log.warning(
             f"warning: only {gold_share:.0%} of the questions' gold passages are in the index "
             f"{index.root}: recall will be low whatever the method; were these questions "
             "meant for another corpus?",
-            file=sys.stderr,
         )
     return gold_share
 

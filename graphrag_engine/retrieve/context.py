@@ -9,8 +9,8 @@ are built once through `memo`.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-import sys
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +32,8 @@ from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
 from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
 from graphrag_engine.retrieve.budget import ContextBudget, config_budget
 from graphrag_engine.store.index_store import Index
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 TOKEN_COUNTS_KEPT = 1 << 18
@@ -176,10 +178,9 @@ class QueryContext:
         kinds = VECTOR_TABLE_KINDS[name]
         root = Path(self.index.root)
         if not os.access(root, os.W_OK):
-            print(
+            log.warning(
                 f"{root}: {name} are lazy and the folder is read-only; embedding "
-                f"{len(texts)} {kinds} for this run only",
-                file=sys.stderr,
+                f"{len(texts)} {kinds} for this run only"
             )
             return np.asarray(self.embedder.encode(texts), dtype=np.float32)
         return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kinds)
@@ -309,8 +310,8 @@ class QueryContext:
 
     @cached_property
     def budget(self) -> ContextBudget:
-        """The method's published context budget fitted to the run's answer window (said once
-        on stderr when it shrinks; summary.json keeps it)."""
+        """The method's published context budget fitted to the run's answer window (noticed once
+        when it shrinks; summary.json keeps it)."""
         gen, llm = self.cfg.generation, self.cfg.models.llm
         window = None
         if llm.context_window is None and gen.max_context_tokens is None and gen.enabled:
@@ -320,7 +321,7 @@ class QueryContext:
         budget = config_budget(self.cfg, window)
         note = budget.note(self.cfg.method)
         if note and not self.dry_run:
-            print(note, file=sys.stderr)
+            log.info(note)
         return budget
 
     def scaled(self, tokens: float) -> int:

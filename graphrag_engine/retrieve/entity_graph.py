@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from graphrag_engine.kernels.segments import csr_from_pairs
+from graphrag_engine.names import entity_line, relation_line
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.vector_search import nearest
 
@@ -51,15 +52,12 @@ class EntityGraph:
 
     def entity_line(self, e: int) -> str:
         """An entity as a context line: name, type and description."""
-        kind = f" ({self.types[e]})" if self.types[e] else ""
-        desc = f": {self.descriptions[e]}" if self.descriptions[e] else ""
-        return f"{self.names[e]}{kind}{desc}"
+        return entity_line(self.names[e], self.types[e], self.descriptions[e])
 
     def relation_line(self, r: int) -> str:
         """A relation as a context line: its ends, description and keywords."""
-        desc = f": {self.rel_descriptions[r]}" if self.rel_descriptions[r] else ""
-        kw = f" [{self.rel_keywords[r]}]" if self.rel_keywords[r] else ""
-        return f"{self.names[self.src[r]]} -- {self.names[self.dst[r]]}{desc}{kw}"
+        names, src, dst = self.names, self.src[r], self.dst[r]
+        return relation_line(names[src], names[dst], self.rel_descriptions[r], self.rel_keywords[r])
 
 
 def entity_graph(ctx: QueryContext) -> EntityGraph:

@@ -2,10 +2,10 @@
 them, and cut to token budgets by counts the index stores once.
 
 Every entity line, relation line and titled chunk is fixed by the index, so its token count is
-too: it is counted once over the whole index (by the `index`, `reindex` and `import` commands
-once they have written it, or by the first query run that opens an index without them) and kept
-under `line_tokens/` beside the index, named by the
-sha256 of the tokenizer and of the lines themselves, so a changed line format or table is
+too: it is counted once over the whole index (by the build's last stage,
+graphrag_engine/index/line_tokens.py, or by the first query run that opens an index built
+without it) and kept under `line_tokens/` beside the index (graphrag_engine/store/beside.py),
+named by the sha256 of the tokenizer and of the lines themselves, so a changed line format or table is
 counted again, never read stale. A budget then adds stored numbers instead of tokenizing, and
 renders only the lines it keeps. Lines without stored counts (a read-only index folder never
 counted, per-question lines) are counted through `QueryContext.count_tokens`.
@@ -13,27 +13,22 @@ counted, per-question lines) are counted through `QueryContext.count_tokens`.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import sys
 from collections.abc import Callable, Hashable, Sequence
-from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
-from graphrag_engine.config.query import QueryConfig
-from graphrag_engine.models.tokenizer import counts_add_at_spaces
-from graphrag_engine.progress import progress
+from graphrag_engine.models.tokenizer import count_lines, counts_add_at_spaces
 from graphrag_engine.retrieve.context import TOKEN_COUNTS_KEPT, QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph
 from graphrag_engine.retrieve.types import Section
-from graphrag_engine.store import open_index
+from graphrag_engine.store.beside import (
+    line_tokens_path,
+    read_line_tokens,
+    save_line_tokens,
+    writable,
+)
 
-LINE_TOKENS = "line_tokens"
-"""The folder beside an index that holds its lines' token counts."""
-COUNT_BLOCK = 4096
-"""Lines tokenized per call while counting an index's lines."""
 MAX_BLOCK = 256
 """The most lines a budget counts in one call while it reads a ranked list."""
 
@@ -231,61 +226,12 @@ def _stored_counts(
     ctx: QueryContext, kind: str, every: Callable[[], list[str]] | None
 ) -> np.ndarray | None:
     lines = every() if every is not None else _all_lines(ctx, kind)
-    digest = hashlib.sha256(ctx.tokenizer.to_str().encode())
-    for line in lines:
-        digest.update(line.encode())
-        digest.update(b"\0")
-    path = Path(ctx.index.root) / LINE_TOKENS / f"{kind}-{digest.hexdigest()[:16]}.npy"
-    if path.is_file():
-        try:
-            counts = np.load(path)
-            if counts.shape == (len(lines),):
-                return counts
-        except (OSError, ValueError):
-            pass  # a damaged file is counted again and replaced
-    if not os.access(ctx.index.root, os.W_OK):
+    path = line_tokens_path(ctx.index.root, kind, ctx.tokenizer.to_str(), lines)
+    counts = read_line_tokens(path, len(lines))
+    if counts is not None:
+        return counts
+    if not writable(ctx.index.root):
         return None
     counts = count_lines(ctx.tokenizer, lines, kind)
-    _save(path, counts, kind)
+    save_line_tokens(path, counts)
     return counts
-
-
-def count_lines(tokenizer: Any, lines: Sequence[str], kind: str = "lines") -> np.ndarray:
-    """Tokens of each line as `QueryContext.count_tokens` counts them, in blocks with progress."""
-    counts = np.zeros(len(lines), dtype=np.int32)
-    bar = progress(f"count {kind} tokens", total=len(lines), unit="line")
-    for start in range(0, len(lines), COUNT_BLOCK):
-        block = list(lines[start : start + COUNT_BLOCK])
-        counts[start : start + len(block)] = [
-            len(e.ids) for e in tokenizer.encode_batch_fast(block)
-        ]
-        bar.update(len(block))
-    bar.close()
-    return counts
-
-
-def _save(path: Path, counts: np.ndarray, kind: str) -> None:
-    """Write the counts atomically (a temporary name, then rename), dropping older counts of
-    the same kind; where that fails, they serve this run only."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")
-        np.save(tmp, counts)
-        os.replace(tmp, path)
-    except OSError as exc:
-        print(f"{path}: cannot save line token counts ({exc}); kept for this run", file=sys.stderr)
-        return
-    for old in path.parent.glob(f"{kind}-*.npy"):
-        if old != path:
-            old.unlink(missing_ok=True)
-
-
-def store_line_tokens(root: str | Path) -> None:
-    """Count and keep the tokens of every line the index at `root` can give (once it is
-    written, so that no query run pays for it)."""
-    ctx = QueryContext(open_index(root), QueryConfig(), Path(root), dry_run=True)
-    kinds = ["chunks"]
-    if ctx.index.has("entities") and ctx.index.has("relations"):
-        kinds += ["entities", "relations"]
-    for kind in kinds:
-        line_tokens(ctx, kind)

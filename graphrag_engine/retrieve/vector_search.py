@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,10 @@ from graphrag_engine.kernels.ann import AnnIndex, AnnParams
 from graphrag_engine.kernels.similarity import TorchFlatIndex, cosine_topk
 from graphrag_engine.progress import progress
 from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.store.beside import save_beside
 from graphrag_engine.store.index_store import file_sha256
+
+log = logging.getLogger(__name__)
 
 ANN_FOLDER = "ann"
 HELD_BYTES = 512 * 2**20
@@ -123,7 +125,7 @@ def _load(path: Path, meta: dict, params: AnnParams) -> AnnIndex | None:
             why = f"it holds {ann.ntotal} x {ann.dim} vectors, the table {meta['rows']} x {meta['dim']}"
     except (OSError, ValueError, RuntimeError) as exc:
         why = f"it cannot be read ({str(exc)[:120]})"
-    print(f"ann: {path} does not match {meta['table']}: {why}; rebuilding it", file=sys.stderr)
+    log.warning("ann: %s does not match %s: %s; rebuilding it", path, meta["table"], why)
     return None
 
 
@@ -136,24 +138,15 @@ def _build(vectors: np.ndarray, params: AnnParams, table: str) -> AnnIndex:
 
 
 def _save(ann: AnnIndex, path: Path, meta: dict) -> None:
-    """Write index and meta atomically (temporary names, then rename; meta last), dropping
-    older builds of the same table; a read-only index folder keeps it in memory only."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        ann.save(tmp)
-        os.replace(tmp, path)
-        tmp_meta = tmp.with_suffix(".json.tmp")
-        tmp_meta.write_text(json.dumps(meta, indent=1))
-        os.replace(tmp_meta, path.with_suffix(".json"))
-    except OSError as exc:
-        print(
-            f"ann: cannot save {path} ({exc}); the index is kept for this run only", file=sys.stderr
-        )
-        return
-    for old in path.parent.glob(f"{meta['table']}-*"):
-        if old.stem != path.stem:
-            old.unlink(missing_ok=True)
+    """Keep the index and its meta (written last) beside the index tables, dropping older
+    builds of the same table; a read-only index folder keeps it in memory only."""
+    save_beside(
+        [
+            (path, ann.save),
+            (path.with_suffix(".json"), lambda tmp: tmp.write_text(json.dumps(meta, indent=1))),
+        ],
+        "the ANN index",
+    )
 
 
 def _faiss_gpus() -> int:

@@ -244,6 +244,10 @@ class IndexWriter:
             shutil.copy2(src, dst)
         self._entries[name] = entry
 
+    def staged(self, name: str) -> bool:
+        """Whether this build wrote table `name`."""
+        return name in self._tables
+
     def staged_batches(
         self, name: str, columns: list[str] | None = None, batch_size: int = 8192
     ) -> Iterator[pa.RecordBatch]:

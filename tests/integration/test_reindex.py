@@ -50,11 +50,11 @@ def test_reindex_touches_only_changes_and_equals_a_rebuild(
     passages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from graphrag_engine.exec import local as local_exec
-    from graphrag_engine.index import graph_stages
+    from graphrag_engine.index import build as build_module
 
     # NER worker processes: a fresh build of 50 chunks or more starts them early, a re-index
     # (its NER cache filled) does not; the executor's own threshold is put out of reach
-    monkeypatch.setattr(graph_stages, "NER_EARLY_FROM", 50)
+    monkeypatch.setattr(build_module, "NER_EARLY_FROM", 50)
     monkeypatch.setattr(local_exec, "NER_WORKERS_FROM", 10**9)
     src, index = tmp_path / "src", tmp_path / "index"
     write_source(src, passages[:N_DOCS])

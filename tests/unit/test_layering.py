@@ -139,6 +139,14 @@ def test_no_cycles_between_engine_folders() -> None:
     assert not cycles, cycles
 
 
+def test_no_import_circle_between_modules() -> None:
+    """No module reaches itself through imports (type-only and in-function ones counted too;
+    a package stands for its `__init__`)."""
+    g = nx.DiGraph((m, name) for m, name, *_ in IMPORTS if m != name)
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, cycles
+
+
 def test_imports_at_the_top_unless_the_line_says_why() -> None:
     bad = [
         f"{m}:{line}: {text.strip()}"
@@ -203,4 +211,19 @@ def test_no_file_edits_sys_path() -> None:
         for p in sorted((REPO / folder).rglob("*.py"))
         if "sys.path" in p.read_text() and p.name != "test_layering.py"
     ]
+    assert not bad, bad
+
+
+def test_only_the_command_line_prints() -> None:
+    """The library reports through `logging` (the CLI shows it: cli/logs.py), so a user of
+    `Engine` can capture or silence it; only cli/ and the docs writer print."""
+    bad = []
+    for path in sorted((REPO / PKG).rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith(f"{PKG}/cli/") or rel == f"{PKG}/config_docs.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                bad.append(f"{rel}:{node.lineno}")
     assert not bad, bad
