@@ -130,14 +130,10 @@ class QueryConfig:
                 f"{where}: need 1 <= retrieval.top_k <= retrieval.candidates, got "
                 f"top_k={r.top_k}, candidates={r.candidates}"
             )
-        if self.batch_size < 1:
-            raise ConfigError(f"{where}: batch_size must be >= 1, got {self.batch_size}")
         if not (r.device in ("auto", "cpu", "cuda") or r.device.startswith("cuda:")):
             raise ConfigError(
                 f"{where}: retrieval.device must be auto, cpu, cuda or cuda:N, got {r.device!r}"
             )
-        self.models.embedder.validate(where)
-        self.models.llm.validate(where)
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate(where)
 

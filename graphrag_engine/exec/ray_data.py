@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.progress import progress
+from graphrag_engine.store.staging import replace_with
 
 BLOCK = 512
 """Texts per Ray Data block (one actor call)."""
@@ -138,9 +139,7 @@ def write_part(table: pa.Table, folder: Path) -> str:
     rename, so a part is whole or absent); the part's path."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{uuid.uuid4().hex}.parquet"
-    written = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, written)
-    os.replace(written, path)
+    replace_with(path, lambda tmp: pq.write_table(table, tmp))
     return str(path)
 
 

@@ -236,7 +236,7 @@ def _unit_entities(b: Build) -> Iterator[tuple[str, list[str]]]:
             yield text, named.get(unit, [])
 
 
-COMMUNITIES = Stage(
+BUILD_COMMUNITIES = Stage(
     "communities",
     ("relations",),
     ("communities", "reports"),

@@ -270,7 +270,7 @@ def _extract(b: Build) -> dict[str, Any]:
     }
 
 
-EXTRACT = Stage(
+BUILD_EXTRACT = Stage(
     "extract",
     ("chunks",),
     (),

@@ -76,4 +76,4 @@ def _relation_lines(b: Build) -> Iterator[list[str]]:
         ]
 
 
-LINE_TOKENS = Stage("line_tokens", ("chunks", "entities", "relations"), (), _line_tokens)
+BUILD_LINE_TOKENS = Stage("line_tokens", ("chunks", "entities", "relations"), (), _line_tokens)

@@ -27,15 +27,15 @@ from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import IngestError
 from graphrag_engine.index.build import Build, peak_rss_mb, run_graph_stages, run_stages
 from graphrag_engine.index.chunking import chunk_documents
-from graphrag_engine.index.communities import COMMUNITIES
-from graphrag_engine.index.extract import EXTRACT
+from graphrag_engine.index.communities import BUILD_COMMUNITIES
+from graphrag_engine.index.extract import BUILD_EXTRACT
 from graphrag_engine.index.forecast import forecast_index
 from graphrag_engine.index.ingest import Document, DocumentReader
-from graphrag_engine.index.line_tokens import LINE_TOKENS
-from graphrag_engine.index.resolve import NER, RESOLVE_GRAPHS
-from graphrag_engine.index.synonyms import SYNONYMS
-from graphrag_engine.index.units import UNITS
-from graphrag_engine.index.vectors import EMBED, EMBED_CHUNKS
+from graphrag_engine.index.line_tokens import BUILD_LINE_TOKENS
+from graphrag_engine.index.resolve import BUILD_NER, BUILD_RESOLVE_GRAPHS
+from graphrag_engine.index.synonyms import BUILD_SYNONYMS
+from graphrag_engine.index.units import BUILD_UNITS
+from graphrag_engine.index.vectors import BUILD_EMBED, BUILD_EMBED_CHUNKS
 from graphrag_engine.models.text_cache import WINDOW
 from graphrag_engine.names import titled_chunk
 from graphrag_engine.progress import progress
@@ -46,9 +46,17 @@ WRITE_BATCH = 2048
 STAGES = {
     s.name: s
     for s in (
-        EMBED_CHUNKS, UNITS, NER, EXTRACT, RESOLVE_GRAPHS, COMMUNITIES, EMBED, SYNONYMS, LINE_TOKENS
+        BUILD_EMBED_CHUNKS,
+        BUILD_UNITS,
+        BUILD_NER,
+        BUILD_EXTRACT,
+        BUILD_RESOLVE_GRAPHS,
+        BUILD_COMMUNITIES,
+        BUILD_EMBED,
+        BUILD_SYNONYMS,
+        BUILD_LINE_TOKENS,
     )
-}  # fmt: skip
+}
 """Every index stage after chunking, by name."""
 GRAPH_PIPELINE = [
     "embed_chunks",

@@ -229,8 +229,8 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
     return {"items": len(b.entities), "relations": len(b.relations)}
 
 
-NER = Stage("ner", ("units",), (), _ner)
-RESOLVE_GRAPHS = Stage(
+BUILD_NER = Stage("ner", ("units",), (), _ner)
+BUILD_RESOLVE_GRAPHS = Stage(
     "resolve_graphs",
     ("units",),
     ("entities", "unit_entity", "relations", "graph_*"),

@@ -64,7 +64,7 @@ def _synonyms(b: Build) -> dict[str, Any]:
     return {"items": n, "edges": int(src.size)}
 
 
-SYNONYMS = Stage(
+BUILD_SYNONYMS = Stage(
     "synonyms",
     ("entities",),
     ("graph_synonym",),

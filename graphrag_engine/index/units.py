@@ -203,4 +203,4 @@ def _units(b: Build) -> dict[str, Any]:
     }
 
 
-UNITS = Stage("units", ("chunks", "chunk_vectors"), ("units",), _units, uses_llm=True)
+BUILD_UNITS = Stage("units", ("chunks", "chunk_vectors"), ("units",), _units, uses_llm=True)

@@ -162,8 +162,8 @@ def _embed_chunks(b: Build) -> dict[str, Any]:
     }
 
 
-EMBED_CHUNKS = Stage("embed_chunks", ("chunks",), ("chunk_vectors",), _embed_chunks)
-EMBED = Stage(
+BUILD_EMBED_CHUNKS = Stage("embed_chunks", ("chunks",), ("chunk_vectors",), _embed_chunks)
+BUILD_EMBED = Stage(
     "embed",
     ("units", "entities", "relations"),
     ("unit_vectors", "entity_vectors", "relation_vectors"),

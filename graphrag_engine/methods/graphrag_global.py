@@ -29,7 +29,6 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
@@ -122,13 +121,6 @@ class GraphRAGGlobalConfig:
     """dynamic: reports rated below this (0-10) are dropped with their subtrees."""
     seed: int = 86
     """Shuffle of the reports before batching (GraphRAG shuffles them too)."""
-
-    def validate(self, where: str) -> None:
-        """Positive budgets, a threshold on the 0-10 scale."""
-        if min(self.batch_tokens, self.reduce_tokens, self.map_max_tokens) < 1:
-            raise ConfigError(f"{where}: graphrag_global token budgets must be >= 1")
-        if not 0 <= self.dynamic_threshold <= 10:
-            raise ConfigError(f"{where}: graphrag_global.dynamic_threshold must lie in [0, 10]")
 
     def context_budget(self) -> int:
         """Published size of the largest prompt context (a map batch or the reduce points)."""

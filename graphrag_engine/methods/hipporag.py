@@ -24,7 +24,6 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.ppr import personalized_pagerank
 from graphrag_engine.methods.base import register
@@ -59,6 +58,7 @@ class HippoRAGConfig:
         "damping": "(0, 1)",
         "link_threshold": "[-1, 1]",
         "link_top_k": ">= 1",
+        "fact_top_k": ">= 1",
         "push_eps": "> 0",
     }
 
@@ -94,15 +94,6 @@ class HippoRAGConfig:
         """The passage-entity graph always; the relations and their vectors to link facts."""
         facts = {Part.ENTITY_GRAPH, Part.RELATION_VECTORS} if self.link != "entities" else set()
         return NEEDS | facts
-
-    def validate(self, where: str) -> None:
-        """PPR needs a damping strictly between 0 and 1."""
-        if not 0.0 < self.damping < 1.0:
-            raise ConfigError(f"{where}: hipporag.damping must lie in (0, 1)")
-        if self.fact_top_k < 1:
-            raise ConfigError(f"{where}: hipporag.fact_top_k must be >= 1")
-        if not self.push_eps > 0:
-            raise ConfigError(f"{where}: hipporag.push_eps must be > 0")
 
 
 @register(

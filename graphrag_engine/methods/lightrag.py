@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
@@ -70,6 +69,9 @@ class LightRAGConfig:
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "top_k": ">= 1",
+        "entity_tokens": ">= 1",
+        "relation_tokens": ">= 1",
+        "chunk_tokens": ">= 1",
     }
 
     mode: Literal["local", "global", "hybrid", "mix"] = "hybrid"
@@ -92,11 +94,6 @@ class LightRAGConfig:
     def context_budget(self) -> int:
         """Published total of the three sections."""
         return self.entity_tokens + self.relation_tokens + self.chunk_tokens
-
-    def validate(self, where: str) -> None:
-        """Positive sizes."""
-        if min(self.top_k, self.entity_tokens, self.relation_tokens, self.chunk_tokens) < 1:
-            raise ConfigError(f"{where}: lightrag.top_k and the token budgets must be >= 1")
 
     def llm_use(self) -> str | None:
         """LLM keywords need the LLM even with --retrieval-only."""

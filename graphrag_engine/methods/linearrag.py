@@ -38,7 +38,6 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.ppr import personalized_pagerank
@@ -101,13 +100,6 @@ class LinearRAGConfig:
     so a push touches the whole graph: exact is the default)."""
     push_eps: float = 1e-6
     """local: the push's residual threshold per unit of degree."""
-
-    def validate(self, where: str) -> None:
-        """PPR needs a damping in (0, 1); counts must be non-negative."""
-        if not 0.0 < self.damping < 1.0:
-            raise ConfigError(f"{where}: linearrag.damping must lie in (0, 1)")
-        if self.top_sentences < 1 or self.rounds < 0:
-            raise ConfigError(f"{where}: linearrag.top_sentences >= 1 and rounds >= 0 please")
 
 
 @dataclass

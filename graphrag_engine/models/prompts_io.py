@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.jsonl import records
 from graphrag_engine.models.base import Completion, Prompt
+from graphrag_engine.store.staging import write_atomic
 
 
 def read_prompts(path: str | Path) -> tuple[list[str], list[Prompt]]:
@@ -58,20 +58,17 @@ def _prompt_of(rec: Any, where: str) -> Prompt:
 
 def write_answers(path: str | Path, ids: list[str], completions: list[Completion]) -> None:
     """Write answers as JSONL atomically (temporary file, fsync, rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for i, c in zip(ids, completions, strict=True):
-            row = {
-                "id": i,
-                "answer": c.text,
-                "prompt_tokens": c.prompt_tokens,
-                "completion_tokens": c.completion_tokens,
-                "cached": c.cached,
-                "finish_reason": c.finish_reason,
-                "latency_s": round(c.latency_s, 4),
-            }
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    rows = [
+        {
+            "id": i,
+            "answer": c.text,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "cached": c.cached,
+            "finish_reason": c.finish_reason,
+            "latency_s": round(c.latency_s, 4),
+        }
+        for i, c in zip(ids, completions, strict=True)
+    ]
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    write_atomic(Path(path), text.encode("utf-8"))

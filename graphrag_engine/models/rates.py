@@ -26,6 +26,7 @@ import numpy as np
 
 from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.calibration import CALIBRATION_TEXTS
+from graphrag_engine.store.staging import write_atomic
 
 KEEP = 200
 """Observations kept per model (the newest)."""
@@ -58,9 +59,7 @@ def record(model_id: str, prompt_tokens: int, completion_tokens: int, seconds: f
     path = rates_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data).encode("utf-8"))
     except OSError:
         pass  # a cache: an unwritable home costs only the next forecast's time column
 

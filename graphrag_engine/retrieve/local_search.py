@@ -70,6 +70,7 @@ class GraphRAGLocalConfig:
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "top_k_entities": ">= 1",
+        "top_k_relationships": ">= 1",
         "max_tokens": ">= 1",
         "text_unit_prop": "[0, 1]",
         "community_prop": "[0, 1]",
@@ -101,12 +102,8 @@ class GraphRAGLocalConfig:
         return self.max_tokens
 
     def validate(self, where: str) -> None:
-        """Positive sizes and shares that leave room for entities."""
-        if min(self.top_k_entities, self.top_k_relationships, self.max_tokens) < 1:
-            raise ConfigError(f"{where}: graphrag_local top_k_* and max_tokens must be >= 1")
-        if not (0 <= self.text_unit_prop and 0 <= self.community_prop) or (
-            self.text_unit_prop + self.community_prop >= 1
-        ):
+        """Shares that leave room for entities (single-field ranges are in RANGES)."""
+        if self.text_unit_prop + self.community_prop >= 1:
             raise ConfigError(
                 f"{where}: graphrag_local.text_unit_prop + community_prop must lie in [0, 1)"
             )

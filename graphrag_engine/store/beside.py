@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphrag_engine.store.staging import replace_with
+
 log = logging.getLogger(__name__)
 
 LINE_TOKENS = "line_tokens"
@@ -33,9 +35,7 @@ def save_beside(files: list[tuple[Path, Callable[[Path], None]]], what: str) -> 
     try:
         first.parent.mkdir(parents=True, exist_ok=True)
         for path, write in files:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
-            write(tmp)
-            os.replace(tmp, path)
+            replace_with(path, write)
     except OSError as exc:
         log.warning("%s: cannot save %s (%s); kept for this run only", first, what, exc)
         return False

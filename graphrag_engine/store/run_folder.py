@@ -39,7 +39,7 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.results import part_table, read_rows, results_table
 from graphrag_engine.store.index_store import Index
 from graphrag_engine.store.locks import try_lock
-from graphrag_engine.store.staging import write_atomic
+from graphrag_engine.store.staging import replace_with, write_atomic
 
 TRANSPORT = frozenset(
     ("base_url", "api_key_env", "concurrency", "connect_timeout_s", "read_timeout_s")
@@ -274,9 +274,7 @@ def write_part(
         add_batch_seconds(out, b, seconds)
     done_path = part_path(out, b)
     failed_marker = done_path.with_suffix(".failed")
-    tmp = done_path.with_name(done_path.name + ".tmp")
-    pq.write_table(part_table(rows), tmp)
-    os.replace(tmp, done_path)
+    replace_with(done_path, lambda tmp: pq.write_table(part_table(rows), tmp))
     failed = [row["qid"] for row in rows if row["answer_failed"] is not None]
     if failed:
         write_atomic(failed_marker, "\n".join(failed).encode())
@@ -345,9 +343,7 @@ def read_part(out: Path, b: int) -> list[dict[str, Any]]:
 def merge_parts(out: Path, n_batches: int) -> list[dict[str, Any]]:
     """Every batch's rows, in order, written as results.parquet and results.jsonl."""
     rows = [r for b in range(n_batches) for r in read_part(out, b)]
-    tmp = out / "results.parquet.tmp"
-    pq.write_table(results_table(rows), tmp)
-    os.replace(tmp, out / "results.parquet")
+    replace_with(out / "results.parquet", lambda tmp: pq.write_table(results_table(rows), tmp))
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     write_atomic(out / "results.jsonl", lines.encode())
     return rows

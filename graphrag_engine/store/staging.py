@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,12 +51,23 @@ def _alive(pid: int) -> bool:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` in one rename, synced first: a reader sees old or new."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_with(path, lambda tmp: tmp.write_bytes(data))
+
+
+def replace_with(path: Path, write: Callable[[Path], object]) -> None:
+    """Replace `path` by what `write(tmp)` writes to a temporary file beside it (this
+    process's own name, so writers never share one), synced, then renamed in one step: a
+    reader sees the old file or the new one, never half of it; a failed write leaves no
+    temporary file behind."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def listed_files(marker: Path) -> list[str] | None:

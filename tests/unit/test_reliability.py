@@ -95,7 +95,7 @@ def test_settings_from_the_issue_exit_2_with_file_and_line(tmp_path: Path, capsy
         "models:\n  llm:\n    read_timeout_s: -1.0\n": "read_timeout_s' must be > 0",
         "models:\n  llm:\n    max_retries: -2\n": "max_retries' must be >= 0",
         "generation:\n  max_context_tokens: 0\n": "max_context_tokens' must be >= 1",
-        "lightrag:\n  entity_tokens: -100\n": "lightrag.entity_tokens' must be >= 0",
+        "lightrag:\n  entity_tokens: -100\n": "lightrag.entity_tokens' must be >= 1",
     }
     for body, message in cases.items():
         cfg = tmp_path / "m.yaml"

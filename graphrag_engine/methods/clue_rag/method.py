@@ -81,6 +81,7 @@ class ClueRAGConfig:
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
         "anchor_k": ">= 1",
+        "depth": ">= 1",
         "beam": ">= 1",
         "top_n": ">= 1",
     }
@@ -109,9 +110,7 @@ class ClueRAGConfig:
     paper: one encoder pass over every candidate path)."""
 
     def validate(self, where: str) -> None:
-        """Positive sizes, and at least one way to find the first entities."""
-        if min(self.anchor_k, self.depth, self.beam, self.top_n) < 1:
-            raise ConfigError(f"{where}: clue.anchor_k, depth, beam and top_n must be >= 1")
+        """At least one way to find the first entities."""
         if not (self.spreading_activation or self.knowledge_anchoring):
             raise ConfigError(
                 f"{where}: clue needs spreading_activation or knowledge_anchoring to find its first entities"

@@ -46,7 +46,7 @@ class LegoSEConfig:
     }
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
-        "restart_prob": "(0, 1]",
+        "restart_prob": "(0, 1)",
         "max_ent": ">= 1",
         "node_threshold": "any",
         "edge_threshold": "any",
@@ -83,14 +83,8 @@ class LegoSEConfig:
     `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
 
     def validate(self, where: str) -> None:
-        """A restart probability in (0, 1), positive sizes, a known scorer."""
-        if not 0.0 < self.restart_prob < 1.0:
-            raise ConfigError(f"{where}: lego.se.restart_prob must lie in (0, 1)")
-        if min(self.max_ent, self.window, self.walks) < 1:
-            raise ConfigError(f"{where}: lego.se.max_ent, window and walks must be >= 1")
-        if not self.eps > 0.0:
-            raise ConfigError(f"{where}: lego.se.eps must be > 0")
-        _check_scorer(where, "lego.se", self.scorer, self.prefilter)
+        """A known scorer (single-field ranges are in RANGES)."""
+        _check_scorer(where, "lego.se", self.scorer)
 
 
 @dataclass
@@ -133,10 +127,8 @@ class LegoPFConfig:
     `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
 
     def validate(self, where: str) -> None:
-        """Positive sizes, a known scorer, and a scorer for beam search."""
-        if min(self.max_hops, self.max_paths, self.beam_width) < 1:
-            raise ConfigError(f"{where}: lego.pf.max_hops, max_paths and beam_width must be >= 1")
-        _check_scorer(where, "lego.pf", self.scorer, self.prefilter)
+        """A known scorer, and a scorer for beam search."""
+        _check_scorer(where, "lego.pf", self.scorer)
         if self.method == "beam" and self.scorer == "none":
             raise ConfigError(f"{where}: lego.pf.method 'beam' needs a scorer (lego.pf.scorer)")
 
@@ -166,19 +158,16 @@ class LegoPRConfig:
     `prefilter` go to the LLM, as the paper's LLM modules do; 0 sends every candidate."""
 
     def validate(self, where: str) -> None:
-        """A positive top_k and a known scorer."""
-        if self.top_k < 1:
-            raise ConfigError(f"{where}: lego.pr.top_k must be >= 1")
-        _check_scorer(where, "lego.pr", self.scorer, self.prefilter)
+        """A known scorer."""
+        _check_scorer(where, "lego.pr", self.scorer)
 
 
-def _check_scorer(where: str, part: str, scorer: str, prefilter: int) -> None:
+def _check_scorer(where: str, part: str, scorer: str) -> None:
+    """A scorer name the registry knows (retrieve/scoring.py), else a ConfigError."""
     if scorer not in scorer_names():
         raise ConfigError(
             f"{where}: {part}.scorer must be one of {', '.join(scorer_names())}, got {scorer!r}"
         )
-    if prefilter < 0:
-        raise ConfigError(f"{where}: {part}.prefilter must be >= 0 (0: no prefilter)")
 
 
 @dataclass

@@ -30,7 +30,6 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from graphrag_engine.errors import ConfigError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.reorganize import Reorganization, reorganize
@@ -123,11 +122,6 @@ class ReGraphRAGConfig:
     def context_budget(self) -> int:
         """Total of the triplet sections."""
         return self.context_tokens
-
-    def validate(self, where: str) -> None:
-        """Positive sizes (the paper sweeps m in 1..6, n in 1..4)."""
-        if min(self.perspectives, self.sub_queries, self.top_k, self.context_tokens) < 1:
-            raise ConfigError(f"{where}: regraphrag sizes and context_tokens must be >= 1")
 
     def llm_use(self) -> str | None:
         """Perspective expansion needs the LLM even with --retrieval-only."""
