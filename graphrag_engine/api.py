@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.config.query import QueryConfig
+from graphrag_engine.demo import questions_path
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.eval.datasets import Question, demo_questions_path, load_questions
+from graphrag_engine.eval.datasets import Question, load_questions
 from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
 from graphrag_engine.methods.needs import check_needs
@@ -185,7 +186,7 @@ class Engine:
                 f"--limit {limit}: give 1 or more questions (leave --limit out for all of them)"
             )
         if isinstance(questions, str | Path):
-            source = str(demo_questions_path()) if str(questions) == "demo" else str(questions)
+            source = str(questions_path()) if str(questions) == "demo" else str(questions)
             return source, load_questions(source, limit=limit)
         return "<list>", list(questions)[:limit]
 

@@ -1,7 +1,7 @@
 """Typed configuration: YAML files loaded into dataclasses and validated strictly (the index
 config's sections, the query config, the one declaration of each setting's range)."""
 
-from graphrag_engine.config.loader import load_config, parse_config, top_level_scalar
+from graphrag_engine.config.loader import load_config, top_level_scalar
 from graphrag_engine.config.sections import (
     ChunkingConfig,
     CommunitiesConfig,
@@ -29,6 +29,5 @@ __all__ = [
     "RerankerConfig",
     "compose_yaml",
     "load_config",
-    "parse_config",
     "top_level_scalar",
 ]

@@ -49,20 +49,6 @@ def top_level_scalar(node: yaml.Node | None, key: str) -> tuple[Any, str | None]
     return None, None
 
 
-def parse_config(
-    data: dict[str, Any],
-    cls: type[T] = IndexConfig,  # type: ignore[assignment]
-    where: str = "<dict>",
-    sections: dict[str, type] | None = None,
-) -> T:
-    """Validate an in-memory mapping (e.g. from a manifest) into `cls`."""
-    node = yaml.compose(yaml.safe_dump(data))
-    obj = _build(cls, node, where, "", sections)
-    if hasattr(obj, "validate"):
-        obj.validate(where)
-    return obj
-
-
 def _where(file: str, node: yaml.Node | None) -> str:
     return f"{file}:{node.start_mark.line + 1}" if node is not None else file
 

@@ -17,7 +17,6 @@ A malformed record stops the load with `file:line: what is wrong`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +58,6 @@ class Question:
             "qtype": self.qtype,
             "kind": self.kind,
         }
-
-
-def demo_questions_path() -> Path:
-    """Path of the built-in demo questions (45 multi-hop questions over the demo corpus)."""
-    return Path(str(resources.files("graphrag_engine.demo") / "questions.jsonl"))
 
 
 def load_questions(path: str | Path, limit: int | None = None) -> list[Question]:

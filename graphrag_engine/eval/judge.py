@@ -27,7 +27,6 @@ from graphrag_engine.models.structured import (
     Schema,
     generate_structured,
     json_object,
-    parse_json,
 )
 
 CRITERIA = {
@@ -98,16 +97,6 @@ def _winner(value: Any) -> str | None:
     if t.endswith("2") or t in ("b", "second"):
         return "2"
     return None
-
-
-def parse_verdict(text: str) -> dict[str, str | None]:
-    """Criterion -> "1" | "2" | "tie" | None (missing); ParseError without an overall verdict.
-
-    The tolerant reader for free-decoded verdicts; schema-decoded ones pass VERDICT first."""
-    obj = parse_json(text)
-    if not isinstance(obj, dict):
-        raise ParseError("the verdict is not a JSON object")
-    return _verdicts(obj)
 
 
 def _verdicts(obj: dict) -> dict[str, str | None]:

@@ -12,7 +12,7 @@ level's paths in a few array operations; the others walk paths in Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,111 +92,6 @@ def distances(graph: CSRGraph, sources: Sequence[int], weighted: bool = True) ->
         indices=np.asarray(sources),
         unweighted=not weighted,
     )
-
-
-def closest_pair(
-    graph: CSRGraph, set_a: Iterable[int], set_b: Iterable[int], weighted: bool = True
-) -> Path | None:
-    """The shortest path from any node of set_a to any node of set_b, in one multi-source run.
-
-    ReGraphRAG's reorganization connects two retrieved subgraphs this way; no pair is run
-    separately: a single Dijkstra seeded with all of set_a gives every node its nearest source.
-    """
-    a = np.unique(np.fromiter(set_a, dtype=np.int64))
-    b = np.unique(np.fromiter(set_b, dtype=np.int64))
-    if a.size == 0 or b.size == 0:
-        return None
-    dist, pred, nearest = csgraph.dijkstra(
-        csgraph_matrix(graph, weighted),
-        directed=True,
-        indices=a,
-        unweighted=not weighted,
-        return_predecessors=True,
-        min_only=True,
-    )
-    db = dist[b]
-    best = int(np.argmin(db))
-    if np.isinf(db[best]):
-        return None
-    target = int(b[best])
-    return Path(walk_back(pred, int(nearest[target]), target), float(db[best]))
-
-
-def _hop_distances(graph: CSRGraph, start: int, limit: int) -> np.ndarray:
-    """BFS hop counts from `start` up to `limit` hops (inf beyond)."""
-    dist = np.full(graph.n_nodes, np.inf)
-    dist[start] = 0
-    frontier = np.array([start], dtype=np.int64)
-    for hop in range(1, limit + 1):
-        if frontier.size == 0:
-            break
-        counts = graph.out_degree[frontier]
-        pos = np.arange(counts.sum()) + np.repeat(
-            graph.indptr[frontier] - (np.cumsum(counts) - counts), counts
-        )
-        nxt = np.unique(graph.indices[pos])
-        nxt = nxt[np.isinf(dist[nxt])]
-        dist[nxt] = hop
-        frontier = nxt
-    return dist
-
-
-def all_shortest_paths(
-    graph: CSRGraph, source: int, target: int, max_hops: int = 4, cap: int = 1000
-) -> list[Path]:
-    """Every minimum-hop path from source to target if it has at most max_hops edges (up to cap).
-
-    LEGO-GraphRAG's shortest path-filtering. A forward BFS from the source and a backward BFS
-    from the target keep only edges that lie on some shortest path.
-    """
-    if source == target:
-        return [Path((source,), 0.0)]
-    fwd = _hop_distances(graph, source, max_hops)
-    if np.isinf(fwd[target]):
-        return []
-    total = int(fwd[target])
-    bwd = _hop_distances(graph.transposed(), target, total)
-    paths: list[Path] = []
-    stack = [(source,)]
-    while stack and len(paths) < cap:
-        prefix = stack.pop()
-        u = prefix[-1]
-        if u == target:
-            paths.append(Path(prefix, float(total)))
-            continue
-        h = len(prefix) - 1
-        nbrs = graph.neighbors(u)
-        good = nbrs[(fwd[nbrs] == h + 1) & (bwd[nbrs] == total - h - 1)]
-        stack.extend(prefix + (int(v),) for v in np.unique(good)[::-1])
-    return sorted(paths, key=lambda p: p.nodes)
-
-
-def simple_paths(
-    graph: CSRGraph, source: int, target: int, max_hops: int = 3, cap: int = 1000
-) -> list[Path]:
-    """Simple paths from source to target with at most max_hops edges, up to cap of them.
-
-    LEGO-GraphRAG's complete path-filtering. A backward BFS from the target prunes every branch
-    that cannot reach it within the remaining hops.
-    """
-    bwd = _hop_distances(graph.transposed(), target, max_hops)
-    if np.isinf(bwd[source]):
-        return []
-    paths: list[Path] = []
-    stack = [(source,)]
-    while stack and len(paths) < cap:
-        prefix = stack.pop()
-        u = prefix[-1]
-        if u == target:
-            paths.append(Path(prefix, float(len(prefix) - 1)))
-            continue
-        left = max_hops - (len(prefix) - 1)
-        nbrs = np.unique(graph.neighbors(u))
-        for v in nbrs[::-1]:
-            v = int(v)
-            if bwd[v] <= left - 1 and v not in prefix:
-                stack.append(prefix + (v,))
-    return sorted(paths, key=lambda p: (p.hops, p.nodes))
 
 
 def shortest_paths_from(

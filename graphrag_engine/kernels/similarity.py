@@ -9,8 +9,6 @@ normalized candidate blocks kept for the next query block; the inputs may be mem
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
 
@@ -140,16 +138,6 @@ def cosine_topk(
     return out_scores, out_ids
 
 
-class VectorIndex(Protocol):
-    """Exact inner-product search over L2-normalized vectors."""
-
-    def add(self, vectors: np.ndarray) -> None:
-        """Append vectors (normalized on the way in)."""
-
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids) of the top-k, best first."""
-
-
 class TorchFlatIndex:
     """Exact cosine search with the blocked torch kernel (CPU or CUDA). On a GPU the
     normalised table moves to the device at the first search and stays there, so repeated
@@ -187,45 +175,3 @@ class TorchFlatIndex:
             self._matrix = matrix
         q = queries if normalized else l2_normalize(queries)
         return cosine_topk(q, self._matrix, k, normalized=True, device=self.device)
-
-
-class FaissFlatIndex:
-    """Exact cosine search with faiss IndexFlatIP; on all GPUs when faiss-gpu sees one."""
-
-    def __init__(self, dim: int, use_gpu: bool | None = None) -> None:
-        import faiss
-
-        self.dim = dim
-        index = faiss.IndexFlatIP(dim)
-        gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
-        if (use_gpu is None and gpus > 0) or use_gpu:
-            if gpus == 0:
-                raise RuntimeError(
-                    "faiss sees no GPU; install faiss-gpu on a CUDA machine or use_gpu=False"
-                )
-            index = faiss.index_cpu_to_all_gpus(index)
-        self._index = index
-
-    @property
-    def ntotal(self) -> int:
-        """Number of stored vectors."""
-        return int(self._index.ntotal)
-
-    def add(self, vectors: np.ndarray) -> None:
-        """Append vectors (normalized on the way in)."""
-        self._index.add(np.ascontiguousarray(l2_normalize(vectors)))
-
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids) of the top-k, best first."""
-        scores, ids = self._index.search(np.ascontiguousarray(l2_normalize(queries)), k)
-        scores = np.where(ids < 0, -np.inf, scores).astype(np.float32)
-        return scores, ids.astype(np.int64)
-
-
-def make_vector_index(dim: int, backend: str = "torch", device: str = "cpu") -> VectorIndex:
-    """An exact cosine index: backend 'torch' (CPU/CUDA) or 'faiss' (CPU, GPU when available)."""
-    if backend == "torch":
-        return TorchFlatIndex(dim, device)
-    if backend == "faiss":
-        return FaissFlatIndex(dim, use_gpu=device != "cpu")
-    raise ValueError(f"backend must be 'torch' or 'faiss', got {backend!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphrag_engine.config import compose_yaml, load_config, parse_config, top_level_scalar
+from graphrag_engine.config import compose_yaml, load_config, top_level_scalar
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.methods import (  # noqa: F401  (register them)
@@ -57,9 +57,3 @@ def load_query_config(path: str | Path) -> QueryConfig:
     where = f"{path}:{line}" if line else str(path)
     spec = method_spec(name if name is not None else QueryConfig.method, where)
     return load_config(path, QueryConfig, _sections(spec))
-
-
-def parse_query_config(data: dict, where: str = "<dict>") -> QueryConfig:
-    """An in-memory query config (e.g. run.json's) resolved like `load_query_config`."""
-    spec = method_spec(str(data.get("method", QueryConfig.method)), where)
-    return parse_config(data, QueryConfig, where, _sections(spec))

@@ -7,7 +7,7 @@ from itertools import chain, zip_longest
 
 import numpy as np
 
-from graphrag_engine.kernels.segments import dense_topk, segment_topk
+from graphrag_engine.kernels.segments import segment_topk
 
 
 @dataclass
@@ -21,12 +21,6 @@ class ChunkRanking:
         """Chunk rows and scores of query q, padding dropped."""
         keep = self.ids[q] >= 0
         return self.ids[q][keep].tolist(), self.scores[q][keep].astype(float).tolist()
-
-
-def from_score_matrix(scores: np.ndarray, k: int) -> ChunkRanking:
-    """Top-k of a dense (B, n_chunks) score matrix, best first."""
-    ids, vals = dense_topk(scores, k)
-    return ChunkRanking(ids, vals.astype(np.float32))
 
 
 def from_orders(orders: list[list[int]], depth: int) -> ChunkRanking:

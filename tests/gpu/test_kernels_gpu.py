@@ -12,7 +12,7 @@ import pytest
 
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.ppr import personalized_pagerank, random_walk_with_restart
-from graphrag_engine.kernels.similarity import cosine_topk, make_vector_index
+from graphrag_engine.kernels.similarity import TorchFlatIndex, cosine_topk, l2_normalize
 from tests.cuda import needs_cuda
 
 pytestmark = pytest.mark.gpu
@@ -98,7 +98,7 @@ def test_exact_ppr_topk_on_cuda_equals_cpu() -> None:
 def test_torch_flat_index_cuda_equals_cpu() -> None:
     rng = np.random.default_rng(7)
     data, queries = rng.normal(size=(9000, 48)), rng.normal(size=(60, 48))
-    cpu, gpu = make_vector_index(48, "torch"), make_vector_index(48, "torch", device="cuda")
+    cpu, gpu = TorchFlatIndex(48), TorchFlatIndex(48, device="cuda")
     for index in (cpu, gpu):
         index.add(data[:5000])
         index.add(data[5000:])
@@ -114,13 +114,12 @@ def test_faiss_gpu_index_equals_torch() -> None:
         pytest.skip("faiss without GPU support")
     rng = np.random.default_rng(1)
     data, queries = rng.normal(size=(5000, 32)), rng.normal(size=(40, 32))
-    a, b = (
-        make_vector_index(32, "faiss", device="cuda"),
-        make_vector_index(32, "torch", device="cuda"),
-    )
-    a.add(data)
+    a = faiss.index_cpu_to_all_gpus(faiss.IndexFlatIP(32))
+    a.add(np.ascontiguousarray(l2_normalize(data)))
+    b = TorchFlatIndex(32, device="cuda")
     b.add(data)
-    np.testing.assert_allclose(a.search(queries, 5)[0], b.search(queries, 5)[0], atol=1e-4)
+    got, _ = a.search(np.ascontiguousarray(l2_normalize(queries)), 5)
+    np.testing.assert_allclose(got, b.search(queries, 5)[0], atol=1e-4)
 
 
 @needs_cuda
@@ -131,7 +130,7 @@ def test_flat_index_on_the_device_searches_as_the_cpu_kernel() -> None:
     table = rng.standard_normal((70_000, 64)).astype(np.float32)
     queries = rng.standard_normal((300, 64)).astype(np.float32)
     cpu_s, cpu_i = cosine_topk(queries, table, 10)
-    index = make_vector_index(64, "torch", device="cuda")
+    index = TorchFlatIndex(64, device="cuda")
     index.add(table)
     index.search(queries[:5], 10)  # the table moves to the device here and stays
     gpu_s, gpu_i = index.search(queries, 10)

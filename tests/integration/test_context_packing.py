@@ -12,7 +12,8 @@ import shutil
 import pytest
 
 from bench.llm_free import method_config
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import method_spec
 from graphrag_engine.retrieve import context as context_module
 from graphrag_engine.retrieve import lines as lines_module
@@ -29,7 +30,7 @@ WINDOW = 300
 
 @pytest.fixture(scope="module")
 def demo(demo_index, tmp_path_factory):
-    return open_index(demo_index), load_questions(demo_questions_path())[:10], tmp_path_factory
+    return open_index(demo_index), load_questions(questions_path())[:10], tmp_path_factory
 
 
 def _run(index, questions, run_dir, name: str, window: int = WINDOW, single: bool = False):

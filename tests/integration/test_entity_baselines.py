@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.graphrag_local import graphrag_local
 from graphrag_engine.methods.lightrag import lightrag
@@ -22,7 +23,7 @@ from graphrag_engine.store import open_index
 
 @pytest.fixture(scope="module")
 def demo(demo_index, tmp_path_factory):
-    questions = load_questions(demo_questions_path())
+    questions = load_questions(questions_path())
     return open_index(demo_index), questions, tmp_path_factory.mktemp("entity-baselines")
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from graphrag_engine.cli import main
 from graphrag_engine.config import LLMConfig
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.eval.forecast import forecast_judge
 from graphrag_engine.eval.judge import (
     CRITERIA,
@@ -68,7 +69,7 @@ def test_report_tables_csv_and_plots(two_runs: dict[str, Path], tmp_path: Path) 
     assert "median" in seconds_row and "p90" in seconds_row
     per_q = list(csv.DictReader((out / "per_question.csv").open()))
     assert len(per_q) == 90
-    first = load_questions(demo_questions_path())[0]
+    first = load_questions(questions_path())[0]
     row = next(r for r in per_q if r["run"] == "bm25" and r["qid"] == first.qid)
     assert row["question"] == first.question and row["gold"] == " | ".join(first.answers)
     for png in ("retrieval.png", "recall_at_k.png"):
@@ -132,7 +133,7 @@ def test_answers_judge_and_ragas_with_smollm(
     demo_index: Path, tmp_path: Path, smollm, capsys
 ) -> None:
     """Answers, the pairwise judge and RAGAS-style metrics on the real small model."""
-    questions = load_questions(demo_questions_path(), limit=4)
+    questions = load_questions(questions_path(), limit=4)
     index = open_index(demo_index)
     runs = []
     for method in ("bm25", "none"):

@@ -199,7 +199,8 @@ def test_global_search_map_reduce_on_smollm_reports(smollm_reports, tmp_path, sm
     """The demo index with SmolLM2-written community reports, then global search (fixed level and
     dynamic selection) with SmolLM2: one map prompt per report batch, points reduced by score,
     and every question either answered from key points or given the no-data answer."""
-    from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+    from graphrag_engine.demo import questions_path
+    from graphrag_engine.eval.datasets import load_questions
     from graphrag_engine.methods import query_config
     from graphrag_engine.methods.graphrag_global import NO_DATA, graphrag_global
     from graphrag_engine.retrieve.context import QueryContext
@@ -207,7 +208,7 @@ def test_global_search_map_reduce_on_smollm_reports(smollm_reports, tmp_path, sm
 
     index = open_index(smollm_reports["index"])
     assert index.rows("reports") > 0
-    questions = load_questions(demo_questions_path())[:1]  # each check holds per question
+    questions = load_questions(questions_path())[:1]  # each check holds per question
     for dynamic in (False, True):
         qcfg = query_config("graphrag_global")
         qcfg.models.llm.backend = "transformers"

@@ -14,7 +14,8 @@ import pytest
 
 from graphrag_engine.cli import main
 from graphrag_engine.config import GraphConfig
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.clue_rag.method import clue_rag
 from graphrag_engine.methods.lightrag import lightrag
@@ -72,7 +73,7 @@ def _global_search(index_dir, run_dir):
     cfg.generation.enabled = False
     cfg.options.keywords, cfg.options.mode = "ner", "global"
     ctx = QueryContext(open_index(index_dir), cfg, run_dir)
-    questions = load_questions(demo_questions_path())
+    questions = load_questions(questions_path())
     return ctx, lightrag(ctx, questions, StageClock())
 
 
@@ -143,7 +144,7 @@ def _clue_rag(index_dir, run_dir):
     cfg = query_config("clue")
     cfg.generation.enabled = False
     ctx = QueryContext(open_index(index_dir), cfg, run_dir)
-    return ctx, clue_rag(ctx, load_questions(demo_questions_path()), StageClock())
+    return ctx, clue_rag(ctx, load_questions(questions_path()), StageClock())
 
 
 def test_lazy_unit_vectors_equal_built_ones(text_entities_index, tmp_path) -> None:

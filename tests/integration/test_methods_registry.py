@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import METHODS, query_config
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
@@ -45,7 +46,7 @@ def test_a_registered_method_runs_end_to_end_with_preset_answers(demo_index, smo
         cfg.models.llm.backend = "transformers"
         cfg.generation.max_tokens = 8
         cfg.generation.max_context_tokens = 150
-        questions = load_questions(demo_questions_path())[28:34]
+        questions = load_questions(questions_path())[28:34]
         refused = [q.qtype == "comparison" for q in questions]
         assert any(refused) and not all(refused)
         summary = run_query(

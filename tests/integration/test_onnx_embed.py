@@ -157,9 +157,9 @@ def test_an_int8_index_is_queried_with_its_embedder(int8, minilm, run_cli, tmp_p
     # queries are embedded at fp32 by the same weights, against the int8 index vectors
     np.testing.assert_allclose(ctx.encode_queries(asked), minilm.encode(asked), atol=1e-5)
     assert np.abs(ctx.encode_queries(asked) - embedder.encode(asked)).max() > 1e-4
-    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.demo import questions_path
 
-    ran = run_cli("query", str(out), str(demo_questions_path()), "--method", "naive",
+    ran = run_cli("query", str(out), str(questions_path()), "--method", "naive",
                   "--retrieval-only", "--out", str(tmp_path / "q"))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
 

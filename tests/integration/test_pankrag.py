@@ -153,14 +153,14 @@ def test_report_search_walks_down_to_the_best_fitting_reports(demo_reports_index
     """On the demo's community reports: scores are the cosines, best first; no chosen report is
     another's ancestor; none has a reported child at least as similar; every top community's
     subtree keeps a report."""
-    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.demo import questions_path
     from graphrag_engine.kernels.similarity import l2_normalize
     from graphrag_engine.retrieve.communities import communities, report_search
 
     index = open_index(demo_reports_index)
     ctx = _ctx(index, tmp_path)
     comms = communities(ctx)
-    texts = [q.question for q in load_questions(demo_questions_path())]
+    texts = [q.question for q in load_questions(questions_path())]
     hits = report_search(ctx, comms, texts, top_k=10_000)
     rows = sorted(comms.report)
     reports = [f"{comms.report[c][0]}\n{comms.report[c][1]}" for c in rows]
@@ -190,10 +190,10 @@ def test_report_search_walks_down_to_the_best_fitting_reports(demo_reports_index
 
 @pytest.mark.slow
 def test_abstract_steps_search_reports_batched_as_one_at_a_time(demo_reports_index, tmp_path):
-    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.demo import questions_path
 
     index = open_index(demo_reports_index)
-    questions = load_questions(demo_questions_path())[:6]
+    questions = load_questions(questions_path())[:6]
     ctx = _ctx(index, tmp_path, plan="direct", sub_answers="llm", scope="abstract")
     ctx.cfg.options.top_k_reports = 3
     batch = pankrag(ctx, questions, StageClock())

@@ -192,9 +192,9 @@ def test_a_run_is_identified_by_content_not_by_paths(
     index rebuilt from another corpus at the same path is refused with exit 2."""
     import shutil
 
-    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.demo import questions_path
 
-    lines = demo_questions_path().read_text().splitlines()[:3]
+    lines = questions_path().read_text().splitlines()[:3]
     q1 = tmp_path / "q1.jsonl"
     q1.write_text("\n".join(lines) + "\n")
     out = tmp_path / "r"
@@ -326,12 +326,13 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
 def test_hyde_and_no_retrieval_with_smollm(demo_index: Path, tmp_path: Path, smollm) -> None:
     """HyDE writes one hypothetical passage per question in one batched call and retrieves
     with it; no-retrieval answers without context."""
-    from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+    from graphrag_engine.demo import questions_path
+    from graphrag_engine.eval.datasets import load_questions
     from graphrag_engine.methods import query_config
     from graphrag_engine.query.run import run_query
     from graphrag_engine.store import open_index
 
-    questions = load_questions(demo_questions_path(), limit=4)
+    questions = load_questions(questions_path(), limit=4)
     cfg = query_config("hyde")
     cfg.models.llm.backend = "transformers"
     cfg.options.max_tokens = 24
@@ -467,7 +468,7 @@ def test_a_run_folder_from_before_content_identities_resumes_when_it_matches(
 ) -> None:
     """run.json as older versions wrote it (index path, generation, config hash; question file
     and count): resumed and upgraded when those match, refused when they do not."""
-    from graphrag_engine.eval.datasets import demo_questions_path
+    from graphrag_engine.demo import questions_path
     from graphrag_engine.store import open_index
 
     out = tmp_path / "r"
@@ -481,7 +482,7 @@ def test_a_run_folder_from_before_content_identities_resumes_when_it_matches(
             "generation": index.generation,
             "config_hash": index.manifest["config_hash"],
         },
-        "questions": {"source": str(demo_questions_path()), "count": 3},
+        "questions": {"source": str(questions_path()), "count": 3},
     }
     marker.write_text(json.dumps(old))
     _run(demo_index, Path("demo"), "bm25", out, "--limit", "3")

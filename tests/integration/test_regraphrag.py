@@ -10,7 +10,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.kernels.reorganize import reorganize
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.methods import query_config
@@ -35,7 +36,7 @@ from tests.fault_server import FaultInjector
 
 @pytest.fixture(scope="module")
 def demo(demo_index, tmp_path_factory):
-    questions = load_questions(demo_questions_path())
+    questions = load_questions(questions_path())
     return open_index(demo_index), questions, tmp_path_factory.mktemp("regraphrag")
 
 

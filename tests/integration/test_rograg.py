@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_engine.eval.datasets import demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.rograg import rograg
 from graphrag_engine.methods.rograg.dual_level import match_keys
@@ -42,7 +43,7 @@ FORM = {
 def test_the_verifier_walks_the_chain_and_refuses(demo_index, tmp_path, verdicts, stage) -> None:
     from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
-    question = load_questions(demo_questions_path())[:1]
+    question = load_questions(questions_path())[:1]
     with FaultInjector([]) as fault:
         backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
         cfg = query_config("rograg")
@@ -120,7 +121,7 @@ def test_ner_keys_dual_level_alone_needs_no_llm(demo_index, tmp_path) -> None:
         )
         spec.write_text(text)
         out = tmp_path / match
-        args = ["query", str(demo_index), str(demo_questions_path()), "--method", str(spec)]
+        args = ["query", str(demo_index), str(questions_path()), "--method", str(spec)]
         assert main([*args, "--retrieval-only", "--out", str(out)]) == 0
         rows = [json.loads(x) for x in (out / "results.jsonl").open()]
         extras = [r["extras"] for r in rows]
@@ -141,7 +142,7 @@ def test_result_checking_answers_first_and_keeps_the_answer_it_verified(
     each question's answer tokens are counted under result_answer."""
     from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
-    questions = load_questions(demo_questions_path())[:2]
+    questions = load_questions(questions_path())[:2]
     with FaultInjector([]) as fault:
         backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
         cfg = query_config("rograg")
@@ -184,7 +185,7 @@ def test_analysis_refuses_a_message_that_asks_nothing_and_keeps_a_failed_one(
     recorded, and that question runs the chain (dual-level only, no verdicts)."""
     from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
-    questions = load_questions(demo_questions_path())[:2]
+    questions = load_questions(questions_path())[:2]
     with FaultInjector([]) as fault:
         backend = OpenAICompatLLM("fault", HTTPSettings(base_url=fault.url, concurrency=1))
         cfg = query_config("rograg")
@@ -275,7 +276,7 @@ def test_a_supported_logic_form_is_answered_end_to_end(demo_index, tmp_path) -> 
         fault.plan = [FACT, "say:" + json.dumps(KEYS), "say:" + json.dumps(FORM)]
         fault.plan += ["say:Ada Vell", "say:" + json.dumps({"supported": True}), "say:Ada Vell."]
         out = tmp_path / "run"
-        args = ["query", str(demo_index), str(demo_questions_path()), "--method", str(spec)]
+        args = ["query", str(demo_index), str(questions_path()), "--method", str(spec)]
         assert main([*args, "--limit", "1", "--out", str(out)]) == 0
         answer_prompt = fault.requests[-1]["body"]["messages"][-1]["content"]
         assert not fault.plan

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_engine.eval.datasets import QuestionFileError, demo_questions_path, load_questions
+from graphrag_engine.demo import questions_path
+from graphrag_engine.eval.datasets import QuestionFileError, load_questions
 
 
 def test_aliases_follow_the_answer(tmp_path: Path) -> None:
@@ -20,7 +21,7 @@ def test_aliases_follow_the_answer(tmp_path: Path) -> None:
 
 
 def test_demo_and_user_questions(tmp_path: Path) -> None:
-    demo = load_questions(demo_questions_path())
+    demo = load_questions(questions_path())
     assert len(demo) == 45 and all(q.supporting_ids for q in demo)
     f = tmp_path / "mine.jsonl"
     f.write_text(
@@ -28,7 +29,7 @@ def test_demo_and_user_questions(tmp_path: Path) -> None:
     )
     qs = load_questions(f)
     assert [q.qid for q in qs] == ["q1", "q3"] and qs[1].answers == ["a"]
-    assert len(load_questions(demo_questions_path(), limit=5)) == 5
+    assert len(load_questions(questions_path(), limit=5)) == 5
 
 
 @pytest.mark.parametrize(

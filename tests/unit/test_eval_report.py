@@ -11,7 +11,7 @@ from graphrag_engine.cli import main
 from graphrag_engine.eval.judge import (
     STATEMENTS,
     USEFUL,
-    parse_verdict,
+    VERDICT,
     support_schema,
     win_rate_table,
     win_rates,
@@ -25,10 +25,10 @@ def test_eval_of_an_unfinished_run_exits_2(tmp_path: Path, capsys) -> None:
 
 
 def test_verdict_parsing_and_position_bias_cancels() -> None:
-    v = parse_verdict('```json\n{"Overall": {"Winner": "Answer 2"}, "Diversity": "Tie"}\n```')
+    v = VERDICT.check({"Overall": {"Winner": "Answer 2"}, "Diversity": "Tie"})
     assert v["overall"] == "2" and v["diversity"] == "tie" and v["coherence"] is None
     with pytest.raises(ParseError):
-        parse_verdict('{"diversity": {"winner": "Answer 1"}}')
+        VERDICT.check({"diversity": {"winner": "Answer 1"}})
     # a judge that always prefers the first answer: each run wins once per order -> 50/50
     rows = [
         {"qid": "q", "run_a": "A", "run_b": "B", "order": o, "criterion": "overall", "verdict": v}

@@ -11,12 +11,9 @@ import scipy.sparse as sp
 
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.paths import (
-    all_shortest_paths,
-    closest_pair,
     distances,
     shortest_paths,
     shortest_paths_from,
-    simple_paths,
 )
 
 
@@ -65,28 +62,6 @@ def test_shortest_paths_match_networkx(seed: int, weighted: bool, directed: bool
     assert dist.shape == (len({s for s, _ in pairs}), 60)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_all_shortest_paths_match_networkx(seed: int) -> None:
-    g, G = random_pair(seed, n=40, m=160)
-    for s, t in [(0, 5), (1, 9), (2, 33), (7, 7)]:
-        mine = {p.nodes for p in all_shortest_paths(g, s, t, max_hops=6, cap=10_000)}
-        try:
-            ref = {tuple(p) for p in nx.all_shortest_paths(G, s, t)}
-        except nx.NetworkXNoPath:
-            ref = set()
-        if ref and len(next(iter(ref))) - 1 > 6:
-            ref = set()
-        assert mine == ref
-
-
-def test_all_shortest_paths_hop_limit_and_cap() -> None:
-    g, G = random_pair(3, n=40, m=160)
-    ref = list(nx.all_shortest_paths(G, 0, 5))
-    hops = len(ref[0]) - 1
-    assert all_shortest_paths(g, 0, 5, max_hops=hops - 1) == []
-    assert len(all_shortest_paths(g, 0, 5, max_hops=hops, cap=1)) == 1
-
-
 @pytest.mark.parametrize("directed", [True, False])
 @pytest.mark.parametrize("seed", range(4))
 def test_shortest_paths_from_a_node_match_igraph_and_networkx(seed: int, directed: bool) -> None:
@@ -122,42 +97,3 @@ def test_shortest_paths_from_a_node_match_igraph_and_networkx(seed: int, directe
         inside = shortest_paths_from(g, s, within=keep)
         assert set(inside) == ref and len(inside) == len(ref)
         assert [(len(p), p) for p in inside] == sorted((len(p), p) for p in inside)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("k", [2, 3, 4])
-def test_simple_paths_match_networkx(seed: int, k: int) -> None:
-    g, G = random_pair(seed, n=30, m=110)
-    for s, t in [(0, 1), (2, 20), (5, 17)]:
-        mine = {p.nodes for p in simple_paths(g, s, t, max_hops=k, cap=100_000)}
-        ref = {tuple(p) for p in nx.all_simple_paths(G, s, t, cutoff=k)}
-        assert mine == ref
-
-
-def test_simple_paths_cap() -> None:
-    g, G = random_pair(1, n=20, m=200)
-    total = len(list(nx.all_simple_paths(G, 0, 1, cutoff=4)))
-    assert total > 20
-    assert len(simple_paths(g, 0, 1, max_hops=4, cap=20)) == 20
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("weighted", [True, False])
-def test_closest_pair_equals_brute_force(seed: int, weighted: bool) -> None:
-    g, G = random_pair(seed, n=80, m=240)
-    rng = np.random.default_rng(seed)
-    a = rng.choice(80, 6, replace=False).tolist()
-    b = [x for x in rng.choice(80, 10, replace=False).tolist() if x not in a]
-    best = np.inf
-    for s in a:
-        lengths = nx.single_source_dijkstra_path_length(
-            G, s, weight="weight" if weighted else lambda *_: 1
-        )
-        best = min([best] + [lengths[t] for t in b if t in lengths])
-    p = closest_pair(g, a, b, weighted=weighted)
-    if np.isinf(best):
-        assert p is None
-    else:
-        assert p.length == pytest.approx(best)
-        assert p.nodes[0] in a and p.nodes[-1] in b
-        assert path_length(G, p.nodes, weighted) == pytest.approx(best)

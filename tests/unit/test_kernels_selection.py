@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphrag_engine.kernels.selection import set_distance, stepwise_select
+from graphrag_engine.kernels.selection import stepwise_select
+
+
+def set_distance(vectors: np.ndarray, members: list[int], query: np.ndarray) -> float:
+    """1 - cosine between the members' summed unit vectors and the unit query (1 for none)."""
+    if not members:
+        return 1.0
+    total = vectors[members].sum(axis=0)
+    norm = float(np.linalg.norm(total))
+    return 1.0 if norm == 0 else 1.0 - float(total @ query) / norm
 
 
 def reference(vectors: np.ndarray, query: np.ndarray, max_size: int) -> list[int]:
