@@ -88,8 +88,8 @@ class LLMConfig:
     """transformers: decode prompts that carry a JSON schema under its grammar (llguidance)."""
     dtype: Literal["float32", "bfloat16", "auto"] = "float32"
     """transformers: the weights' number type. auto: bfloat16 on a CPU with bf16 matrix units
-    (AMX or AVX512-BF16: about 2x faster decoding, 3x faster prompt reading for SmolLM2 on 2
-    cores), float32 elsewhere. Answers differ between the two, so each has its own cache."""
+    (AMX or AVX512-BF16, where it decodes faster; docs/models.md), float32 elsewhere. Answers
+    differ between the two, so each has its own cache."""
     context_window: int | None = None
     """The model's context window in tokens; unset, it is asked of the backend where it can tell
     (transformers: the model's config; vllm: max_model_len; a server: not known)."""
@@ -150,9 +150,8 @@ class EmbedderConfig:
     """cpu, cuda or cuda:N."""
     batch_size: int | None = None
     """Texts embedded per forward pass (or per request). Unset: on the CPU, texts sorted by
-    length fill batches of 2,048 padded tokens (at most 256 texts), 1.3-1.8x faster than 64
-    texts a pass for MiniLM (the retired `bench/embed_batch.py`, docs/measurements.md); 256 on a GPU (sorted by length), 64 per
-    request to an endpoint, 32 for bge-m3."""
+    length fill batches of 2,048 padded tokens (at most 256 texts; docs/measurements.md says
+    why); 256 on a GPU (sorted by length), 64 per request to an endpoint, 32 for bge-m3."""
     context_window: int | None = None
     """The model's context window in tokens; unset, it is asked of the backend where it can tell
     (transformers: the model's config; vllm: max_model_len; a server: not known)."""

@@ -12,10 +12,8 @@ Two modes:
   error is then below tol * damping / (1 - damping)) or batched BiCGSTAB on the linear
   system (stops when each column's L1 error is below `tol`; fewer products at high damping).
   dtype "mixed" (default) runs the sparse products in float32 and sums scores in float64
-  (about 2x faster than float64; float32 rounding puts a floor under its error, so the L1
-  bound above is float64's: on the graph of bench/kernels.py, 64 queries, the largest error
-  against a tol 1e-12 solution was 4.6e-8 max abs / 3.2e-7 L1 at damping 0.5 and
-  3.5e-6 / 1.4e-5 at 0.85, where float64 gets 5.9e-8 / 1.3e-6); "float64" for full precision.
+  (faster; float32 rounding puts a floor under its error, so the L1 bound above is float64's,
+  bench/kernels.py measures both); "float64" for full precision.
   With `topk` set, only each query's k best nodes come back (picked where the scores were
   computed: on a GPU the dense (n, B) block never crosses to the host).
 * local — forward push (Andersen, Chung & Lang 2006), a compiled queue loop per query
@@ -152,8 +150,7 @@ def personalized_pagerank(
 
 CPU_BLOCK = 16
 """Queries per exact block on the CPU: a block of 16 columns keeps each gathered row in two
-cache lines; on the kernel bench graph (200,000 nodes, 1M edges) it ran 1.5x the rate of 64
-columns at damping 0.85 (bench/kernels.py --exact-batch)."""
+cache lines (bench/kernels.py --exact-batch compares block sizes)."""
 GPU_BLOCK = 1024
 """Queries per exact block on a GPU, where wide products fill the device."""
 

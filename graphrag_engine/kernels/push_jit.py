@@ -60,8 +60,8 @@ def push_query(
     bar = 1.0
     for i in range(seed_nodes.size):
         bar = max(bar, level[seed_nodes[i]])
-    # The enqueue step is written out at its three places: as an inlined numba helper
-    # returning (tail, size) it measured 1.4x to 2x slower on the bench graph.
+    # The enqueue step is written out at its three places: numba compiles a helper that
+    # returns (tail, size) into slower code than the inline loop.
     while True:
         for i in range(n_touched):
             s = touched[i]

@@ -87,8 +87,7 @@ class HippoRAGConfig:
     local on the CPU."""
     push_eps: float = 1e-6
     """local: the push's residual threshold per unit of degree (smaller is closer to exact and
-    slower). 1e-6 kept 99.97% of the exact top-20 passages on the 2x scale index (random
-    seeds, bench/scale.py corpus) at a third of 1e-7's pushes."""
+    slower; docs/methods/hipporag.md gives how close 1e-6 is)."""
 
     def needs(self) -> set[Part]:
         """The passage-entity graph always; the relations and their vectors to link facts."""

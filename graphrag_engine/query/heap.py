@@ -3,9 +3,7 @@
 A run holds the index's tables and the structures derived from them (hundreds of thousands of
 Python objects for a few thousand passages), and its questions allocate many more. Each full
 collection that those allocations set off walks every object alive, so its cost grows with the
-index. Timed by hand on the 2x index of `bench/scale.py`, ReGraphRAG's passes over 200
-questions took 1.2 ms a question longer (about 240 ms) in the passes where one fell, and LEGO's
-2 ms; with the objects frozen no pass did.
+index, and a pass of questions where one falls is slower for it (docs/throughput.md).
 
 `SettledHeap` runs one full collection after a run's first batch (by then the run has built
 what it keeps), then freezes every object alive (`gc.freeze`): later collections skip them.

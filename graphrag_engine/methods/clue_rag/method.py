@@ -104,8 +104,8 @@ class ClueRAGConfig:
     path_scoring: Literal["pooled", "text", "mean"] = "pooled"
     """A multi-unit path's score: with the index's bi-encoder and no encoder pass, its units'
     stored vectors summed, each weighted by its characters as mean pooling their joined text
-    weighs it (`pooled`, chosen on train, where it matched `text`'s R@5 at about 100x the
-    rate; 3.3 points under it on MuSiQue dev, docs/methods/clue.md), or unweighted (`mean`);
+    weighs it (`pooled`, far faster; docs/methods/clue.md gives its recall beside
+    `text`'s), or unweighted (`mean`);
     or its units' texts joined and scored as one text (`text`, Algorithm 3 line 13, the
     paper: one encoder pass over every candidate path)."""
 

@@ -63,9 +63,8 @@ class LegoSEConfig:
     """Nodes kept by their PPR / RWR score (topic entities always)."""
     eps: float = 1e-7
     """ppr: the forward push stops once every node's residual is under eps x its degree, so
-    each score is within eps x degree of the exact PPR. 1e-7 was picked on MuSiQue's train
-    questions over 1/8x and 2x its corpus (bench/scale.py): the largest power of ten whose top-20
-    equalled 1e-9's for all 200, at about a quarter of the pushes on the larger graph."""
+    each score is within eps x degree of the exact PPR. The default is the largest power of
+    ten whose top-20 equalled 1e-9's on MuSiQue's train questions (docs/methods/lego.md)."""
     scorer: str = "none"
     """Node/edge scorer after the walk: none, random, bm25, bi-encoder, cross-encoder, llm, bi-encoder-ft, llm-ft."""
     model: str | None = None
