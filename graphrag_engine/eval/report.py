@@ -38,7 +38,7 @@ from graphrag_engine.eval.metrics import (
 )
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
 from graphrag_engine.results import check_results_schema, read_rows
-from graphrag_engine.store.staging import listed_files, staging_beside, write_listing
+from graphrag_engine.store.staging import OWNED, listed_files, staging_beside, write_listing
 
 log = logging.getLogger(__name__)
 
@@ -464,7 +464,7 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
     earlier = set(listed_files(marker) or [])  # none, or unreadable: remove nothing
     with staging_beside(out) as staging:
         written = write(staging)
-        names = sorted(p.name for p in staging.iterdir())
+        names = sorted(p.name for p in staging.iterdir() if p.name != OWNED)
         for name in names:
             os.replace(staging / name, out / name)
     for name in sorted(earlier - set(names) - {REPORT_MARKER}):

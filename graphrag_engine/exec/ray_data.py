@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.progress import progress
-from graphrag_engine.store.staging import replace_with
+from graphrag_engine.store.staging import mark_owned, replace_with
 
 BLOCK = 512
 """Texts per Ray Data block (one actor call)."""
@@ -137,7 +137,7 @@ def written_as_part(results: dict[str, np.ndarray], folder: Path) -> dict[str, n
 def write_part(table: pa.Table, folder: Path) -> str:
     """Write a block's results as one Parquet part in `folder` (a temporary name, then a
     rename, so a part is whole or absent); the part's path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    mark_owned(folder)
     path = folder / f"{uuid.uuid4().hex}.parquet"
     replace_with(path, lambda tmp: pq.write_table(table, tmp))
     return str(path)

@@ -23,7 +23,7 @@ from typing import Any
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.export.graphrag import write_graphrag_1x_tables, write_graphrag_tables
 from graphrag_engine.store.index_store import Index
-from graphrag_engine.store.staging import listed_files, staging_beside, write_listing
+from graphrag_engine.store.staging import OWNED, listed_files, staging_beside, write_listing
 
 FORMATS = ("graphml", "gexf", "neo4j-csv", "parquet-graphrag", "parquet-graphrag-1x", "lightrag")
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
@@ -77,7 +77,7 @@ def export_graph(
     tables = graph_tables(index)
     with staging_beside(out) as staging:
         WRITERS[fmt](tables, index, staging)
-        names = sorted(p.name for p in staging.iterdir())
+        names = sorted(p.name for p in staging.iterdir() if p.name != OWNED)
         out.mkdir(parents=True, exist_ok=True)  # kept, not replaced: it may be the working folder
         for old in out.iterdir():  # what check_export_folder let go (an earlier export, or all)
             if old.name in names or old.name == MARKER:

@@ -37,6 +37,7 @@ from graphrag_engine.errors import IndexFormatError
 from graphrag_engine.store.locks import try_lock
 from graphrag_engine.store.manifest import FORMAT, MANIFEST, parse_manifest, read_manifest
 from graphrag_engine.store.schemas import SCHEMA_VERSION, schema_for
+from graphrag_engine.store.staging import mark_owned, owned
 
 KEEP_GENERATIONS = 2
 
@@ -186,6 +187,22 @@ class TableWriter:
         return self._sink.sha256.hexdigest()
 
 
+def _engine_generation(path: Path) -> bool:
+    """Whether `path` is a generation folder the engine wrote: `gen-` and six digits, and
+    marked as the engine's, or (written before the mark existed) holding nothing but table and
+    vector files."""
+    if not (path.is_dir() and len(path.name) == 10 and path.name[4:].isdigit()):
+        return False
+    if owned(path):
+        return True
+    return all(p.is_file() and p.suffix in (".parquet", ".npy") for p in path.iterdir())
+
+
+def _generation_taken(path: Path) -> bool:
+    """Whether a commit may not use `path`: it exists and is not the engine's."""
+    return path.exists() and not _engine_generation(path)
+
+
 @dataclass
 class IndexWriter:
     """Collects the files of one new commit; nothing is visible until `commit()`."""
@@ -214,9 +231,9 @@ class IndexWriter:
                 self._release()
                 raise
         for stale in self.root.glob(".staging-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        self._staging = self.root / f".staging-{uuid.uuid4().hex[:12]}"
-        self._staging.mkdir()
+            if owned(stale):  # a killed build's; a folder of the user's stays
+                shutil.rmtree(stale, ignore_errors=True)
+        self._staging = mark_owned(self.root / f".staging-{uuid.uuid4().hex[:12]}")
 
     # -- tables ---------------------------------------------------------------------------
     def table(self, name: str) -> TableWriter:
@@ -308,6 +325,8 @@ class IndexWriter:
             else:
                 previous = read_manifest(self.root)
                 generation = (previous["generation"] + 1) if previous else 1
+            while _generation_taken(self.root / f"gen-{generation:06d}"):
+                generation += 1  # a folder of the user's holds that name: the next one
             gen_name = f"gen-{generation:06d}"
             files: dict[str, dict[str, Any]] = {}
             for name, entry in self._entries.items():
@@ -321,7 +340,7 @@ class IndexWriter:
                 }
             _fsync_dir(self._staging)
             target = self.root / gen_name
-            if target.exists():  # left by a run killed between rename and manifest
+            if target.exists():  # the engine's, left by a run killed before its manifest
                 shutil.rmtree(target)
             os.rename(self._staging, target)
             _fsync_dir(self.root)
@@ -366,9 +385,11 @@ class IndexWriter:
             self._release()
 
     def _collect_garbage(self, generation: int) -> None:
+        """Remove the engine's generation folders older than the ones kept (never a folder of
+        the user's that happens to look like one)."""
         keep = {f"gen-{g:06d}" for g in range(generation - KEEP_GENERATIONS + 1, generation + 1)}
         for path in self.root.glob("gen-*"):
-            if path.name not in keep:
+            if path.name not in keep and _engine_generation(path):
                 shutil.rmtree(path, ignore_errors=True)
 
     def _release(self) -> None:

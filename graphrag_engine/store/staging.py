@@ -11,6 +11,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+OWNED = ".graphrag-engine-owned"
+"""The file the engine puts in every folder it creates inside or beside a user's folder
+(staging folders, generation folders), so that a sweep removes only what the engine wrote."""
+
+
+def mark_owned(folder: Path) -> Path:
+    """Create `folder` (and its parents) if needed and mark it as the engine's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / OWNED).touch()
+    return folder
+
+
+def owned(folder: Path) -> bool:
+    """Whether `folder` carries the engine's mark (else it is the user's, and no sweep
+    touches it)."""
+    return (folder / OWNED).is_file()
+
 
 @contextmanager
 def staging_beside(out: Path) -> Iterator[Path]:
@@ -18,8 +35,10 @@ def staging_beside(out: Path) -> Iterator[Path]:
     whether the work succeeded (its content moved into place by then) or not."""
     staging = out.with_name(f".{out.name}.staging-{os.getpid()}")
     remove_stale_staging(out)
+    if staging.exists() and not owned(staging):
+        raise FileExistsError(f"{staging} exists and was not written by graphrag-engine")
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    mark_owned(staging)
     try:
         yield staging
     finally:
@@ -27,11 +46,13 @@ def staging_beside(out: Path) -> Iterator[Path]:
 
 
 def remove_stale_staging(out: Path) -> list[Path]:
-    """Remove the staging folders beside `out` whose process is gone (a killed export or
-    judge could not remove its own); the folders removed."""
+    """Remove the engine's staging folders beside `out` whose process is gone (a killed export
+    or judge could not remove its own); the folders removed."""
     removed = []
     for path in out.parent.glob(f".{out.name}.staging-*"):
         pid = path.name.rsplit("-", 1)[1]
+        if not owned(path):
+            continue
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)

@@ -340,3 +340,40 @@ def test_a_generation_folder_linked_outside_the_index_is_not_read(tmp_path: Path
     gen.unlink()
     gen.symlink_to(inside, target_is_directory=True)
     assert open_index(root).generation == 1  # a link that stays inside is fine
+
+
+def user_entries(root: Path) -> dict[str, str]:
+    """Entries of the user's own in a folder about to become an index, named like the
+    engine's: each relative path with its content."""
+    files = {
+        "gen-notes/keep.txt": "notes",
+        ".staging-mine/keep.txt": "staged by the user",
+        "gen-000001/mine.txt": "looks like a generation",
+        "gen-000002/table.parquet.bak": "a backup",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return files
+
+
+def test_commits_remove_only_what_the_engine_wrote(tmp_path: Path) -> None:
+    """A writer's sweeps (stale staging, old generations) and its commit leave every entry of
+    the user's in place, even those named like the engine's, through several commits."""
+    mine = user_entries(tmp_path)
+    killed = tmp_path / ".staging-0123456789ab"  # what a killed build of the engine leaves
+    (killed / "documents.parquet").parent.mkdir()
+    (killed / "documents.parquet").write_bytes(b"half")
+    (killed / ".graphrag-engine-owned").touch()
+    for g in range(4):
+        commit_simple(tmp_path, f"g{g}")
+    for rel, text in mine.items():
+        assert (tmp_path / rel).read_text() == text, rel
+    assert not killed.exists()
+    idx = open_index(tmp_path)
+    assert set(idx.table("documents")["title"].to_pylist()) == {"g3"}
+    engine_gens = sorted(
+        p.name for p in tmp_path.glob("gen-*") if (p / ".graphrag-engine-owned").exists()
+    )
+    assert engine_gens == [f"gen-{idx.generation - 1:06d}", f"gen-{idx.generation:06d}"]
+    assert idx.generation == 6  # generations 1 and 2 were the user's names: 3 to 6 were used
