@@ -8,7 +8,7 @@
 | 3 | `query`: some answers failed after every retry (recorded; the same command asks again) |
 | 4 | an LLM stage's share of invalid answers is over `models.llm.max_failed_share`; nothing committed |
 | 69 | the LLM (a server or a local model) failed a call after every retry: down, timing out, HTTP 5xx; nothing committed, the same command resumes |
-| 74 | the device is full, over quota or read-only while writing; nothing committed was lost |
+| 74 | the device is full, over quota, read-only or not writable for this user while writing; nothing committed was lost |
 | 75 | another process holds the index (`reindex`) |
 | 130 | interrupted (Ctrl-C) |
 | 141 | standard output closed by its reader (piped into `head`); nothing else is affected |
@@ -36,12 +36,14 @@ def _raise_terminated(signum: int, frame: object) -> None:
 BROKEN_PIPE_EXIT = 141
 """Exit code when stdout's reader closed it (128 + SIGPIPE, as a shell reports it)."""
 STORAGE_EXIT = 74
-"""Exit code of a write that found the device full, over quota or read-only (sysexits'
-EX_IOERR)."""
+"""Exit code of a write that found the device full, over quota, read-only or closed to this
+user (sysexits' EX_IOERR)."""
 _STORAGE = {
     errno.ENOSPC: "no space left on the device",
     errno.EDQUOT: "the disk quota is used up",
     errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "the operation is not permitted (an immutable file or folder?)",
 }
 _STORAGE_TEXT = {  # libraries that report it without an errno (pyarrow, SQLite)
     "no space left on device": errno.ENOSPC,

@@ -4,7 +4,9 @@ outside its documented range (file:line, exit 2), and run labels that are not sa
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -300,3 +302,21 @@ def test_a_damaged_cache_file_is_named_not_an_internal_error(tmp_path: Path, dam
         with pytest.raises(BadInputError, match="not a cache this engine wrote") as err:
             opener(path)
         assert str(path) in str(err.value) and "move it aside" in str(err.value)
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
+def test_a_write_without_permission_exits_74(code: int, tmp_path: Path, capsys) -> None:
+    """A write the system refuses (no write permission, an immutable file) ends in the storage
+    exit with one line naming the place, not an internal error."""
+    import argparse
+
+    from graphrag_engine.cli.exits import STORAGE_EXIT, run_command
+
+    target = tmp_path / "export" / "graph.graphml"
+
+    def export(args: argparse.Namespace) -> int:  # the refusal, injected where export writes
+        raise PermissionError(code, os.strerror(code), str(target))
+
+    assert run_command(export, argparse.Namespace(out=str(tmp_path / "export"))) == STORAGE_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(target) in err[0] and "internal error" not in err[0]
