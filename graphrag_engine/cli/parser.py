@@ -12,6 +12,23 @@ TOGETHER_HELP = (
     "with several --method: every method retrieves first, then all their answers go to the "
     "LLM in one batched call"
 )
+
+
+def _at_least(least: int):
+    """An argparse type: a whole number of at least `least` (argparse exits 2 otherwise)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"give {least} or more, got {value}")
+        return value
+
+    return parse
+
+
 DESCRIPTION = "Command line: demo | index | import | info | query | eval | export | bench (thin: parse, call, print)."
 
 
@@ -246,7 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", help="the question, quoted as one argument")
     _method_args(p, "repeat it to compare methods")
     p.add_argument("--out", help="keep the run folders here (default: a temporary folder)")
-    p.add_argument("--width", type=int, default=160, help="characters shown per context item")
+    p.add_argument(
+        "--width", type=_at_least(20), default=160, help="characters shown per context item"
+    )
     p.set_defaults(command="ask")
 
     p = sub.add_parser(

@@ -22,9 +22,17 @@ def read_prompts(path: str | Path) -> tuple[list[str], list[Prompt]]:
         raise BadInputError(f"{path}: no such file") from None
     with fh:
         try:
+            first_line: dict[str, int] = {}
             for lineno, rec in records(fh):
                 prompts.append(_prompt_of(rec, f"{path}:{lineno}"))
-                ids.append(str(rec.get("id", lineno)))
+                pid = str(rec.get("id", lineno))
+                if pid in first_line:
+                    raise BadInputError(
+                        f"{path}:{lineno}: prompt id {pid!r} was given before, on line "
+                        f"{first_line[pid]}; give each prompt an id of its own"
+                    )
+                first_line[pid] = lineno
+                ids.append(pid)
         except ValueError as exc:  # a line that is not one JSON record
             raise BadInputError(f"{path}:{exc}") from None
     if not prompts:

@@ -320,3 +320,21 @@ def test_a_write_without_permission_exits_74(code: int, tmp_path: Path, capsys) 
     assert run_command(export, argparse.Namespace(out=str(tmp_path / "export"))) == STORAGE_EXIT
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(target) in err[0] and "internal error" not in err[0]
+
+
+@pytest.mark.parametrize("width", ["0", "-5", "x"])
+def test_ask_refuses_a_width_that_shows_nothing(width: str, tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["ask", str(tmp_path), "a question", "--method", "bm25", "--width", width])
+    assert exit_info.value.code == 2 and "--width" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_generate_refuses_a_prompt_id_given_twice(dry_run: bool, tmp_path: Path, capsys) -> None:
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "hi"}\n{"id": "a", "prompt": "yo"}\n')
+    args = ["generate", str(prompts), "--dry-run"] if dry_run else ["generate", str(prompts)]
+    assert main([*args, "--out", str(tmp_path / "answers.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"{prompts}:2: prompt id 'a' was given before, on line 1" in err
+    assert not (tmp_path / "answers.jsonl").exists()
