@@ -1,5 +1,5 @@
 """The command line's parser: every command, its arguments and their help. Kept apart from the
-commands (graphrag_engine/cli/commands.py), which import their modules only when they run, so `--help`
+commands (cli/index_commands.py, cli/query_commands.py), which import their modules only when they run, so `--help`
 starts without loading torch."""
 
 from __future__ import annotations
