@@ -6,7 +6,7 @@ The structured-generation bench, the forecasts and docs/structured-stages.md rea
 from __future__ import annotations
 
 from graphrag_engine import methods  # noqa: F401  (every method, and with it its stages)
-from graphrag_engine.eval import judge  # noqa: F401
+from graphrag_engine.eval import judge, ragas  # noqa: F401
 from graphrag_engine.index import communities, extract, units  # noqa: F401
 from graphrag_engine.models.stages import STAGES, StructuredStage
 from graphrag_engine.retrieve import keywords  # noqa: F401

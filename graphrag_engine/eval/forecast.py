@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_engine.config import LLMConfig
-from graphrag_engine.eval.judge import USEFUL_STAGE, pairwise_judge, ragas_scores
+from graphrag_engine.eval.judge import pairwise_judge
+from graphrag_engine.eval.ragas import USEFUL_STAGE, ragas_scores
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.cache import ResponseCache
 from graphrag_engine.models.forecast import StageForecast, price

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.eval.judge import pairwise_judge, ragas_scores, win_rate_table
+from graphrag_engine.eval.judge import pairwise_judge, win_rate_table
 from graphrag_engine.eval.metrics import (
     accuracy,
     bootstrap_ci,
@@ -37,6 +37,7 @@ from graphrag_engine.eval.metrics import (
     token_f1,
 )
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
+from graphrag_engine.eval.ragas import ragas_scores
 from graphrag_engine.results import check_results_schema, read_rows
 from graphrag_engine.store.staging import OWNED, listed_files, staging_beside, write_listing
 

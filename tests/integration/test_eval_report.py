@@ -15,12 +15,9 @@ from graphrag_engine.config import LLMConfig
 from graphrag_engine.demo import questions_path
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.eval.forecast import forecast_judge
-from graphrag_engine.eval.judge import (
-    CRITERIA,
-    pairwise_judge,
-    ragas_scores,
-)
+from graphrag_engine.eval.judge import CRITERIA, pairwise_judge
 from graphrag_engine.eval.metrics import recall_at_k
+from graphrag_engine.eval.ragas import ragas_scores
 from graphrag_engine.methods import query_config
 from graphrag_engine.models.cache import ResponseCache
 from graphrag_engine.models.llm import LLM

@@ -16,7 +16,7 @@ from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.kernels.ppr import random_walk_with_restart, sampled_rwr
 from graphrag_engine.methods import load_query_config, query_config
-from graphrag_engine.methods.lego.graph import PathText, question_graphs, topic_entities_by_name
+from graphrag_engine.methods.lego.graph import question_graphs, topic_entities_by_name
 from graphrag_engine.methods.lego.method import answer_prompt, lego
 from graphrag_engine.methods.lego.modules import (
     LegoPFConfig,
@@ -25,6 +25,7 @@ from graphrag_engine.methods.lego.modules import (
     filter_paths,
     refine_paths,
 )
+from graphrag_engine.methods.lego.paths import PathText
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.scoring import BM25Scorer, RandomScorer, make_scorer
 from graphrag_engine.retrieve.types import StageClock

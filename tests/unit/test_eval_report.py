@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from graphrag_engine.cli import main
-from graphrag_engine.eval.judge import (
-    STATEMENTS,
-    USEFUL,
-    VERDICT,
-    support_schema,
-    win_rate_table,
-    win_rates,
-)
+from graphrag_engine.eval.judge import VERDICT, win_rate_table, win_rates
+from graphrag_engine.eval.ragas import STATEMENTS, USEFUL, support_schema
 from graphrag_engine.models.structured import ParseError
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphrag_engine.methods.lego.graph import InducedCut, PathText, TripleGraph, names_of
+from graphrag_engine.methods.lego.graph import InducedCut, TripleGraph, names_of
+from graphrag_engine.methods.lego.paths import PathText
 
 
 def _graph(seed: int, n: int = 120, m: int = 700, shared: bool = True) -> TripleGraph:

@@ -22,12 +22,9 @@ from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.lego.graph import (
-    PathText,
     index_graph,
     names_of,
-    path_passages,
     question_graphs,
-    relation_chunks,
     topic_entities_by_name,
 )
 from graphrag_engine.methods.lego.modules import (
@@ -38,6 +35,7 @@ from graphrag_engine.methods.lego.modules import (
     filter_paths,
     refine_paths,
 )
+from graphrag_engine.methods.lego.paths import PathText, path_passages, relation_chunks
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.linking import link_entities

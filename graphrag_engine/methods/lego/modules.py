@@ -20,7 +20,8 @@ import numpy as np
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.kernels.ppr import personalized_pagerank, sampled_rwr
-from graphrag_engine.methods.lego.graph import InducedCut, PathText, TripleGraph, pretty_relation
+from graphrag_engine.methods.lego.graph import InducedCut, TripleGraph, pretty_relation
+from graphrag_engine.methods.lego.paths import PathText
 from graphrag_engine.models.rerank import Scorer
 from graphrag_engine.retrieve.beam import beam_step, flatten
 from graphrag_engine.retrieve.scoring import score_flat, scorer_names
