@@ -215,7 +215,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace, ks: list[int]) -> int:
     """cmd_eval's work once its report folder exists."""
-    from graphrag_engine.eval.report import compare_runs, evaluate_runs, write_staged
+    from graphrag_engine.eval.compare import compare_runs
+    from graphrag_engine.eval.report import evaluate_runs, write_staged
 
     if args.compare:
         if len(args.runs) != 2:

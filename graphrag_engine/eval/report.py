@@ -3,8 +3,7 @@
 The report holds `report.md` (one table per metric, a row per run, mean with its 95%
 bootstrap interval) with the cost table and the plots at the top (quality against cost per
 question, Recall@k curves, bars with error bars per metric group), `summary.csv` and
-`per_question.csv`. `compare_runs` gives paired differences with a
-sign-flip permutation test on the questions both runs answered.
+`per_question.csv`. eval/compare.py compares two runs question by question.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.eval.costs import cost_table, judge_usage, run_cost
 from graphrag_engine.eval.judge import pairwise_judge, win_rate_table
 from graphrag_engine.eval.metrics import (
     accuracy,
@@ -32,7 +32,6 @@ from graphrag_engine.eval.metrics import (
     exact_match,
     hit_at_1,
     hit_at_k,
-    paired_test,
     recall_at_k,
     token_f1,
 )
@@ -258,7 +257,7 @@ def evaluate_runs(
             scores[label].update(
                 ragas_scores(judge_llm, rows[:judge_limit], judge_max_tokens, judge_retries)
             )
-    metrics = sorted({m for s in scores.values() for m in s}, key=_metric_order)
+    metrics = sorted({m for s in scores.values() for m in s}, key=metric_order)
     table: dict[str, dict[str, tuple[float, float, float, int]]] = {}
     for label in labels:
         for m in metrics:
@@ -285,8 +284,8 @@ def evaluate_runs(
         lines.append(f"| {label} | " + " | ".join(cell(m, label) for m in top) + " |")
     if len(top) < len(metrics):
         lines += ["", "Every other metric has its own table below the plots."]
-    cost = {label: _cost(summary, rows) for label, summary, rows in loaded}
-    lines += ["", *_cost_table(loaded, cost)]
+    cost = {label: run_cost(summary, rows) for label, summary, rows in loaded}
+    lines += ["", *cost_table(loaded, cost)]
     plotted = metric_plots(out, labels, metrics, table, ks)
     scatter = cost_quality_plot(out, labels, table, cost)
     images = [(f"{name} (95% bootstrap CI)", f"{name}.png") for name in plotted]
@@ -303,10 +302,10 @@ def evaluate_runs(
             lines.append(f"| {label} | {cell(m, label)} | {table[m][label][3]} |")
     if pairwise and judge_llm is not None:
         verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
-        _write_csv(out / "judge_verdicts.csv", verdicts)
+        write_csv(out / "judge_verdicts.csv", verdicts)
         lines += ["", *win_rate_table(verdicts)]
 
-    _write_csv(
+    write_csv(
         out / "summary.csv",
         [
             {"run": lb, "metric": m, "mean": v[0], "ci_low": v[1], "ci_high": v[2], "n": v[3]}
@@ -327,9 +326,9 @@ def evaluate_runs(
                     **{m: scores[label][m][i] for m in scores[label] if i < len(scores[label][m])},
                 }
             )
-    _write_csv(out / "per_question.csv", per_q)
+    write_csv(out / "per_question.csv", per_q)
     if judge_llm is not None and (pairwise or ragas):
-        lines += ["", *_judge_usage(out, judge_llm.ledger.summary())]
+        lines += ["", *judge_usage(out, judge_llm.ledger.summary())]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out / "report.md"
 
@@ -338,52 +337,7 @@ TOP_METRICS = ("exact_match", "f1", "accuracy", "hr@1", "recall@")
 """The metrics of the report's first table (answers and retrieval); the rest follow below."""
 
 
-def _cost(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:
-    """A run's seconds and LLM tokens per question (0 when it asked no LLM)."""
-    n = max(1, len(rows))
-    return {
-        "seconds": float(summary.get("seconds") or 0.0) / n,
-        "query_tokens": float(sum(summary.get("query_tokens_per_question", {}).values())),
-    }
-
-
-def _cost_table(loaded: list, cost: dict[str, dict[str, float]]) -> list[str]:
-    """The cost of each run beside its quality: seconds, questions/s and tokens per question."""
-    lines = [
-        "## cost",
-        "",
-        "| run | questions | seconds / question | questions/s | LLM tokens / question "
-        "| index tokens | gold passages in index |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for label, summary, rows in loaded:
-        gold = summary.get("gold_in_index")
-        lines.append(
-            f"| {label} | {len(rows)} | {cost[label]['seconds']:.3g} | "
-            f"{summary.get('questions_per_s', '–')} | {cost[label]['query_tokens']:.0f} | "
-            f"{summary.get('index_tokens', '–')} | {'–' if gold is None else f'{gold:.0%}'} |"
-        )
-    return lines
-
-
-def _judge_usage(out: Path, usage: dict[str, dict[str, Any]]) -> list[str]:
-    """The judge's prompts and tokens per stage: `judge_usage.json` and a report.md table."""
-    (out / "judge_usage.json").write_text(json.dumps(usage, indent=2) + "\n")
-    lines = [
-        "## judge LLM usage",
-        "",
-        "| stage | prompts sent | prompt tokens | completion tokens | cached answers |",
-        "|---|---|---|---|---|",
-    ]
-    for key, u in usage.items():
-        lines.append(
-            f"| {key} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
-            f"{u['cached_calls']} |"
-        )
-    return lines
-
-
-def _metric_order(m: str) -> tuple[int, int, str]:
+def metric_order(m: str) -> tuple[int, int, str]:
     groups = [
         "hr@1",
         "entity_",
@@ -407,7 +361,7 @@ def _metric_order(m: str) -> tuple[int, int, str]:
     return len(groups), 0, m
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     fields: list[str] = []
     for r in rows:
         fields += [k for k in r if k not in fields]
@@ -415,41 +369,6 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-
-
-def compare_runs(run_a: str, run_b: str, out: str | Path, ks: list[int]) -> Path:
-    """Paired differences (B - A) of every shared metric over the questions both runs hold."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (la, _, ra), (lb, _, rb) = load_run(run_a), load_run(run_b)
-    common = sorted({r["qid"] for r in ra} & {r["qid"] for r in rb})
-    if not common:
-        raise BadInputError(f"eval --compare: {run_a} and {run_b} share no question ids")
-    by_a = {r["qid"]: r for r in ra}
-    by_b = {r["qid"]: r for r in rb}
-    sa = score_rows([by_a[q] for q in common], ks)
-    sb = score_rows([by_b[q] for q in common], ks)
-    rows = []
-    for m in sorted(set(sa) & set(sb), key=_metric_order):
-        t = paired_test(sa[m], sb[m])
-        rows.append({"metric": m, **t})
-    lines = [
-        f"# {lb} vs {la}",
-        "",
-        f"{len(common)} shared questions; difference = {lb} - {la}; 95% bootstrap interval; "
-        "p from a paired sign-flip permutation test (10,000 draws).",
-        "",
-        "| metric | n | difference | 95% CI | p |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['metric']} | {r['n']} | {r['mean_diff']:+.4f} | "
-            f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] | {r['p_value']:.4f} |"
-        )
-    _write_csv(out / "compare.csv", rows)
-    (out / "compare.md").write_text("\n".join(lines) + "\n")
-    return out / "compare.md"
 
 
 REPORT_MARKER = ".graphrag-engine-report.json"
