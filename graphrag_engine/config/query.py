@@ -52,8 +52,8 @@ class RetrievalConfig:
     """How many passages a method ranks and how many reach the answer prompt."""
 
     RANGES: ClassVar[dict[str, str]] = {  # other numbers: >= 0 (config/ranges.py)
-        "top_k": ">= 1",
-        "candidates": ">= 1",
+        "top_k": "[1, 100000]",
+        "candidates": "[1, 100000]",
     }
 
     top_k: int = 5

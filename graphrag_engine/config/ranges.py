@@ -3,7 +3,9 @@ written beside each key in the config references.
 
 A config dataclass lists its narrower ranges in a `RANGES` class attribute (field name ->
 range); every other int or float field may not be negative. A range reads as written in the
-references: ">= 1", "> 0", "[0, 1]", "(0, 1]", "[-1, 1]" or "any".
+references: ">= 1", "> 0", "[0, 1]", "(0, 1]", "[-1, 1]" or "any". Beyond its range, no
+whole-number setting may pass INT_MAX and no setting may be infinite or NaN, so a value too
+large for the code that uses it is refused when the config is read, before any work.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from graphrag_engine.errors import ConfigError
 
 DEFAULT = ">= 0"
+INT_MAX = 2**31 - 1
+"""The largest whole-number setting (seeds, sizes and counts all fit a 32-bit integer)."""
 INTERVAL = re.compile(r"([\[(])\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*([\])])")
 BOUND = re.compile(r"(>=|>)\s*(-?[\d.]+)")
 
@@ -62,7 +66,15 @@ def out_of_range(cls: type, name: str, value: Any) -> str | None:
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
     spec = range_of(cls, name)
-    return None if spec is None or within(value, spec) else spec
+    if spec is None:
+        return None
+    if not within(value, spec):
+        return spec
+    if not math.isfinite(value):
+        return f"{spec} and finite"
+    if isinstance(value, int) and abs(value) > INT_MAX:
+        return f"{spec} and <= {INT_MAX}"
+    return None
 
 
 def check_ranges(obj: Any, where: str, prefix: str = "") -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import errno
 import json
 import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -338,3 +339,42 @@ def test_generate_refuses_a_prompt_id_given_twice(dry_run: bool, tmp_path: Path,
     err = capsys.readouterr().err
     assert f"{prompts}:2: prompt id 'a' was given before, on line 1" in err
     assert not (tmp_path / "answers.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "says"),
+    [
+        (
+            "communities:\n  seed: 100000000000\n",
+            "communities.seed' must be >= 0 and <= 2147483647",
+        ),
+        (
+            "communities:\n  max_cluster_size: 1000000000000\n",
+            "communities.max_cluster_size' must be >= 1 and <= 2147483647",
+        ),
+        (
+            "graph:\n  synonym_threshold: .inf\n",
+            "graph.synonym_threshold' must be >= -1 and finite",
+        ),
+        ("models:\n  llm:\n    read_timeout_s: .nan\n", "read_timeout_s' must be > 0"),
+    ],
+)
+def test_index_settings_too_large_for_the_code_are_refused_when_read(
+    yaml_text: str, says: str, tmp_path: Path
+) -> None:
+    """A number no stage could use (an overflowing seed or size, infinity, NaN) is refused with
+    its file, line and key when the config is read, not after the build."""
+    path = tmp_path / "index.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_config(path)
+
+
+@pytest.mark.parametrize("key", ["top_k", "candidates"])
+def test_query_sizes_that_would_exhaust_memory_are_refused(key: str, tmp_path: Path) -> None:
+    from graphrag_engine.methods import load_query_config
+
+    path = tmp_path / "q.yaml"
+    path.write_text(f"method: bm25\nretrieval:\n  {key}: 1000000000\n")
+    with pytest.raises(ConfigError, match=re.escape(f"retrieval.{key}' must be [1, 100000]")):
+        load_query_config(path)
