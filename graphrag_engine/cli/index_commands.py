@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from graphrag_engine.cli.args import writable_folder
+from graphrag_engine.cli.args import output_folder, writable_folder
 from graphrag_engine.config import LLMConfig, load_config
 from graphrag_engine.errors import (
     BadInputError,
@@ -159,11 +159,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from graphrag_engine.importers import import_index
     from graphrag_engine.store.describe import table_lines
 
-    writable_folder(args.out)
     started = time.perf_counter()
-    manifest = import_index(
-        args.source, args.out, load_config(args.config), args.system, args.corpus
-    )
+    with output_folder(args.out):
+        manifest = import_index(
+            args.source, args.out, load_config(args.config), args.system, args.corpus
+        )
     source = manifest["stats"]["import"]
     if manifest.get("unchanged"):
         print(

@@ -19,6 +19,7 @@ from typing import Any
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.importers.columns import LISTS, TEXT, TEXTS, check_columns, optional
 from graphrag_engine.importers.imported import (
     EntityTable,
     ImportedGraph,
@@ -101,6 +102,13 @@ def _passages(openie: Path) -> dict[str, dict[str, Any]]:
     docs = data.get("docs") if isinstance(data, dict) else None
     if not isinstance(docs, list):
         raise BadInputError(f"{openie}: no 'docs' list; is this HippoRAG's OpenIE output?")
+    kinds = {
+        "title": TEXT,
+        "text": TEXT,
+        "extracted_entities": optional(TEXTS),
+        "extracted_triples": optional(LISTS),
+    }
+    check_columns(docs, f"{openie}: docs", kinds, "is this HippoRAG's OpenIE output?", "entry")
     out: dict[str, dict[str, Any]] = {}
     for i, doc in enumerate(docs):
         for key in ("title", "text", "extracted_entities", "extracted_triples"):

@@ -78,6 +78,8 @@ def source_json(path: Path, fix: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BadInputError(f"{path}: not readable JSON ({exc}); {fix}") from None
+    except RecursionError:
+        raise BadInputError(f"{path}: JSON nested too deep to be a real export; {fix}") from None
 
 
 def documents_and_chunks(

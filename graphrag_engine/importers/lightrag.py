@@ -18,6 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.importers.columns import (
+    KEYS,
+    TEXT,
+    TEXTS,
+    WHOLE,
+    check_columns,
+    number_text,
+    optional,
+)
 from graphrag_engine.importers.imported import (
     EntityTable,
     ImportedGraph,
@@ -36,6 +45,9 @@ SEP = "<SEP>"
 _NS = {"g": "http://graphml.graphdrawing.org/xmlns"}
 
 
+FIX = "copy it again from LightRAG's working dir"
+
+
 def is_lightrag_dir(folder: Path) -> bool:
     """Whether `folder` looks like a LightRAG / nano-graphrag working directory."""
     return folder.is_dir() and (folder / GRAPHML).is_file()
@@ -51,7 +63,15 @@ def read_lightrag(folder: Path) -> ImportedGraph:
             )
     paths = [folder / n for n in (GRAPHML, CHUNKS, DOCS, REPORTS) if (folder / n).is_file()]
     chunks_kv = _kv(folder / CHUNKS)
+    chunk_kinds = {
+        "content": TEXT,
+        "chunk_order_index": optional(WHOLE),
+        "full_doc_id": optional(TEXT),
+    }
+    check_columns(chunks_kv, str(folder / CHUNKS), chunk_kinds, FIX, "chunk")
     docs_kv = _kv(folder / DOCS) if (folder / DOCS).is_file() else {}
+    doc_kinds = {"content": optional(TEXT), "file_path": optional(TEXT)}
+    check_columns(docs_kv, str(folder / DOCS), doc_kinds, FIX, "document")
     documents, chunks, chunk_of = _documents_and_chunks(chunks_kv, docs_kv, folder)
     nodes, edges = _graph(folder / GRAPHML)
     entities, by_name = EntityTable(), {}
@@ -76,7 +96,7 @@ def read_lightrag(folder: Path) -> ImportedGraph:
             by_name[dst],
             _lines(data.get("description")),
             _lines(data.get("keywords"), ", "),
-            float(data.get("weight") or 1.0),
+            number_text(data.get("weight"), f"{folder / GRAPHML}: {where}, weight", FIX),
             _sources(data.get("source_id"), chunk_of, folder / GRAPHML, where),
         )
     ordered = entities.ordered()
@@ -182,6 +202,8 @@ def _sources(value: str | None, chunk_of: dict[str, str], path: Path, where: str
 def _communities(path: Path, by_name: dict[str, str]) -> tuple[list[dict], list[dict]]:
     """nano-graphrag's communities (parents from `sub_communities`) and their reports."""
     kv = _kv(path)
+    kinds = {"level": optional(WHOLE), "nodes": optional(TEXTS), "sub_communities": optional(KEYS)}
+    check_columns(kv, str(path), kinds, FIX, "community")
     members, parent = {}, {}
     for key, value in kv.items():
         missing = [n for n in value.get("nodes") or [] if n not in by_name]

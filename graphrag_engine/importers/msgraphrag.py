@@ -22,6 +22,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
+from graphrag_engine.importers.columns import (
+    KEY,
+    NUMBER,
+    TEXT,
+    TEXTS,
+    WEIGHT,
+    WHOLE,
+    check_columns,
+    optional,
+)
 from graphrag_engine.importers.imported import (
     EntityTable,
     ImportedGraph,
@@ -41,6 +51,47 @@ TABLES = (
     "community_reports",
 )
 REQUIRED = ("text_units", "entities", "relationships")
+KINDS = {
+    "documents": {"id": TEXT, "title": optional(TEXT), "text": optional(TEXT)},
+    "text_units": {
+        "id": TEXT,
+        "text": TEXT,
+        "document_id": optional(TEXT),
+        "document_ids": optional(TEXTS),
+    },
+    "entities": {
+        "id": TEXT,
+        "title": optional(TEXT),
+        "name": optional(TEXT),
+        "type": optional(TEXT),
+        "description": optional(TEXT),
+        "text_unit_ids": optional(TEXTS),
+    },
+    "relationships": {
+        "id": KEY,
+        "source": optional(TEXT),
+        "target": optional(TEXT),
+        "description": optional(TEXT),
+        "weight": optional(WEIGHT),
+        "text_unit_ids": optional(TEXTS),
+    },
+    "communities": {
+        "community": KEY,
+        "level": WHOLE,
+        "parent": optional(WHOLE),
+        "entity_ids": optional(TEXTS),
+    },
+    "community_reports": {
+        "community": KEY,
+        "title": optional(TEXT),
+        "summary": optional(TEXT),
+        "rank": optional(NUMBER),
+        "full_content": optional(TEXT),
+        "full_content_json": optional(TEXT),
+    },
+}
+"""What each table's columns must hold (the columns the reader uses)."""
+FIX = "copy the table again from GraphRAG's output"
 LAYOUTS = {"plain": "{}.parquet", "1.x": "create_final_{}.parquet"}
 """File names per layout: the later releases' plain names, the 1.x releases' create_final_*."""
 
@@ -55,6 +106,10 @@ def read_graphrag(folder: Path) -> ImportedGraph:
     layout, paths = _files(folder)
     rows = {name: _read(path) for name, path in paths.items()}
     where = {name: str(path) for name, path in paths.items()}
+    for name, table in rows.items():
+        check_columns(table, where[name], KINDS[name], FIX)
+    if rows["relationships"] and "id" in rows["relationships"][0]:
+        _unique(rows["relationships"], "id", where["relationships"])
     documents, chunks, unit_to_chunk = _documents_and_chunks(rows, where)
     entities, by_title, by_id = _entities(rows["entities"], where["entities"], unit_to_chunk)
     relations, named_only = _relations(
