@@ -10,6 +10,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 BOM = "\ufeff"
+HUGE_NUMBER = (
+    "holds a number of more than 4300 digits, which no id, count or score needs; write it as "
+    "a string (in quotes) or leave it out"
+)
 
 
 def decode_line(raw: bytes) -> str:
@@ -38,6 +42,10 @@ def parse_line(line: str, first: bool) -> Any:
         raise ValueError(
             "nested too deeply to read (lists or objects inside each other past Python's "
             "recursion limit); flatten the record"
+        ) from None
+    except ValueError as exc:  # Python refuses integers of more than 4300 digits
+        raise ValueError(
+            HUGE_NUMBER if "integer string conversion" in str(exc) else str(exc)
         ) from None
     if lone:
         raise ValueError(

@@ -27,6 +27,7 @@ from graphrag_engine.index.ingest import content_id
 from graphrag_engine.index.pipeline import GRAPH_PIPELINE, StagedChunks, run_pipeline
 from graphrag_engine.index.resolve import entity_id, relation_id
 from graphrag_engine.index.units import unit_batches
+from graphrag_engine.jsonl import HUGE_NUMBER
 from graphrag_engine.models.tokenizer import load_tokenizer
 from graphrag_engine.names import normalize_name
 from graphrag_engine.progress import progress
@@ -76,7 +77,11 @@ def source_json(path: Path, fix: str) -> Any:
     """A JSON file another system wrote, or one clear error naming it and what to do (`fix`)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise BadInputError(f"{path}: {HUGE_NUMBER}; {fix}") from None
+        raise BadInputError(f"{path}: not readable JSON ({exc}); {fix}") from None
+    except OSError as exc:
         raise BadInputError(f"{path}: not readable JSON ({exc}); {fix}") from None
     except RecursionError:
         raise BadInputError(f"{path}: JSON nested too deep to be a real export; {fix}") from None

@@ -211,3 +211,21 @@ def test_a_kv_store_nested_past_any_real_export_exits_2(tmp_path: Path, capsys) 
     nested = '{"c1": {"content": ' + "[" * 100_000 + "]" * 100_000 + "}}"
     (src / "kv_store_text_chunks.json").write_text(nested)
     _refused(["import", str(src)], tmp_path / "idx", capsys, "JSON nested too deep")
+
+
+def test_a_number_of_more_than_4300_digits_is_named_not_pythons_advice(
+    tmp_path: Path, capsys
+) -> None:
+    """Python refuses to read such an integer and says to call a Python function; the user is
+    told what is wrong with the file instead (a corpus line, and a source JSON)."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": ' + "9" * 5000 + ', "title": "A", "text": "t"}\n')
+    openie = tmp_path / "openie_results.json"
+    openie.write_text('{"docs": [], "n": ' + "9" * 5000 + "}")
+    for args in (
+        ["index", str(corpus), "--out", str(tmp_path / "idx")],
+        ["import", str(openie), "--corpus", str(corpus), "--out", str(tmp_path / "imp")],
+    ):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "more than 4300 digits" in err and "set_int_max_str_digits" not in err, err
