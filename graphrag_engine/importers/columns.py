@@ -34,8 +34,25 @@ TEXTS = Kind(
     "a list of texts",
     lambda v: isinstance(v, list | tuple) and all(isinstance(x, str) for x in v),
 )
-LISTS = Kind(
-    "a list of lists", lambda v: isinstance(v, list) and all(isinstance(x, list) for x in v)
+FIELD_CHARS = 10_000
+"""The longest name or triple part an import takes (HippoRAG's own OpenIE of MuSiQue peaks at
+a few hundred characters; a longer one is a broken extraction, refused before it is matched
+against every chunk)."""
+NAMES = Kind(
+    f"a list of texts of at most {FIELD_CHARS} characters",
+    lambda v: (
+        isinstance(v, list | tuple) and all(isinstance(x, str) and len(x) <= FIELD_CHARS for x in v)
+    ),
+)
+TRIPLES = Kind(
+    f"a list of lists whose texts have at most {FIELD_CHARS} characters",
+    lambda v: (
+        isinstance(v, list)
+        and all(
+            isinstance(t, list) and all(not isinstance(x, str) or len(x) <= FIELD_CHARS for x in t)
+            for t in v
+        )
+    ),
 )
 KEYS = Kind(
     "a list of texts or whole numbers",

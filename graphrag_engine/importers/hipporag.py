@@ -19,7 +19,7 @@ from typing import Any
 
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.importers.columns import LISTS, TEXT, TEXTS, check_columns, optional
+from graphrag_engine.importers.columns import NAMES, TEXT, TRIPLES, check_columns, optional
 from graphrag_engine.importers.imported import (
     EntityTable,
     ImportedGraph,
@@ -105,8 +105,8 @@ def _passages(openie: Path) -> dict[str, dict[str, Any]]:
     kinds = {
         "title": TEXT,
         "text": TEXT,
-        "extracted_entities": optional(TEXTS),
-        "extracted_triples": optional(LISTS),
+        "extracted_entities": optional(NAMES),
+        "extracted_triples": optional(TRIPLES),
     }
     check_columns(docs, f"{openie}: docs", kinds, "is this HippoRAG's OpenIE output?", "entry")
     out: dict[str, dict[str, Any]] = {}

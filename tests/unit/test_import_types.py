@@ -132,7 +132,31 @@ BROKEN_HIPPORAG = {
                 "extracted_triples": [],
             }
         ],
-        "entry 0, column 'extracted_entities': a list of texts or null expected",
+        "entry 0, column 'extracted_entities': a list of texts of at most 10000 characters",
+    ),
+    "a 20 MB entity": (
+        [
+            {
+                "idx": 0,
+                "title": "A",
+                "text": "t",
+                "extracted_entities": ["x" * 20_000_000],
+                "extracted_triples": [],
+            }
+        ],
+        "entry 0, column 'extracted_entities': a list of texts of at most 10000 characters",
+    ),
+    "a 20 MB triple part": (
+        [
+            {
+                "idx": 0,
+                "title": "A",
+                "text": "t",
+                "extracted_entities": [],
+                "extracted_triples": [["Ada", "founded", "x" * 20_000_000]],
+            }
+        ],
+        "entry 0, column 'extracted_triples': a list of lists whose texts have at most 10000",
     ),
 }
 
