@@ -15,38 +15,69 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from graphrag_engine.api import Engine
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.methods import method_names
+from graphrag_engine.methods import method_names, query_config
 from tests.paths import REPO
+
+if TYPE_CHECKING:  # the type only: the recording was made by the code before config/ existed
+    from graphrag_engine.config.query import QueryConfig
 
 RECORDING = Path(__file__).with_name("unchanged.json")
 RECORD = os.environ.get("GRAPHRAG_RECORD_UNCHANGED") == "1"
 CONFIGS = sorted(p.stem for p in (REPO / "configs" / "methods").glob("*.yaml"))
 """The shipped method configs, run beside the registered names (their LLM-free variants)."""
 MOVED_SHARE = 0.03
+LLM_FREE = {
+    "rograg_dual_level_ner": (
+        "rograg",
+        {"stages": ["dual_level"], "check": "none", "keys": "ner", "analysis": False},
+    ),
+    "regraphrag_no_expansion": ("regraphrag", {"expansion": False, "edge_text": "relation"}),
+    "pankrag_no_path": ("pankrag", {"plan": "direct", "scope": "specific"}),
+    "lego_index": ("lego", {"graph": "index"}),
+    "lightrag_hybrid_ner": ("lightrag", {"keywords": "ner", "mode": "hybrid"}),
+    "clue_text_paths": ("clue", {"path_scoring": "text"}),
+    "clue_mean_paths": ("clue", {"path_scoring": "mean"}),
+}
+"""The LLM-free settings of the methods whose defaults ask an LLM (as bench/llm_free.py runs
+them), and Clue-RAG's other path scorings."""
 
 
-def _methods() -> list[tuple[str, str]]:
-    """(label, what --method takes) for every registered method and shipped config."""
-    named = [(name, name) for name in method_names()]
+def _llm_free(method: str, settings: dict) -> QueryConfig:
+    cfg = query_config(method)
+    for key, value in settings.items():
+        setattr(cfg.options, key, value)
+    return cfg
+
+
+def _methods() -> list[tuple[str, str | QueryConfig]]:
+    """(label, what --method takes) for every registered method, shipped config and LLM-free
+    variant."""
+    named: list[tuple[str, str | QueryConfig]] = [(name, name) for name in method_names()]
+    named += [(label, _llm_free(m, kw)) for label, (m, kw) in LLM_FREE.items()]
     shipped = [
-        (f"cfg:{stem}", str(REPO / "configs" / "methods" / f"{stem}.yaml")) for stem in CONFIGS
+        (f"cfg_{stem}", str(REPO / "configs" / "methods" / f"{stem}.yaml")) for stem in CONFIGS
     ]
     return named + shipped
 
 
 def _capture(index: Path, questions: Path | str, tmp: Path) -> dict[str, dict[str, list]]:
-    """label -> qid -> [top-5 ids, sha256 of the context] for every method that runs on the
-    index without an LLM (one that needs an LLM, or a part the index lacks, is left out)."""
+    """label -> qid -> [top-5 ids, sha256 of the context] for every method that ranks without
+    an LLM on the index (one whose retrieval asks an LLM, or needs a part the index lacks, is
+    left out)."""
     engine = Engine(index)
     out: dict[str, dict[str, list]] = {}
     for label, method in _methods():
         try:
-            run = engine.run(method, questions, tmp / label.replace(":", "_"), retrieval_only=True)
+            cfg = engine.config(method, retrieval_only=True)
+            if cfg.method_llm_use():
+                continue  # its retrieval asks an LLM (a shipped config may name one)
+            run = engine.run(cfg, questions, tmp / label, label=label)
         except BadInputError:
             continue  # this method needs an LLM or an index part this index does not have
         out[label] = {
