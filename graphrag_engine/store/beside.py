@@ -88,4 +88,9 @@ def read_line_tokens(path: Path, rows: int) -> np.ndarray | None:
 
 def save_line_tokens(path: Path, counts: np.ndarray) -> bool:
     """Keep `counts` at `path` (see `save_beside`)."""
-    return save_beside([(path, lambda tmp: np.save(tmp, counts))], "line token counts")
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.save adds no .npy to its name
+            np.save(fh, counts)
+
+    return save_beside([(path, write)], "line token counts")

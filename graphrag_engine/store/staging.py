@@ -80,7 +80,8 @@ def replace_with(path: Path, write: Callable[[Path], object]) -> None:
     process's own name, so writers never share one), synced, then renamed in one step: a
     reader sees the old file or the new one, never half of it; a failed write leaves no
     temporary file behind."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # no suffix: no glob of the
+    # folder's files (`*.parquet`, `*.npy`) ever takes a file being written
     try:
         write(tmp)
         with open(tmp, "rb") as fh:
