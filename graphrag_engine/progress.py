@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from typing import Any
 
 from tqdm import tqdm
@@ -44,3 +45,36 @@ def silence_library_bars() -> None:
     except ImportError:  # a transformers without GGUF support has no such bar
         return
     gguf_loading.tqdm = functools.partial(tqdm, disable=True)
+
+
+BLOCK_SECONDS = 2.0
+"""About how long one model call on a block of texts should take: a stage's bar moves at least
+that often, whatever the machine's speed or load."""
+
+
+class BlockSizer:
+    """How many texts the next model call of a stage takes: `first` to begin with, then as many
+    as the rate measured so far (texts done over wall seconds, across `workers` parallel
+    callers) does in about BLOCK_SECONDS, growing at most fourfold a block, never over `most`."""
+
+    def __init__(self, most: int, first: int = 16, workers: int = 1) -> None:
+        self.most, self.workers = max(1, most), max(1, workers)
+        self.last = min(max(1, first), self.most)
+        self.done = 0
+        self._started: float | None = None
+
+    def size(self) -> int:
+        """Texts for the next block (the clock starts at the first ask)."""
+        if self._started is None:
+            self._started = time.perf_counter()
+        if self.done == 0:
+            return self.last
+        seconds = max(time.perf_counter() - self._started, 1e-6)
+        per_worker = self.done / seconds / self.workers
+        fit = int(per_worker * BLOCK_SECONDS)
+        self.last = max(1, min(fit, 4 * self.last, self.most))
+        return self.last
+
+    def finished(self, texts: int) -> None:
+        """Count `texts` done (a block came back)."""
+        self.done += texts

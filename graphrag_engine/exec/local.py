@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -14,6 +15,7 @@ from graphrag_engine.models import make_embedder
 from graphrag_engine.models.ner import entity_recognizer, load_recognizer, tag_block
 from graphrag_engine.models.ner_cache import BLOCK, Mentions
 from graphrag_engine.models.text_cache import in_blocks
+from graphrag_engine.progress import BlockSizer
 
 NER_WORKERS_FROM = 3500
 """Texts to tag (ones the NER cache lacks) from which `ner_blocks` spreads them over worker
@@ -86,11 +88,16 @@ class LocalExecutor:
         if self._ner_pool is None:
             yield from in_blocks(None, self.ner, texts, BLOCK)
             return
-        jobs = [
-            (self._ner_backend, lo, texts[lo : lo + BLOCK]) for lo in range(0, len(texts), BLOCK)
-        ]
-        for lo, found in self._ner_pool.imap_unordered(tag_block, jobs):
-            yield range(lo, lo + len(found)), found
+        sizer, lo, sent = BlockSizer(BLOCK, workers=self.ner_workers), 0, deque()
+        while lo < len(texts) or sent:
+            while lo < len(texts) and len(sent) < 2 * self.ner_workers:  # none waits for us
+                hi = min(lo + sizer.size(), len(texts))
+                job = (self._ner_backend, lo, texts[lo:hi])
+                sent.append(self._ner_pool.apply_async(tag_block, (job,)))
+                lo = hi
+            start, found = sent.popleft().get()
+            sizer.finished(len(found))
+            yield range(start, start + len(found)), found
 
     def llm_backend(self, llm_cfg) -> None:
         """LLMs run in this process (make_llm builds them)."""

@@ -4,7 +4,7 @@ its close. Every embedding and NER stage of a build reuses them, where a Ray Dat
 stage would start a pool and load its model again: about 7 s a stage on the 2-CPU test
 cluster, against well under a second of embedding for a small build.
 
-Blocks of texts go to the actor with the fewest blocks in flight, in turn across the pool's
+Blocks of texts (each sized to take about BLOCK_SECONDS, at most BLOCK) go to the actor with the fewest blocks in flight, in turn across the pool's
 calls (at most IN_FLIGHT each, so the driver holds a bounded number of blocks), and come back
 as they finish, tagged with their positions; through Parquet parts in `parts` when given, as
 in the Ray Data pipelines (graphrag_engine/exec/ray_data.py). An actor that dies is restarted
@@ -16,7 +16,6 @@ needs them, releases it first (`release`); the next model stage starts it again.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,9 +30,12 @@ from graphrag_engine.exec.ray_data import (
     quiet_actor,
     written_as_part,
 )
+from graphrag_engine.progress import BlockSizer
 
 IN_FLIGHT = 2
 """Blocks sent to one actor before its first answer (so it never waits for the driver)."""
+FIRST_BLOCK = 64
+"""Texts of each actor's first blocks; later ones are sized by the measured rate (BlockSizer)."""
 
 
 class ModelActor:
@@ -112,26 +114,31 @@ class ModelPool:
     def _answers(self, kind: str, texts: list[str], block: int) -> Iterator[dict]:
         """The actors' answers to blocks of the texts, as they finish."""
         actors = self._started()
-        todo = deque(range(0, len(texts), block))
+        sizer = BlockSizer(block, first=FIRST_BLOCK, workers=len(actors))
+        lo = 0  # the first text not sent yet
         load = [0] * len(actors)  # blocks in flight per actor
-        sent: dict[Any, int] = {}  # answer ref -> its actor
+        sent: dict[Any, tuple[int, int]] = {}  # answer ref -> (its actor, its texts)
 
         def send() -> None:
-            while todo and min(load) < IN_FLIGHT:
+            nonlocal lo
+            while lo < len(texts) and min(load) < IN_FLIGHT:
                 in_turn = [(self._turn + k) % len(actors) for k in range(len(actors))]
                 i = min(in_turn, key=load.__getitem__)  # the first of the least loaded
-                self._turn, lo = i + 1, todo.popleft()
+                hi = min(lo + sizer.size(), len(texts))
                 batch = {
-                    "pos": np.arange(lo, min(lo + block, len(texts))),
-                    "text": np.array(texts[lo : lo + block], dtype=object),
+                    "pos": np.arange(lo, hi),
+                    "text": np.array(texts[lo:hi], dtype=object),
                 }
-                sent[getattr(actors[i], kind).remote(batch)] = i
+                sent[getattr(actors[i], kind).remote(batch)] = (i, hi - lo)
+                self._turn, lo = i + 1, hi
                 load[i] += 1
 
         send()
         while sent:
             [ref], _ = self._ray.wait(list(sent), num_returns=1)
-            load[sent.pop(ref)] -= 1
+            actor, count = sent.pop(ref)
+            load[actor] -= 1
+            sizer.finished(count)
             send()
             yield self._ray.get(ref)
 

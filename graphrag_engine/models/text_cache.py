@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_engine.models.sqlite_check import cache_file, check_cache_db
-from graphrag_engine.progress import progress
+from graphrag_engine.progress import BlockSizer, progress
 
 Blocks = Callable[[list[str]], Iterator[tuple[Sequence[int], Sequence[Any]]]]
 """What computes the missing values: texts -> (positions, values) block by block, any order."""
@@ -21,12 +21,18 @@ def in_blocks(
     own: Blocks | None, call: Callable[[list[str]], Sequence[Any]], texts: list[str], size: int
 ) -> Iterator[tuple[Sequence[int], Sequence[Any]]]:
     """(positions, values) of the texts block by block: `own(texts)` where the model offers
-    blocks of its own (a Ray Data pipeline, any order), else `call` on `size` texts at a time."""
+    blocks of its own (a pool of workers, any order), else `call` on blocks sized to take about
+    BLOCK_SECONDS each (at most `size` texts), so the caller's bar moves on a slow machine too."""
     if own is not None:
         yield from own(texts)
         return
-    for lo in range(0, len(texts), size):
-        yield range(lo, min(lo + size, len(texts))), call(texts[lo : lo + size])
+    sizer, lo = BlockSizer(size), 0
+    while lo < len(texts):
+        hi = min(lo + sizer.size(), len(texts))
+        values = call(texts[lo:hi])
+        sizer.finished(hi - lo)
+        yield range(lo, hi), values
+        lo = hi
 
 
 LOOKUP = 500
