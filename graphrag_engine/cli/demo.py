@@ -9,7 +9,7 @@ has extractive community reports (no LLM), which global search and PankRAG's abs
 read. A method whose index part is missing (an index reused from elsewhere) is listed with
 why.
 Ends with one comparison table (Recall@5, answer EM / F1, tokens and seconds per question) and
-the evaluation report (`OUT/report/report.md`, with its plots).
+the evaluation report (`OUT/report/report.md`, with its plots, and `report.html` to browse).
 """
 
 from __future__ import annotations
@@ -194,6 +194,7 @@ def run_demo(
         f"(index {index_s:.0f} s; s/q counts each method's LLM stages and answers)"
     )
     print(f"report: {report} (tables with 95% intervals, recall@k curves, cost vs quality)")
+    print(f"browse: {report.with_suffix('.html')} (sortable tables; each question's passages)")
     print(f"runs:   {out / 'runs'}/<method>/results.parquet, one folder per method")
     return runs
 

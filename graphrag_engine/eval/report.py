@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.costs import cost_table, judge_usage, run_cost
+from graphrag_engine.eval.html import write_html
 from graphrag_engine.eval.judge import pairwise_judge, win_rate_table
 from graphrag_engine.eval.metrics import (
     accuracy,
@@ -285,7 +286,8 @@ def evaluate_runs(
     if len(top) < len(metrics):
         lines += ["", "Every other metric has its own table below the plots."]
     cost = {label: run_cost(summary, rows) for label, summary, rows in loaded}
-    lines += ["", *cost_table(loaded, cost)]
+    costs = cost_table(loaded, cost)
+    lines += ["", *costs]
     plotted = metric_plots(out, labels, metrics, table, ks)
     scatter = cost_quality_plot(out, labels, table, cost)
     images = [(f"{name} (95% bootstrap CI)", f"{name}.png") for name in plotted]
@@ -330,6 +332,8 @@ def evaluate_runs(
     if judge_llm is not None and (pairwise or ragas):
         lines += ["", *judge_usage(out, judge_llm.ledger.summary())]
     (out / "report.md").write_text("\n".join(lines) + "\n")
+    shown = [(title, out / png) for title, png in images]
+    write_html(out / "report.html", runs, top, table, costs, shown, loaded, scores)
     return out / "report.md"
 
 
