@@ -107,11 +107,28 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+MATRIX_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+"""The CPU flags that decide how fast a CPU runs a model (bf16 units: avx512_bf16, amx_*)."""
+
+
+def _cpu_flags() -> list[str]:
+    """Which of MATRIX_FLAGS the CPU has (Linux; empty elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in MATRIX_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
 def machine() -> dict[str, Any]:
     """The machine a figure was measured on: CPU, cores, memory, load, GPU, library versions."""
     info: dict[str, Any] = {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
+        "cpu_flags": _cpu_flags(),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
     }

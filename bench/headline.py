@@ -181,10 +181,23 @@ def demo_excerpt(results: Path = RESULTS) -> str:
         )
     rec = json.loads(path.read_text())
     fig, m = rec["figures"], rec["machine"]
+    flags = m.get("cpu_flags")
+    units = (
+        ""
+        if flags is None
+        else (", bf16 units" if {"avx512_bf16", "amx_bf16"} & set(flags) else ", no bf16 units")
+    )
+    cold = ", model cache cold" if fig.get("model_cache") == "cold" else ""
     where = (
-        f"Output of `python -m bench.demo` ({_machine(m)}, load average "
+        f"Output of `python -m bench.demo` ({_machine(m)}{units}{cold}, load average "
         f"{fig['load_average_1m_before']} before the run; {fig['seconds']:.0f} s in all)."
     )
+    if "install_seconds" in fig:
+        where += (
+            f" The install before it (a fresh venv, pip's cache off) took "
+            f"{fig['install_seconds']:.0f} s: command 1 in "
+            f"{fig['install_seconds'] + fig['seconds']:.0f} s."
+        )
     if "answer_stage_seconds_apart" in fig:
         where += (
             f" In the same run, the answer stages took {fig['answer_stage_seconds']:.0f} s in one "

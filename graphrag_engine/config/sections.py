@@ -86,10 +86,11 @@ class LLMConfig:
     """transformers: prompts generated together in one forward batch."""
     constrained: bool = True
     """transformers: decode prompts that carry a JSON schema under its grammar (llguidance)."""
-    dtype: Literal["float32", "bfloat16", "auto"] = "float32"
-    """transformers: the weights' number type. auto: bfloat16 on a CPU with bf16 matrix units
-    (AMX or AVX512-BF16, where it decodes faster; docs/models.md), float32 elsewhere. Answers
-    differ between the two, so each has its own cache."""
+    dtype: Literal["float32", "bfloat16", "int8", "auto", "fast"] = "float32"
+    """transformers: the weights' number type. int8: linear layers' weights in int8 (CPU only).
+    auto: bfloat16 on a CPU with bf16 matrix units (AMX or AVX512-BF16, where it decodes
+    faster; docs/models.md), float32 elsewhere; fast: the same, int8 on other CPUs. Answers
+    differ between them, so each has its own cache."""
     context_window: int | None = None
     """The model's context window in tokens; unset, it is asked of the backend where it can tell
     (transformers: the model's config; vllm: max_model_len; a server: not known)."""

@@ -76,6 +76,36 @@ def test_bfloat16_weights_answer_under_their_own_model_id(smollm) -> None:
     native = torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()
     assert weights_dtype("auto", "cpu") == ("bfloat16" if native else "float32")
     assert weights_dtype("auto", "cuda") == "float32" == weights_dtype("float32", "cpu")
+    assert weights_dtype("fast", "cpu") == ("bfloat16" if native else "int8")
+    assert weights_dtype("fast", "cuda") == "float32"
+
+
+def test_int8_weights_answer_and_keep_their_own_cache(smollm) -> None:
+    """dtype int8 (what the demo's `fast` takes on a CPU without bf16 units): the linear layers
+    but the head and the MLP's down projection hold int8 weights, the backend id ends in +int8
+    (its answers are its own), and it answers what float32 answers where the model knows the
+    fact, the same again when asked again."""
+    import torch
+
+    from graphrag_engine.errors import ConfigError
+    from graphrag_engine.models.transformers_llm import TransformersLLM, int8_weights
+
+    small = TransformersLLM(batch_size=4, dtype="int8")
+    kept = {n for n, m in small.model.named_modules() if isinstance(m, torch.nn.Linear)}
+    quantized = [
+        m
+        for m in small.model.modules()
+        if type(m).__name__ == "Linear" and "quantized" in type(m).__module__
+    ]
+    assert len(quantized) == 30 * 6, "attention's four projections, the MLP's gate and up"
+    assert kept == {"lm_head"} | {f"model.layers.{i}.mlp.down_proj" for i in range(30)}
+    assert small.model_id == smollm.model_id.replace("+llguidance", "+int8+llguidance")
+    params = GenParams(max_tokens=8)
+    batched = small.generate(PROMPTS[:3], params)
+    assert "Paris" in batched[0].text
+    assert [c.text for c in small.generate(PROMPTS[:3], params)] == [c.text for c in batched]
+    with pytest.raises(ConfigError, match="int8 runs on the CPU"):
+        int8_weights(smollm.model, "cuda")
 
 
 @pytest.mark.slow
