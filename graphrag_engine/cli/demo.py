@@ -61,8 +61,8 @@ ANSWER_TOKENS = 32
 """Completion tokens per answer (the demo's answers are names and places)."""
 LLM_DTYPE = "fast"
 """SmolLM2's weights in the demo: bfloat16 where the CPU has bf16 matrix units (about twice as
-fast there), int8 linear layers elsewhere (1.8x faster prompt reading, 2.7x faster decoding
-than float32 on a 2-core AMD EPYC). The engine's default stays float32 (`models.llm.dtype`):
+fast there), int8 linear layers elsewhere (about 1.6x faster prompt reading than float32 on a
+2-core AMD EPYC). The engine's default stays float32 (`models.llm.dtype`):
 only float32 answers are the same whatever batch a prompt shares."""
 
 
