@@ -4,10 +4,11 @@ its close. Every embedding and NER stage of a build reuses them, where a Ray Dat
 stage would start a pool and load its model again: about 7 s a stage on the 2-CPU test
 cluster, against well under a second of embedding for a small build.
 
-Blocks of texts (each sized to take about BLOCK_SECONDS, at most BLOCK) go to the actor with the fewest blocks in flight, in turn across the pool's
-calls (at most IN_FLIGHT each, so the driver holds a bounded number of blocks), and come back
-as they finish, tagged with their positions; through Parquet parts in `parts` when given, as
-in the Ray Data pipelines (graphrag_engine/exec/ray_data.py). An actor that dies is restarted
+Blocks of texts (each sized to take about BLOCK_SECONDS, at most BLOCK) go to the actor with
+the fewest blocks in flight, in turn across the pool's calls (at most IN_FLIGHT each, so the
+driver holds a bounded number of blocks), and come back as they finish, tagged with their
+positions; through Parquet parts in `parts` when given, as in the Ray Data pipelines
+(graphrag_engine/exec/ray_data.py). An actor that dies is restarted
 by Ray (its models loaded again) and its blocks retried.
 
 The pool holds `workers` CPUs (and GPUs) while it lives, so an LLM stage, whose Ray Data pool
