@@ -150,9 +150,10 @@ class EmbedderConfig:
     device: str = "cpu"
     """cpu, cuda or cuda:N."""
     batch_size: int | None = None
-    """Texts embedded per forward pass (or per request). Unset: on the CPU, texts sorted by
-    length fill batches of 2,048 padded tokens (at most 256 texts; docs/measurements.md says
-    why); 256 on a GPU (sorted by length), 64 per request to an endpoint, 32 for bge-m3."""
+    """Texts embedded per forward pass (or per request). Unset: texts sorted by length fill
+    batches of a padded-token budget, 2,048 on the CPU (at most 256 texts; docs/measurements.md
+    says why), 65,536 on a GPU (at most 1,024 texts; docs/throughput.md); 64 per request to an
+    endpoint, 32 for bge-m3."""
     context_window: int | None = None
     """The model's context window in tokens; unset, it is asked of the backend where it can tell
     (transformers: the model's config; vllm: max_model_len; a server: not known)."""

@@ -6,7 +6,7 @@ from a local path, and an OpenAI-compatible embeddings endpoint (graphrag_engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -14,54 +14,21 @@ import numpy as np
 
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.kernels.similarity import l2_normalize
+from graphrag_engine.models.embed_pipeline import MAX_BATCH, EmbedPipeline
 from graphrag_engine.progress import silence_library_bars
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
-GPU_BATCH = 256
-"""Texts per forward pass on a GPU when the config sets none (sentence-transformers sorts them
-by length first, so a pass pads little; 64 left a GPU mostly waiting on launches)."""
-
-
 BATCH_TOKENS = 2048
 """Padded tokens per CPU forward pass when the config leaves batch_size unset (bench/
 embed_batch.py): long texts go a few at a time, short ones many, so a layer's activations stay
 in cache and little is padded."""
-MAX_BATCH = 256
-"""Texts per forward pass at most under a token budget."""
-
-
-def length_batches(
-    lengths: Sequence[int], max_tokens: int | None, max_texts: int = MAX_BATCH
-) -> list[np.ndarray]:
-    """Positions of the texts, longest first, in groups whose padded size (texts x longest
-    length) stays within `max_tokens` (None: no token budget) and `max_texts` (one text at
-    least per group)."""
-    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
-    groups, lo = [], 0
-    while lo < len(order):
-        n = max_texts
-        if max_tokens is not None:
-            n = max(1, min(max_texts, max_tokens // max(1, int(lengths[order[lo]]))))
-        groups.append(order[lo : lo + n])
-        lo += n
-    return groups
-
-
-def token_lengths(tokenizer, texts: list[str], limit: int, block: int = 4096) -> list[int]:
-    """Each text's token count as the model sees it (special tokens in, cut at `limit`),
-    `block` texts at a time so a large call holds one block's encodings, not all of them."""
-    lengths: list[int] = []
-    for lo in range(0, len(texts), block):
-        ids = tokenizer(
-            texts[lo : lo + block],
-            add_special_tokens=True,
-            truncation=True,
-            max_length=limit,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
-        lengths.extend(len(x) for x in ids)
-    return lengths
+GPU_BATCH_TOKENS = 65536
+"""Padded tokens per forward pass on a GPU when batch_size is unset: enough work per pass that
+the chip is not left waiting on kernel launches (bench/embed_pipeline.py)."""
+GPU_MAX_BATCH = 1024
+"""Texts per GPU forward pass at most under GPU_BATCH_TOKENS."""
+BLOCK = 4096
+"""Texts per pipeline block at most (tokenized while the one before runs on the model)."""
 
 
 class Embedder(Protocol):
@@ -105,9 +72,22 @@ class SentenceTransformerEmbedder:
             )
         silence_library_bars()
         self.model = SentenceTransformer(path, device=device, local_files_only=True)
-        self.batch_size = batch_size  # None: BATCH_TOKENS padded tokens on the CPU, else GPU_BATCH
+        if device.startswith("cuda"):
+            import torch
+
+            self.model.to(torch.float16)  # vectors at cosine .9999+ to float32's (tests)
+        self.batch_size = batch_size
         self.device = device
         self.model_id = f"sentence-transformers:{DEFAULT_EMBEDDER if model in (None, DEFAULT_EMBEDDER) else Path(path).name}"
+        self.pipeline = EmbedPipeline(self.model, device, *self._budget())
+
+    def _budget(self) -> tuple[int | None, int]:
+        """(padded tokens, texts) per forward pass: a set batch_size is texts alone."""
+        if self.batch_size is not None:
+            return None, self.batch_size
+        if self.device.startswith("cuda"):
+            return GPU_BATCH_TOKENS, GPU_MAX_BATCH
+        return BATCH_TOKENS, MAX_BATCH
 
     @property
     def dim(self) -> int:
@@ -124,27 +104,15 @@ class SentenceTransformerEmbedder:
         return self.model.tokenizer
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """(n, d) float32, L2-normalized, in batches of `batch_size` texts or of a token budget
-        (the caller's progress bar counts them: sentence-transformers' own bar stays off)."""
+        """(n, d) float32, L2-normalized, sorted by length into padded batches (the caller's
+        progress bar counts them: sentence-transformers' own bar stays off)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.batch_size is None and self.device == "cpu":
-            lengths = token_lengths(self.tokenizer, texts, self.model.max_seq_length)
-            out = np.zeros((len(texts), self.dim), np.float32)
-            for rows in length_batches(lengths, BATCH_TOKENS):
-                out[rows] = self._encode([texts[i] for i in rows], len(rows))
-            return out
-        return self._encode(texts, self.batch_size or GPU_BATCH)
+        return self.pipeline.encode(texts)
 
-    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        vecs = self.model.encode(
-            texts,
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+    def encode_blocks(self, texts: list[str]) -> Iterator[tuple[Sequence[int], np.ndarray]]:
+        """(positions, vectors) block by block, each tokenized while the one before runs."""
+        return self.pipeline.blocks(texts, BLOCK)
 
 
 class BGEM3Embedder:

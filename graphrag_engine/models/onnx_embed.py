@@ -39,9 +39,9 @@ from graphrag_engine.models.embed import (
     BATCH_TOKENS,
     DEFAULT_EMBEDDER,
     SentenceTransformerEmbedder,
-    length_batches,
     packaged_minilm_path,
 )
+from graphrag_engine.models.embed_pipeline import length_batches
 from graphrag_engine.models.onnx_int8 import activation_stats, quantize_per_token
 
 CACHE_ENV = "GRAPHRAG_ONNX_CACHE"

@@ -206,46 +206,6 @@ def test_embedder_is_normalized_batched_and_meaningful(minilm) -> None:
     assert minilm.encode([]).shape == (0, 384)
 
 
-def test_length_batches_hold_the_token_budget() -> None:
-    from graphrag_engine.models.embed import length_batches
-
-    rng = np.random.default_rng(3)
-    lengths = rng.integers(1, 300, 2000).tolist() + [5000, 4]
-    groups = length_batches(lengths, 2048, max_texts=64)
-    seen = np.concatenate(groups)
-    assert sorted(seen.tolist()) == list(range(len(lengths)))  # every text once
-    longest = [max(lengths[i] for i in g) for g in groups]
-    assert longest == sorted(longest, reverse=True)  # longest first, similar lengths together
-    for g, top in zip(groups, longest, strict=True):
-        assert len(g) <= 64 and (len(g) == 1 or len(g) * top <= 2048)
-    assert len(groups[0]) == 1 and lengths[groups[0][0]] == 5000  # alone when over budget
-    # greedy: a group stops only where the next text would break a bound
-    for g, top in zip(groups[:-1], longest, strict=False):
-        assert len(g) == 64 or (len(g) + 1) * top > 2048
-    fixed = length_batches(lengths, None, max_texts=64)  # a set batch_size: no token budget
-    assert [len(g) for g in fixed] == [64] * 31 + [len(lengths) - 31 * 64]
-    assert np.array_equal(np.concatenate(fixed), np.argsort(-np.array(lengths), kind="stable"))
-
-
-def test_token_budget_batches_equal_fixed_batches(minilm, shared_data: Path) -> None:
-    """The CPU default (batches of a token budget) gives the vectors fixed batches give, on
-    real MuSiQue passages, sentences and titles mixed."""
-    rows = [
-        json.loads(line)
-        for line, _ in zip((shared_data / "musique_corpus.jsonl").open(), range(60), strict=False)
-    ]
-    texts = [f"{r['title']}\n{r['text']}" for r in rows] + [r["title"] for r in rows]
-    texts += [s for r in rows for s in r["text"].split(". ")][:120]
-    assert minilm.batch_size is None
-    budget = minilm.encode(texts)
-    minilm.batch_size = 64
-    try:
-        fixed = minilm.encode(texts)
-    finally:
-        minilm.batch_size = None
-    np.testing.assert_allclose(budget, fixed, atol=2e-5)
-
-
 def test_ner_workers_tag_as_this_process_does(
     shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
