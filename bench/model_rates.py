@@ -135,19 +135,21 @@ def throughput(files: list[Path], device: str) -> dict[str, Any]:
     embedder.encode(texts[:64])  # warm-up
     sync = _sync(device)
     started = time.perf_counter()
-    n = sum(len(pos) for pos, _ in embedder.encode_blocks(texts))
+    vectors = np.concatenate([v for _, v in embedder.encode_blocks(texts)])
     sync()
     pipelined = time.perf_counter() - started
     bare = bare_forward(embedder, texts)
+    step = max(1, len(texts) // SAMPLE)
     return {
         "corpora": [f.name for f in files],
-        "texts": n,
+        "texts": len(vectors),
         "tokens": bare["tokens"],
         "pipeline_s": round(pipelined, 3),
         "pipeline_tokens_per_s": round(bare["tokens"] / pipelined, 1),
         "bare_forward_s": round(bare["seconds"], 3),
         "bare_tokens_per_s": round(bare["tokens"] / bare["seconds"], 1),
         "x_bare_forward": round(pipelined / bare["seconds"], 3),
+        "cosine_to_float32": float32_cosine(texts[::step][:SAMPLE], vectors[::step][:SAMPLE]),
     }
 
 

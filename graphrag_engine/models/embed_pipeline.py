@@ -92,7 +92,8 @@ class EmbedPipeline:
         tokenizer = model.tokenizer
         self.tokenizer, self.limit = tokenizer, int(model.max_seq_length)
         self.pad_id = int(tokenizer.pad_token_id or 0)
-        probe = model.preprocess(["a"])  # which features this model's forward takes
+        preprocess = getattr(model, "preprocess", None) or model.tokenize  # before ST 6: tokenize
+        probe = preprocess(["a"])  # which features this model's forward takes
         self.token_types = "token_type_ids" in probe
         self.extra = {k: v for k, v in probe.items() if not hasattr(v, "shape")}
         self.threads = TOKENIZE_THREADS if self.cuda else 0
