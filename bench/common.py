@@ -146,8 +146,8 @@ def machine() -> dict[str, Any]:
 
 
 NOT_CODE = ("bench/results/", "docs/", "README.md", "CHANGELOG.md")
-"""Tracked paths whose edits do not change what a bench measures (a result being written, the
-pages generated from it)."""
+"""Paths whose edits do not change what a bench measures (a result being written, the pages
+generated from it); any other changed or untracked file (not ignored) marks a result."""
 
 
 def _git(*args: str) -> str | None:
@@ -162,14 +162,14 @@ def _git(*args: str) -> str | None:
 
 
 def code_state() -> dict[str, Any]:
-    """The exact commit this tree's code is at and the tracked code files it changes, if any.
+    """The exact commit this tree's code is at and the code files it changes or adds, if any.
 
     A copy of the tree without .git (a lent GPU machine) names its commit in
     GRAPHRAG_BENCH_COMMIT, which the packer (bench/gpu_carry.py) sets only for a clean tree."""
     if os.environ.get("GRAPHRAG_BENCH_COMMIT"):
         return {"commit": os.environ["GRAPHRAG_BENCH_COMMIT"], "uncommitted": []}
     head = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain", "--untracked-files=all")  # a new module counts too
     if head is None or status is None:
         return {"commit": "unknown", "uncommitted": []}
     changed = [line[3:] for line in status.splitlines() if line[3:]]

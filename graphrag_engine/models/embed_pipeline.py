@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from graphrag_engine.progress import BlockSizer
-
 MAX_BATCH = 256
 """Texts per forward pass at most under a token budget."""
 TOKENIZE_THREADS = 4
@@ -83,11 +81,9 @@ def padded(ids: list[list[int]], rows: np.ndarray, pad_id: int) -> np.ndarray:
 class EmbedPipeline:
     """Vectors of texts from a SentenceTransformer, block by block (see the module docstring)."""
 
-    def __init__(
-        self, model: Any, device: str, max_tokens: int | None, max_texts: int, first: int = 16
-    ) -> None:
+    def __init__(self, model: Any, device: str, max_tokens: int | None, max_texts: int) -> None:
         self.model, self.device = model, device
-        self.max_tokens, self.max_texts, self.first = max_tokens, max_texts, first
+        self.max_tokens, self.max_texts = max_tokens, max_texts
         self.cuda = device.startswith("cuda")
         tokenizer = model.tokenizer
         self.tokenizer, self.limit = tokenizer, int(model.max_seq_length)
@@ -99,27 +95,25 @@ class EmbedPipeline:
         self.threads = TOKENIZE_THREADS if self.cuda else 0
         """Threads tokenizing ahead (0: each block in the calling thread, before it runs)."""
 
-    def blocks(self, texts: list[str], most: int) -> Iterator[tuple[range, np.ndarray]]:
-        """(positions, float32 unit vectors) of the texts, a block of at most `most` at a
-        time, in order; the next block is tokenized while this one runs."""
+    def blocks(self, texts: list[str], most: int) -> Iterator[tuple[Sequence[int], np.ndarray]]:
+        """(positions, float32 unit vectors) of the texts, in blocks of `most` texts, the next
+        block tokenized while this one runs. A GPU hands back each block in one copy; the CPU
+        each batch as it is done, so a bar moves every batch and blocks stay large enough
+        for their texts to sort into full batches."""
         if not texts:
             return
-        sizer = BlockSizer(most, first=self.first)
         with ThreadPoolExecutor(max(1, self.threads)) as pool:
-            lo = 0
-            hi = min(len(texts), sizer.size())
-            pending = self._prepare(pool, texts[lo:hi])
-            while pending is not None:
+            pending = self._prepare(pool, texts[:most])
+            for lo in range(0, len(texts), most):
                 batches = pending.result()
-                n = sum(len(b.rows) for b in batches)
-                nxt, nxt_hi = None, hi
+                hi = min(len(texts), lo + most)
                 if hi < len(texts):
-                    nxt_hi = min(len(texts), hi + sizer.size())
-                    nxt = self._prepare(pool, texts[hi:nxt_hi])
-                vectors = self.run(batches, n)
-                sizer.finished(n)
-                yield range(lo, hi), vectors
-                lo, hi, pending = hi, nxt_hi, nxt
+                    pending = self._prepare(pool, texts[hi : hi + most])
+                if self.cuda:
+                    yield range(lo, hi), self.run(batches, hi - lo)
+                    continue
+                for b in batches:
+                    yield lo + b.rows, self._vectors([b])
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32 unit vectors, tokenized and run in this thread."""
@@ -159,7 +153,15 @@ class EmbedPipeline:
         return out
 
     def run(self, batches: list[Batch], n: int) -> np.ndarray:
-        """The block's vectors in block order: one transfer a batch, one copy back a block."""
+        """The block's vectors in block order."""
+        vectors = self._vectors(batches)
+        out = np.empty((n, vectors.shape[1]), np.float32)
+        out[np.concatenate([b.rows for b in batches])] = vectors
+        return out
+
+    def _vectors(self, batches: list[Batch]) -> np.ndarray:
+        """The batches' vectors, their rows one after another: one transfer a batch, one copy
+        back for all."""
         import torch
 
         with torch.inference_mode():
@@ -167,12 +169,8 @@ class EmbedPipeline:
                 self.forward(torch.as_tensor(b.tokens).to(self.device, non_blocking=True))
                 for b in batches
             ]
-            vectors = torch.cat(outs).float()
-            vectors = torch.nn.functional.normalize(vectors, dim=1).cpu().numpy()
-        order = np.concatenate([b.rows for b in batches])
-        out = np.empty((n, vectors.shape[1]), np.float32)
-        out[order] = vectors
-        return out
+            vectors = torch.nn.functional.normalize(torch.cat(outs).float(), dim=1)
+            return vectors.cpu().numpy()
 
     def forward(self, tokens: Any) -> Any:
         """The model's sentence embeddings of one batch already on the device (call it under

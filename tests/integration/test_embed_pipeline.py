@@ -31,26 +31,39 @@ def test_vectors_are_sentence_transformers_own(minilm, texts) -> None:
     assert (ours * theirs).sum(axis=1).min() >= 0.9999
 
 
-def test_blocks_equal_one_call_and_come_in_order(minilm, texts) -> None:
+def test_blocks_equal_one_call_each_text_once(minilm, texts, monkeypatch) -> None:
+    """On the CPU each batch comes back as it is done: positions in length order, each once."""
     whole = minilm.encode(texts)
-    blocks = list(minilm.encode_blocks(texts))
-    positions = [i for pos, _ in blocks for i in pos]
-    assert positions == list(range(len(texts)))  # each text once, in order
-    assert len(blocks[0][0]) == minilm.pipeline.first and len(blocks) > 2
-    np.testing.assert_allclose(np.concatenate([v for _, v in blocks]), whole, atol=2e-5)
+    monkeypatch.setattr(minilm.pipeline, "max_tokens", 512)
+    blocks = list(minilm.pipeline.blocks(texts, 100))  # blocks of 100 texts, small batches
+    positions = np.concatenate([np.asarray(pos) for pos, _ in blocks])
+    assert sorted(positions.tolist()) == list(range(len(texts)))
+    assert len(blocks) > len(texts) // 100 + 1  # more pieces than blocks: batches
+    assert all(max(pos) - min(pos) < 100 for pos, _ in blocks)  # none spans two blocks
+    got = np.empty_like(whole)
+    for pos, vectors in blocks:
+        got[np.asarray(pos)] = vectors
+    np.testing.assert_allclose(got, whole, atol=2e-5)
 
 
 def test_tokenizing_in_threads_changes_nothing(minilm, texts, monkeypatch) -> None:
     """The GPU's way (threads tokenize the next block while this one runs), here on the CPU."""
-    inline = np.concatenate([v for _, v in minilm.encode_blocks(texts)])
+
+    def gathered() -> np.ndarray:
+        out = np.zeros((len(texts), 384), np.float32)
+        for pos, vectors in minilm.pipeline.blocks(texts, 64):
+            out[np.asarray(pos)] = vectors
+        return out
+
+    inline = gathered()
     monkeypatch.setattr(minilm.pipeline, "threads", 3)
     monkeypatch.setattr("graphrag_engine.models.embed_pipeline.TOKENIZE_SLICE", 7)
-    threaded = np.concatenate([v for _, v in minilm.encode_blocks(texts)])
-    np.testing.assert_allclose(threaded, inline, atol=2e-6)  # blocks sized by the clock
+    np.testing.assert_array_equal(gathered(), inline)
 
 
 def test_a_block_comes_back_before_the_next_runs(minilm, texts, monkeypatch) -> None:
-    """Results are written as they come: a consumer holds block 1 while block 2 is unrun."""
+    """Results are written as they come: a consumer holds the first batch's vectors while
+    the other batches are unrun."""
     ran: list[int] = []
     forward = minilm.pipeline.forward
     monkeypatch.setattr(minilm.pipeline, "forward", lambda t: ran.append(len(t[0])) or forward(t))
