@@ -12,7 +12,7 @@ import numpy as np
 
 from graphrag_engine.config import EmbedderConfig
 from graphrag_engine.models import make_embedder
-from graphrag_engine.models.embed_cache import SLICE
+from graphrag_engine.models.embed_cache import encode_blocks
 from graphrag_engine.models.ner import entity_recognizer, load_recognizer, tag_block
 from graphrag_engine.models.ner_cache import BLOCK, Mentions
 from graphrag_engine.models.text_cache import in_blocks
@@ -54,10 +54,9 @@ class LocalExecutor:
         return self.embedder.encode(texts)
 
     def encode_blocks(self, texts: list[str]) -> Iterator[tuple[Sequence[int], np.ndarray]]:
-        """(positions, vectors) as the embedder's own pipeline hands them back, or SLICE
-        texts a call where it has none."""
-        own = getattr(self.embedder, "encode_blocks", None)
-        return in_blocks(own, self.embedder.encode, texts, SLICE)
+        """(positions, vectors) as the embedder's own pipeline hands them back (the cache's
+        `encode_blocks`), so the executor does not hide them."""
+        return encode_blocks(self.embedder, texts)
 
     @property
     def ner_model_id(self) -> str:

@@ -24,7 +24,7 @@ embed_batch.py): long texts go a few at a time, short ones many, so a layer's ac
 in cache and little is padded."""
 GPU_BATCH_TOKENS = 65536
 """Padded tokens per forward pass on a GPU when batch_size is unset: enough work per pass that
-the chip is not left waiting on kernel launches (bench/embed_pipeline.py)."""
+the chip is not left waiting on kernel launches (bench/model_rates.py)."""
 GPU_MAX_BATCH = 1024
 """Texts per GPU forward pass at most under GPU_BATCH_TOKENS."""
 BLOCK = 4096

@@ -1,11 +1,13 @@
 """The sentence-transformers embedder's pipeline, built to keep a device busy.
 
-Texts go in blocks. Threads tokenize block k+1 (fast tokenizers release the GIL) while the
-model runs block k; a block's texts are sorted by length and cut into batches under a padded
-token budget, each padded once on the host into one (2, texts, length) array of ids and mask.
-On CUDA that array is pinned by the tokenizing thread and copied in one transfer, the model
-runs in half precision, and a block's vectors come back to the host in one copy. Each block's
-vectors are yielded as soon as they are done, so a cache stores them while the next one runs.
+Texts go in blocks, tokenized once through the fast tokenizer's Rust backend; a block's texts
+are sorted by length and cut into batches under a padded token budget, each padded once on the
+host into one (2, texts, length) array of ids and mask. On CUDA threads tokenize block k+1
+(the backend releases the GIL) while the model runs block k, the array is pinned by the
+tokenizing thread and copied in one transfer, the model runs in half precision, and a block's
+vectors come back to the host in one copy, yielded as a block. On the CPU a block is tokenized
+just before it runs and each batch's vectors are yielded as soon as they are done, so a cache
+stores them while the next batch runs.
 """
 
 from __future__ import annotations
