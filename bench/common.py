@@ -6,6 +6,7 @@ those files by `python -m bench.tables`)."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -179,6 +180,18 @@ def code_state() -> dict[str, Any]:
     }
 
 
+RECORD_KEYS = ("bench", "tag", "command", "commit", "uncommitted", "date", "machine", "figures")
+"""The keys write_result writes, besides its seal; a result with any other key was edited."""
+
+
+def seal(record: dict[str, Any]) -> str:
+    """The digest write_result keeps in a result: SHA-256 of its other keys, so that a figure,
+    commit or date changed by hand no longer matches (`bench.tables --check` recomputes it)."""
+    body = {k: record[k] for k in RECORD_KEYS if k in record}
+    text = json.dumps(body, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def write_result(bench: str, figures: dict[str, Any], tag: str = "") -> Path:
     """Print `figures` as one JSON line and keep them, with the command, exact commit, date and
     machine, in bench/results/<bench>[-<tag>].json (written atomically). A tree with uncommitted
@@ -202,6 +215,8 @@ def write_result(bench: str, figures: dict[str, Any], tag: str = "") -> Path:
         "machine": machine(),
         "figures": figures,
     }
+    record = json.loads(json.dumps(record, default=str))  # sealed as it will be read back
+    record["seal"] = seal(record)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{bench}{'-' + tag if tag else ''}.json"
     tmp = path.with_suffix(".json.tmp")

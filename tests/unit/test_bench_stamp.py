@@ -3,6 +3,7 @@ files and new untracked ones alike, but not the pages and results a bench writes
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 from bench import common
@@ -30,3 +31,28 @@ def test_untracked_and_changed_code_is_named(tmp_path, monkeypatch) -> None:
     (repo / "out").mkdir()
     (repo / "out" / "scratch.py").write_text("ignored\n")
     assert common.code_state()["uncommitted"] == ["bench/a.py", "bench/new.py"]
+
+
+def test_seal_catches_a_hand_edit_and_a_provenance_note(tmp_path, monkeypatch) -> None:
+    from bench import tables
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "code_state", lambda: {"commit": "a" * 40, "uncommitted": []})
+    monkeypatch.setattr(common, "machine", lambda: {"cpu": "test"})
+    monkeypatch.setattr("sys.argv", ["bench.x", "--n", "3"])
+    path = common.write_result("x", {"recall": 0.5, "rows": [{"k": (1, 2)}], 3: "int key"})
+    written = json.loads(path.read_text())
+    assert written["seal"] == common.seal(written)
+    assert tables.edited(tmp_path) == []
+
+    hand = dict(written, figures=dict(written["figures"], recall=0.51))
+    path.write_text(json.dumps(hand))
+    assert tables.edited(tmp_path) == ["x.json"]
+
+    noted = dict(written, provenance="re-stamped, not re-run")
+    path.write_text(json.dumps(noted))
+    assert tables.edited(tmp_path) == ["x.json"]
+
+    legacy = {k: v for k, v in written.items() if k != "seal"}  # before seals: read as written
+    path.write_text(json.dumps(legacy))
+    assert tables.edited(tmp_path) == []
