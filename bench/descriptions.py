@@ -167,25 +167,6 @@ def recall_rows(
     return (rows, r5) if per_question else rows
 
 
-def pick_on_train(bench: str, runs: dict[str, tuple[str, dict]], description: str) -> list[dict]:
-    """The body of a bench that decides settings on the train sets: build (or `--reuse`) each
-    train index with today's defaults, query every run, print R@5 and return the rows."""
-    ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--sets", default="musique,hotpotqa")
-    ap.add_argument("--work", default=work_dir(bench))
-    ap.add_argument("--reuse", action="store_true")
-    args = ap.parse_args()
-    work = offline_work(args)
-    recall = []
-    for name in args.sets.split(","):
-        corpus, questions = TRAIN_SETS[name]
-        index, _ = build_or_reuse(f"{name}_train", DATA / corpus, "sentences", work, args.reuse)
-        for row in recall_rows(index, DATA / questions, work, runs=runs):
-            recall.append({"set": f"{name} train", **row})
-            print(f"{name:<10}{row['method']:<44}R@5 {row['R@5']:.3f} {row['R@5_ci']}", flush=True)
-    return recall
-
-
 ENTITY_CONFIGS = ("sentences", "text_entities")
 """`--entity-vectors`' configs: pooled entity vectors (the default), embedded ones."""
 NO_ENTITIES = ("bm25", "naive")

@@ -1,13 +1,12 @@
 """The README's headline results, written from bench/results/ by `python -m bench.tables`.
 
-Three small tables: every LLM-free method on the three dev sets over the index with sentence
-descriptions and without them (the text graph bench); retrieval quality of the methods on
-MuSiQue dev over the LLM-free index as it was (the rows of the PankRAG and ROGRAG benches, which
-share one index and one question set); and
-questions/s of every LLM-free method on a GPU against the same machine's CPU cores (the GPU
-pipeline bench). Each says the command and machine it came from; commits and dates are on the
-generated pages in docs/benchmarks/, not in the README. The README holds the text
-between its two markers; `python -m bench.tables --check` fails when that text is stale.
+Three small tables, each from one result of the current code, with the command, commit, date
+and machine that made it: every LLM-free method on the three dev sets over the default index
+(the text graph bench's `defaults` run); retrieval quality of PankRAG beside the baselines on
+MuSiQue dev over the same kind of index (the PankRAG bench); and questions/s of every LLM-free
+method on a GPU against the same machine's CPU cores (the GPU pipeline bench). The README
+holds the text between its two markers; `python -m bench.tables --check` fails when that text
+is stale.
 
 The README's demo excerpt is written the same way, between its own markers, from the output that
 `python -m bench.demo` kept of a real `graphrag-engine demo` run."""
@@ -23,14 +22,11 @@ from bench.common import REPO, RESULTS
 README = REPO / "README.md"
 START = "<!-- headline: written by `python -m bench.tables` from bench/results/; do not edit -->"
 END = "<!-- /headline -->"
-QUALITY = ("pankrag.json", "rograg.json")
-"""Result files whose rows are methods on one question set and index."""
+QUALITY = "pankrag.json"
+"""A result whose rows are methods on one question set and index."""
 THROUGHPUT = "gpu_pipeline-cuda.json"
-TEXT_GRAPH = "text_graph.json"
-TEXT_GRAPH_NOW = "text_graph-labels.json"
-"""A run of today's default index alone (`--configs sentences --tag labels`, at the paper
-settings of issue 72): where it exists and is newer than TEXT_GRAPH, the headline's figures for
-that index come from it, the "was" figures still from the run that built both indexes."""
+TEXT_GRAPH = "text_graph-defaults.json"
+"""Today's default index alone on the three dev sets (`--configs sentences --tag defaults`)."""
 SET_NAMES = {"musique": "MuSiQue", "2wiki": "2Wiki", "hotpotqa": "HotpotQA"}
 DEMO = "demo.json"
 DEMO_START = (
@@ -44,28 +40,32 @@ def _machine(m: dict[str, Any]) -> str:
     return f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores{gpu}"
 
 
+def _source(rec: dict[str, Any]) -> str:
+    """Where a result came from: its command, commit, date and machine."""
+    return (
+        f"From `{rec['command']}` at {rec['commit'][:12]} ({rec['date']}; "
+        f"{_machine(rec['machine'])})."
+    )
+
+
 def _quality(results: Path) -> list[str]:
     """Recall@2 and @5 with intervals, one row per distinct method, best R@5 first."""
+    path = results / QUALITY
+    if not path.exists():
+        return []
+    rec = json.loads(path.read_text())
     rows: dict[str, dict] = {}
-    sources = []
-    for name in QUALITY:
-        path = results / name
-        if not path.exists():
-            continue
-        rec = json.loads(path.read_text())
-        sources.append(f"`{rec['command']}` ({_machine(rec['machine'])})")
-        for row in rec["figures"].get("rows", []):
-            label = row["method"].strip()
-            if row.get("R@5") is not None and not label.startswith(("-", "gold plans,")):
-                rows.setdefault(label, row)
+    for row in rec["figures"].get("rows", []):
+        label = row["method"].strip()
+        if row.get("R@5") is not None and not label.startswith(("-", "gold plans,")):
+            rows.setdefault(label, row)
     if not rows:
         return []
     first = next(iter(rows.values()))
     out = [
-        f"Retrieval on MuSiQue dev, first {first['questions']} questions, over the LLM-free index "
-        "as it was before sentence descriptions (MiniLM vectors, spaCy entities, no LLM at "
-        "indexing); mean Recall@k of the gold "
-        "passages, 95% bootstrap interval:",
+        f"Retrieval on MuSiQue dev, first {first['questions']} questions, over the default "
+        "LLM-free index (MiniLM vectors, spaCy entities with their sentences, no LLM at "
+        "indexing); mean Recall@k of the gold passages, 95% bootstrap interval:",
         "",
         "| method | Recall@2 | Recall@5 |",
         "| --- | --- | --- |",
@@ -75,8 +75,7 @@ def _quality(results: Path) -> list[str]:
             f"{r[k]:.3f} [{r[k + '_ci'][0]:.3f}, {r[k + '_ci'][1]:.3f}]" for k in ("R@2", "R@5")
         ]
         out.append(f"| {label} | {cells[0]} | {cells[1]} |")
-    out += ["", "From " + "; ".join(sources) + "."]
-    return out
+    return [*out, "", _source(rec)]
 
 
 def _throughput(results: Path) -> list[str]:
@@ -100,66 +99,47 @@ def _throughput(results: Path) -> list[str]:
             f"| {row['method']} | {row['cuda q/s']:,.0f} | {row['cpu q/s']:,.0f} | "
             f"{row['x cpu']:.2f} | {row['top-5 identical']:.2f} |"
         )
-    out += ["", f"From `{rec['command']}`."]
-    return out
+    return [*out, "", _source(rec)]
 
 
 def _text_graph(results: Path) -> list[str]:
-    """R@5 of every method on each dev set over the LLM-free index with sentence descriptions,
-    its share of dense's, and the R@5 it had before them; then the best graph method against
-    the best baseline."""
+    """R@5 of every method on each dev set over the default LLM-free index and its share of
+    dense's; then the best graph method against the best baseline."""
     path = results / TEXT_GRAPH
     if not path.exists():
         return []
     rec = json.loads(path.read_text())
-    now_path = results / TEXT_GRAPH_NOW
-    now_rec = json.loads(now_path.read_text()) if now_path.exists() else rec
-    if now_rec["date"] < rec["date"]:  # the run that built both indexes is the newer one
-        now_rec = rec
-    fig, old = now_rec["figures"], rec["figures"]
-    fresh = {r["set"] for r in fig["recall"]}
-    sets = list(dict.fromkeys([*(r["set"] for r in old["recall"]), *fresh]))
-    stale = [s for s in sets if s not in fresh]  # sets the rerun has not reached
-    rows = [*fig["recall"], *(r for r in old["recall"] if r["set"] in stale)]
-    cell = {(r["set"], r["index"], r["method"]): r for r in rows}
-    was_cell = {(r["set"], r["method"]): r for r in old["recall"] if r["index"] == "before"}
-    methods = list(dict.fromkeys(r["method"] for r in fig["recall"]))
-    bests = [*fig["best_graph_minus_baseline"]]
-    bests += [b for b in old["best_graph_minus_baseline"] if b["set"] in stale]
+    fig = rec["figures"]
+    rows = [r for r in fig["recall"] if r["index"] == "sentences"]
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    cell = {(r["set"], r["method"]): r for r in rows}
     out = [
-        "Every LLM-free method on the three dev sets, over the index whose entities and "
-        "relations carry their sentences (the default; `docs/indexing.md`): Recall@5, its "
-        'share of dense\'s, and (after "was") Recall@5 on the index without them:',
+        "Every LLM-free method on the three dev sets, over the default index (entities and "
+        "relations carry their sentences; `docs/indexing.md`): Recall@5 and its share of "
+        "dense's:",
         "",
         "| method | " + " | ".join(SET_NAMES.get(s, s) for s in sets) + " |",
         "| --- |" + " --- |" * len(sets),
     ]
-    for m in methods:
-        cells = []
-        for s in sets:
-            now, was = cell.get((s, "sentences", m)), was_cell.get((s, m))
-            text = f"{now['R@5']:.3f} ({now['of_dense_R@5']:.2f}x" if now else ""
-            cells.append(text + (f"; was {was['R@5']:.3f})" if was else ")") if now else "")
+    for m in dict.fromkeys(r["method"] for r in rows):
+        cells = [
+            f"{c['R@5']:.3f} ({c['of_dense_R@5']:.2f}x)" if (c := cell.get((s, m))) else ""
+            for s in sets
+        ]
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     best = [
         f"{SET_NAMES.get(b['set'], b['set'])} {100 * b['mean_diff']:+.1f} points "
         f"[{100 * b['ci_low']:.1f}, {100 * b['ci_high']:.1f}] ({b['best_graph']} against "
         f"{b['best_baseline']})"
-        for b in bests
+        for b in fig["best_graph_minus_baseline"]
     ]
-    source = f"From `{now_rec['command']}` ({_machine(now_rec['machine'])})"
-    if now_rec is not rec:
-        source += f'; "was" from `{rec["command"]}`'
-        if stale:
-            names = ", ".join(SET_NAMES.get(s, s) for s in stale)
-            source += f", as is all of {names}, which the rerun has not reached"
     out += [
         "",
         "Best graph method minus best baseline, Recall@5, paired bootstrap interval: "
         + "; ".join(best)
         + ".",
         "",
-        source + ".",
+        _source(rec),
     ]
     return out
 

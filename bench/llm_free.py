@@ -26,11 +26,11 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("bm25", {}),
     "naive": ("naive", {}),
     "hipporag": ("hipporag", {}),
-    # paths scored by their units' stored vectors, pooled by characters (the default)
+    # the paper's path scoring (the default) embeds every candidate path's text (about 100x
+    # dense's cost a question on a CPU)
     "clue": ("clue", {}),
-    # the paper's path scoring embeds every candidate path's text (about 100x dense's cost a
-    # question on a CPU)
-    "clue_text_paths": ("clue", {"path_scoring": "text"}),
+    # paths scored by their units' stored vectors, pooled by characters or unweighted
+    "clue_pooled_paths": ("clue", {"path_scoring": "pooled"}),
     "clue_mean_paths": ("clue", {"path_scoring": "mean"}),
     "lightrag_hybrid_ner": ("lightrag", {"keywords": "ner", "mode": "hybrid"}),
     "graphrag_local": ("graphrag_local", {}),

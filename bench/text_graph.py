@@ -22,7 +22,7 @@ pick a setting before its dev run; `--paired A,B` adds B's R@5 minus A's per set
 bootstrap interval and sign-flip p).
 
 ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
-(bench/descriptions.py; docs/benchmarks/graph_pick.md): it embeds every candidate edge for every
+(bench/descriptions.py; docs/benchmarks/train_picks.md): it embeds every candidate edge for every
 question, about 0.3 questions/s here, hours on the dev sets.
 
 Every setting was chosen on the train sets (bench/descriptions.py, bench/linearrag.py, and the

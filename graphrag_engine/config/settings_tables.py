@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,32 @@ def setting_rows(options: Any, prefix: str = "") -> list[tuple[str, str, str, st
         meaning = docs.get(f.name, "").split(". ")[0].rstrip(".")
         rows.append((f"{prefix}{f.name}", scalar(value), paper.get(f.name, NOT_GIVEN), meaning))
     return rows
+
+
+def paper_value(paper: str) -> str:
+    """The value a PAPER entry opens with ("8,000 (GraphRAG's code)" -> "8000"), lower case."""
+    lead = re.split(r"[ (;:]", paper.strip(), maxsplit=1)[0]
+    return lead.strip("`,").replace(",", "").lower()
+
+
+def deviations(options: Any) -> list[tuple[str, str, str]]:
+    """(key, engine default, paper value) of every setting whose default is not the value its
+    paper gives; each must be stated under the page's `## Deviations and why`."""
+    out = []
+    for key, default, paper, _ in setting_rows(options):
+        if paper == NOT_GIVEN:
+            continue
+        engine = default.replace(",", "").lower()
+        wanted = paper_value(paper)
+        same = engine == wanted
+        if not same:
+            try:
+                same = float(engine) == float(wanted)
+            except ValueError:
+                pass
+        if not same:
+            out.append((key, default, paper))
+    return out
 
 
 def settings_table(options: Any | None) -> str:

@@ -68,7 +68,7 @@ class HippoRAGConfig:
     """Entity seeds from the question's NER mentions linked to graph entities (`entities`,
     HippoRAG), from the ends of the relations nearest the question (`facts`, HippoRAG 2's
     query-to-triple link over the relation vectors), or both, each entity at its better score
-    (chosen on the train sets, docs/benchmarks/graph_pick.md)."""
+    (chosen on the train sets, docs/benchmarks/train_picks.md)."""
     fact_top_k: int = 3
     """facts / both: relations linked per question (HippoRAG 2 links 5; 3 chosen on train)."""
     link_threshold: float = 0.0

@@ -80,7 +80,7 @@ class GraphRAGLocalConfig:
     """embedding: the question's vector against entity descriptions; ner: linked entities."""
     text_unit_order: Literal["graphrag", "vector"] = "vector"
     """Order of the selected entities' chunks: by cosine to the question (LightRAG's VECTOR
-    pick; chosen on the train sets, docs/benchmarks/chunk_pick.md), or by entity, then relationship
+    pick; chosen on the train sets, docs/benchmarks/train_picks.md), or by entity, then relationship
     support (`graphrag`: GraphRAG's code)."""
     top_k_entities: int = 10
     """Entities selected per question."""

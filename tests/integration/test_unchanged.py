@@ -41,7 +41,7 @@ LLM_FREE = {
     "pankrag_no_path": ("pankrag", {"plan": "direct", "scope": "specific"}),
     "lego_index": ("lego", {"graph": "index"}),
     "lightrag_hybrid_ner": ("lightrag", {"keywords": "ner", "mode": "hybrid"}),
-    "clue_text_paths": ("clue", {"path_scoring": "text"}),
+    "clue_pooled_paths": ("clue", {"path_scoring": "pooled"}),
     "clue_mean_paths": ("clue", {"path_scoring": "mean"}),
 }
 """The LLM-free settings of the methods whose defaults ask an LLM (as bench/llm_free.py runs

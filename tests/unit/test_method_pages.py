@@ -94,3 +94,31 @@ def test_a_page_that_calls_a_setting_the_default_names_the_default() -> None:
                 (key, value), checked = claims[0], checked + 1
                 assert value == defaults[key], f"{name}.md: `{key}: {value}` ({sentence[:80]})"
     assert checked >= 5
+
+
+def test_every_default_that_is_not_the_papers_is_stated_as_a_deviation() -> None:
+    """A setting whose engine default differs from the value its paper gives is named, by its
+    key, under the page's `## Deviations and why`; a method named after a paper runs that
+    paper unless its page says where and why it does not."""
+    from graphrag_engine.config.settings_tables import deviations
+    from graphrag_engine.methods import query_config
+
+    unstated = []
+    for name in method_names():
+        options = query_config(name).options
+        if options is None:
+            continue
+        section = (PAGES / f"{name}.md").read_text().split("## Deviations and why", 1)[-1]
+        for key, default, paper in deviations(options):
+            if f"`{key}" not in section and f"`{key.rsplit('.', 1)[-1]}" not in section:
+                unstated.append(f"{name}.{key}: {default}, the paper {paper}")
+    assert not unstated, "defaults not stated as deviations: " + "; ".join(unstated)
+
+
+def test_a_paper_value_is_read_as_the_value_it_opens_with() -> None:
+    from graphrag_engine.config.settings_tables import paper_value
+
+    assert paper_value("8,000 (GraphRAG's code)") == "8000"
+    assert paper_value("text (Algorithm 3 line 13)") == "text"
+    assert paper_value("none: igraph's PPR solver") == "none"
+    assert paper_value("`vector`; by query type") == "vector"

@@ -10,10 +10,10 @@ For the whole batch at once:
    the top-K units holding that entity (not yet on the path) by the path's query vector are
    the extensions (one similarity call for the batch); each extended path's vector drops the
    new unit's direction, phi_v <- phi_v - phi(k); every extended path is scored as a whole
-   against the question (one call for the batch): the paper reranks its units' texts joined;
-   with the index's bi-encoder the default pools its units' stored vectors by their characters
-   instead (`path_scoring`). The best M paths per query are kept. Their last units' entities
-   are the next frontier.
+   against the question (one call for the batch): its units' texts joined, as the paper
+   reranks them (every distinct text of the batch's paths embedded once per depth); pooling the
+   units' stored vectors by their characters is the faster option (`path_scoring: pooled`).
+   The best M paths per query are kept. Their last units' entities are the next frontier.
 3. The chunks of every unit on a kept path are reranked against the question (one call) and
    the top N lead the ranking; dense hits fill the rest of the candidate list.
 
@@ -101,13 +101,12 @@ class ClueRAGConfig:
     """False: the ablation without anchoring on units linked to the query's entities."""
     query_update: bool = True
     """phi_v <- phi_v - phi(k): remove the selected units' direction from the query embedding."""
-    path_scoring: Literal["pooled", "text", "mean"] = "pooled"
-    """A multi-unit path's score: with the index's bi-encoder and no encoder pass, its units'
-    stored vectors summed, each weighted by its characters as mean pooling their joined text
-    weighs it (`pooled`, far faster; docs/methods/clue.md gives its recall beside
-    `text`'s), or unweighted (`mean`);
-    or its units' texts joined and scored as one text (`text`, Algorithm 3 line 13, the
-    paper: one encoder pass over every candidate path)."""
+    path_scoring: Literal["text", "pooled", "mean"] = "text"
+    """A multi-unit path's score: its units' texts joined and scored as one text (`text`,
+    Algorithm 3 line 13: one encoder pass over every distinct candidate path); or, with the
+    index's bi-encoder and no encoder pass, its units' stored vectors summed, each weighted by
+    its characters as mean pooling their joined text weighs it (`pooled`, far faster, lower
+    recall: docs/methods/clue.md), or unweighted (`mean`)."""
 
     def validate(self, where: str) -> None:
         """At least one way to find the first entities."""

@@ -107,7 +107,7 @@ class ReGraphRAGConfig:
     """Reranking reuses the index's relation vectors (`relation`: an extracted relation's
     "a - b: description", a sentence-described one's sentences), or embeds each edge as its
     relation text with both ends' descriptions (`with_ends`, one batched call per batch; far
-    slower, docs/benchmarks/graph_pick.md compares them)."""
+    slower, docs/benchmarks/train_picks.md compares them)."""
     chunk_order: Literal["vector", "prompt"] = "vector"
     """The chunk ranking (for Recall@k; the prompt holds triplets): the chunks behind the listed
     triplets by cosine to the question, then those behind the triplets the budget left out
