@@ -1,7 +1,7 @@
 """The README's headline results, written from bench/results/ by `python -m bench.tables`.
 
-Three small tables, each from one result of the current code, with the command, commit, date
-and machine that made it: every LLM-free method on the three dev sets over the default index
+Three small tables, each from one result of the current code, with the command, commit and
+machine that made it: every LLM-free method on the three dev sets over the default index
 (the text graph bench's `defaults` run); retrieval quality of PankRAG beside the baselines on
 MuSiQue dev over the same kind of index (the PankRAG bench); and questions/s of every LLM-free
 method on a GPU against the same machine's CPU cores (the GPU pipeline bench). The README
@@ -41,11 +41,8 @@ def _machine(m: dict[str, Any]) -> str:
 
 
 def _source(rec: dict[str, Any]) -> str:
-    """Where a result came from: its command, commit, date and machine."""
-    return (
-        f"From `{rec['command']}` at {rec['commit'][:12]} ({rec['date']}; "
-        f"{_machine(rec['machine'])})."
-    )
+    """Where a result came from: its command, commit and machine (its date is on its page)."""
+    return f"From `{rec['command']}` at {rec['commit'][:12]} ({_machine(rec['machine'])})."
 
 
 def _quality(results: Path) -> list[str]:

@@ -115,6 +115,7 @@ def speed(index: Path, questions: int, cache: Path | None = None) -> dict[str, f
     ctx = QueryContext(open_index(index), cfg, Path(work_dir("regraphrag-speed")))
     figures, clock = method_runs.batched_vs_single(regraphrag, ctx, qs)
     ledger = ctx.llm.ledger.summary() if cache is not None else {}
+    fitting = {} if cache is not None else {"answer_stage_fit": answer_fit(ctx, qs)}
     return (
         figures
         | {
@@ -122,7 +123,58 @@ def speed(index: Path, questions: int, cache: Path | None = None) -> dict[str, f
             "rerank_ms_per_question": round(1000 * clock.seconds["rerank"] / len(qs), 2),
         }
         | ({"llm_ledger": ledger} if ledger else {})
+        | fitting
     )
+
+
+FIT_BUDGET = 16_000
+"""ReGraphRAG's context budget (`regraphrag.context_tokens`): the answer stage fits to it."""
+
+
+def answer_fit(ctx, qs: list) -> dict[str, float]:
+    """The answer stage's fitting of every question's context to FIT_BUDGET tokens, ms a
+    question: from the counts its sections carry (the stored line counts the budget read),
+    against encoding every item of every context anew per question (the reference: fitting
+    without kept counts), in the same run; the fitted contexts must be equal."""
+    import time
+
+    from graphrag_engine.methods.regraphrag import regraphrag
+    from graphrag_engine.retrieve.answer import fit_context, fit_sections
+    from graphrag_engine.retrieve.types import Context, StageClock
+
+    contexts = []
+    for lo in range(0, len(qs), ctx.cfg.batch_size):
+        contexts += regraphrag(ctx, qs[lo : lo + ctx.cfg.batch_size], StageClock()).contexts
+
+    def encoded_anew(context: Context) -> Context:
+        flat = [t for s in context.sections for t in s.items]
+        sizes = [len(e.ids) for e in ctx.tokenizer.encode_batch(flat)] if flat else []
+        counts, start = [], 0
+        for s in context.sections:
+            c = sizes[start : start + len(s.items)]
+            start += len(s.items)
+            if s.title and c:
+                c[0] += len(ctx.tokenizer.encode_batch([s.title])[0].ids)
+            counts.append(c)
+        return Context(fit_sections(context.sections, counts, FIT_BUDGET), context.preset_answer)
+
+    def timed(fit) -> tuple[float, list]:
+        started = time.perf_counter()
+        fitted = [fit(c) for c in contexts]
+        return 1000 * (time.perf_counter() - started) / len(contexts), fitted
+
+    kept_ms, kept = timed(lambda c: fit_context(c, ctx.count_tokens, FIT_BUDGET))
+    anew_ms, anew = timed(encoded_anew)
+    if kept != anew:
+        raise AssertionError("fitting from kept counts changed a fitted context")
+    lines = sum(len(s.items) for c in contexts for s in c.sections)
+    return {
+        "questions": len(contexts),
+        "context_lines_per_question": round(lines / len(contexts), 1),
+        "kept_counts_ms_per_question": round(kept_ms, 3),
+        "encoded_anew_ms_per_question": round(anew_ms, 3),
+        "anew_over_kept": round(anew_ms / kept_ms, 1),
+    }
 
 
 EXPANSION_CACHE = "expansion_cache.sqlite"

@@ -257,7 +257,7 @@ def reduce_answers(
         return spent
     long = gen.answer_style == "long"
     done = answer_batch(
-        ctx.llm, ctx.tokenizer, [questions[q] for q in ask], [contexts[q] for q in ask],
+        ctx.llm, ctx.count_tokens, [questions[q] for q in ask], [contexts[q] for q in ask],
         ctx.context_tokens, gen.max_tokens, reduce_prompt if long else None,
         stage="global_reduce", keep_failures=True, whole=long,
     )  # fmt: skip

@@ -101,7 +101,7 @@ def batch_answer_ask(ctx: QueryContext, batch: list[Question], r: Retrieved) -> 
     cfg = ctx.cfg
     spec, style = method_spec(cfg.method), cfg.generation.answer_style
     return answer_ask(
-        ctx.tokenizer,
+        ctx.count_tokens,
         [q.question for q in batch],
         batch_contexts(ctx, r, len(batch)),
         ctx.context_tokens,

@@ -15,6 +15,9 @@ from typing import Any
 from graphrag_engine.models.base import Completion, GenParams
 from graphrag_engine.retrieve.types import Context, Section
 
+TokenCounter = Callable[[list[str]], list[int]]
+"""Tokens of each text by the tokenizer a context is budgeted in."""
+
 PromptFn = Callable[[str, "list[str] | None", Any], Any]
 """(question, context texts or None, the method's options) -> a chat prompt."""
 
@@ -87,24 +90,32 @@ def fit_sections(
             kept.append(text)
             used += n
         if kept:
-            out.append(Section(kept, sec.title, sec.whole))
+            left = None if sec.counts is None else sec.counts[: len(kept)]
+            out.append(Section(kept, sec.title, sec.whole, left))
         if len(kept) < len(sec.items):
             break
     return out
 
 
-def fit_context(context: Context, tokenizer, max_tokens: int) -> Context:
-    """`context` cut to `max_tokens` tokens of `tokenizer` (see `fit_sections`)."""
-    flat = [t for s in context.sections for t in s.items]
-    sizes = [len(e.ids) for e in tokenizer.encode_batch(flat)] if flat else []
-    counts, start = [], 0
-    for s in context.sections:
-        c = sizes[start : start + len(s.items)]
-        start += len(s.items)
-        if s.title and c:
-            c[0] += len(tokenizer.encode_batch([s.title])[0].ids)
+def fit_context(context: Context, count_tokens: TokenCounter, max_tokens: int) -> Context:
+    """`context` cut to `max_tokens` tokens (see `fit_sections`): each item's tokens from its
+    section's `counts` where the budget that kept it knew them, else by `count_tokens` (a
+    run's `QueryContext.count_tokens`, which counts a text once per opened index and keeps
+    it), with every uncounted item and title counted in one call."""
+    sections = context.sections
+    known = [s.counts if s.counts is not None and len(s.counts) == len(s.items) else None
+             for s in sections]  # fmt: skip
+    asked = [t for s, c in zip(sections, known, strict=True) if c is None for t in s.items]
+    asked += [s.title for s in sections if s.title and s.items]
+    found = iter(count_tokens(asked) if asked else [])
+    counts = []
+    for s, c in zip(sections, known, strict=True):
+        c = list(c) if c is not None else [next(found) for _ in s.items]
         counts.append(c)
-    return Context(fit_sections(context.sections, counts, max_tokens), context.preset_answer)
+    for s, c in zip(sections, counts, strict=True):
+        if s.title and c:
+            c[0] += next(found)
+    return Context(fit_sections(sections, counts, max_tokens), context.preset_answer)
 
 
 def answer_prompts(questions: list[str], contexts: list[list[str] | None]) -> list[list[dict]]:
@@ -152,7 +163,7 @@ class AnswerAsk:
 
 
 def answer_ask(
-    tokenizer,
+    count_tokens: TokenCounter,
     questions: list[str],
     contexts: list[Context | None],
     max_context_tokens: int,
@@ -163,7 +174,7 @@ def answer_ask(
     """Fit every context and build the prompt of every question without a preset answer (the
     first half of `answer_batch`, shared with runs that answer together)."""
     fitted = [
-        None if c is None else fit_context(c, tokenizer, max_context_tokens) for c in contexts
+        None if c is None else fit_context(c, count_tokens, max_context_tokens) for c in contexts
     ]
     ask = [q for q, c in enumerate(fitted) if c is None or c.preset_answer is None]
     texts = [None if fitted[q] is None else fitted[q].texts() for q in ask]
@@ -177,7 +188,7 @@ def answer_ask(
 
 def answer_batch(
     llm,
-    tokenizer,
+    count_tokens: TokenCounter,
     questions: list[str],
     contexts: list[Context | None],
     max_context_tokens: int,
@@ -193,7 +204,7 @@ def answer_batch(
     (cached, resumable), and clean the answers; a None context means no retrieval (the
     sub-answer stages' entry: `answer_ask`, then `send_ask`)."""
     sent = answer_ask(
-        tokenizer, questions, contexts, max_context_tokens, max_tokens, prompt, options
+        count_tokens, questions, contexts, max_context_tokens, max_tokens, prompt, options
     )
     return send_ask(llm, sent, stage, keep_failures, on_progress, whole)
 

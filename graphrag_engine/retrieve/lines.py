@@ -176,12 +176,26 @@ def budgeted_sections(
 ) -> list[Section]:
     """(title, ranked lines, token budget) -> whole sections cut to their budgets; an empty
     one is left out."""
-    out = []
-    for title, lines, budget in parts:
-        kept = within_budget(ctx, lines, int(budget))
-        if kept:
-            out.append(Section(kept, title=f"-----{title}-----", whole=True))
-    return out
+    kept = (
+        budgeted_section(ctx, lines, budget, f"-----{title}-----") for title, lines, budget in parts
+    )
+    return [s for s in kept if s is not None]
+
+
+def budgeted_section(
+    ctx: QueryContext, lines: Sequence[str], budget: float, title: str
+) -> Section | None:
+    """The leading lines that fit `budget` tokens as one whole titled section, with the token
+    counts the budget read (so the answer stage does not count them again); None if none fit."""
+    n = fitting(ctx, lines, int(budget))
+    if not n:
+        return None
+    if isinstance(lines, Lines) and lines.stored:
+        counts = lines.counts[np.asarray(lines.rows[:n], dtype=np.int64)].tolist()
+    else:
+        count, items = _counter(ctx, lines)
+        counts = [int(c) for c in count(items[:n])]
+    return Section(list(lines[:n]), title=title, whole=True, counts=counts)
 
 
 # -- the index's lines and their stored counts ---------------------------------------------------

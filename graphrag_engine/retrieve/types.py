@@ -32,6 +32,9 @@ class Section:
     items: list[str]
     title: str | None = None
     whole: bool = False
+    counts: list[int] | None = field(default=None, compare=False)
+    """Tokens of each item by the index's tokenizer, where the budget that kept them knew
+    them (stored line counts): the answer stage reads them instead of counting again."""
 
     def text(self) -> str:
         """The section as one block: its title line (when titled) above its items."""

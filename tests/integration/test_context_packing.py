@@ -17,8 +17,9 @@ from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import method_spec
 from graphrag_engine.retrieve import context as context_module
 from graphrag_engine.retrieve import lines as lines_module
+from graphrag_engine.retrieve.answer import fit_context
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.retrieve.types import Context, Section, StageClock
 from graphrag_engine.store import open_index
 
 BUILDERS = ["lightrag_hybrid_ner", "graphrag_local", "regraphrag_no_expansion"]
@@ -68,6 +69,24 @@ def test_remembered_counts_pack_what_fresh_counts_pack(demo, name, monkeypatch) 
     assert lines
     remembered = ctx.count_tokens(lines)  # the run's memory holds most of them
     assert remembered == [len(ctx.tokenizer.encode(t).ids) for t in lines]
+    carried = [
+        (t, n)
+        for c in packed
+        for s in c.sections
+        if s.counts is not None
+        for t, n in zip(s.items, s.counts, strict=True)
+    ]
+    assert carried, "no section carried the counts its budget read"
+    assert [n for _, n in carried] == [len(ctx.tokenizer.encode(t).ids) for t, _ in carried]
+    slow = ctx.tokenizer
+
+    def recount(texts: list[str]) -> list[int]:
+        return [len(slow.encode(t).ids) for t in texts]
+
+    for budget in (40, 120, 400):  # the answer stage fits alike from carried counts or afresh
+        for c in packed:
+            bare = Context([Section(s.items, s.title, s.whole) for s in c.sections])
+            assert fit_context(c, ctx.count_tokens, budget) == fit_context(bare, recount, budget)
 
 
 def test_the_build_stores_each_lines_tokenizer_count(demo, monkeypatch) -> None:

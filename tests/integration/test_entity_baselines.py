@@ -68,7 +68,7 @@ def test_section_budgets_hold_and_the_answer_budget_never_splits_a_section(demo)
     from graphrag_engine.retrieve.answer import fit_context
 
     for c in r.contexts:
-        fitted = fit_context(c, ctx.tokenizer, 120)
+        fitted = fit_context(c, ctx.count_tokens, 120)
         assert fitted.sections == c.sections[: len(fitted.sections)]  # whole sections only
         assert fitted.sections  # the first always stays
 

@@ -285,7 +285,7 @@ def answer_level(
         return [], []
     done = answer_batch(
         ctx.llm,
-        ctx.tokenizer,
+        ctx.count_tokens,
         [asked[q][s] for q, s in inner],
         [step_context(ctx, cfg, found[q][s]) for q, s in inner],
         ctx.context_tokens,

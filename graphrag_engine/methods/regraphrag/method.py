@@ -54,7 +54,7 @@ from graphrag_engine.methods.regraphrag.triplets import (
 )
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import EntityGraph, by_similarity, entity_graph, search
-from graphrag_engine.retrieve.lines import line_tokens, prefixed_lines, within_budget
+from graphrag_engine.retrieve.lines import budgeted_section, line_tokens, prefixed_lines
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
@@ -222,11 +222,12 @@ def sections(
             key=lambda i, ts=ts: (int(ts.a[i]), int(ts.b[i]), int(ts.relation[i])),
             stored=lambda rows, ts=ts: sentence_tokens(g, counts, ts)[np.asarray(rows)],
         )  # fmt: skip
-        kept = within_budget(ctx, lines, share)
-        listed.append(ts.take(slice(0, len(kept))))
-        left_out.append(ts.take(slice(len(kept), None)))
+        kept = budgeted_section(ctx, lines, share, f"Perspective: {name}")
+        n = len(kept.items) if kept else 0
+        listed.append(ts.take(slice(0, n)))
+        left_out.append(ts.take(slice(n, None)))
         if kept:
-            out.append(Section(kept, title=f"Perspective: {name}", whole=True))
+            out.append(kept)
     shown, rest = Triplets.joined(listed), Triplets.joined(left_out).best_first()
     if chunk_order == "vector":
         parts = [shown, rest]

@@ -232,7 +232,7 @@ def logic_form_stage(ctx: QueryContext, cfg: ROGRAGConfig, texts: list[str]) -> 
             ctx, [[s] for s in subs], [[s] for s in subs], cfg.top_ks(), cfg.floor, cfg.match
         )
         done = answer_batch(
-            ctx.llm, ctx.tokenizer, subs, [dual_context(ctx, cfg, m) for m in found],
+            ctx.llm, ctx.count_tokens, subs, [dual_context(ctx, cfg, m) for m in found],
             ctx.context_tokens, cfg.step_answer_tokens, stage="logic_step",
         )  # fmt: skip
         for sub, m, t in zip(subs, found, done.tokens, strict=True):

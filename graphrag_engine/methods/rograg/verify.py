@@ -83,7 +83,7 @@ def _check(
     spent: list[dict[str, int]] = [{} for _ in questions]
     if check == "result":
         done = answer_batch(
-            ctx.llm, ctx.tokenizer, questions, contexts, ctx.context_tokens, gen.max_tokens
+            ctx.llm, ctx.count_tokens, questions, contexts, ctx.context_tokens, gen.max_tokens
         )
         given = list(done.answers)
         spent = [{"result_answer": sum(t.values())} for t in done.tokens]
@@ -108,7 +108,7 @@ def context_verdict_prompt(
     """The verdict prompt over the context the answer prompt would carry: cut, like it, to
     `generation.max_context_tokens` (a verdict on more than the answer sees would be moot, and
     could overflow the model's window)."""
-    fitted = fit_context(context, ctx.tokenizer, ctx.context_tokens)
+    fitted = fit_context(context, ctx.count_tokens, ctx.context_tokens)
     return VERIFY_STAGE.prompt(check, question, "\n".join(fitted.texts()), answer)
 
 
