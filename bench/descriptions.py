@@ -89,29 +89,33 @@ RUNS = {
 """run name: (registered method, its LLM-free settings)."""
 
 
-def index_path(name: str, config: str, work: Path) -> Path:
-    """Where `build` puts the NAME index of CONFIG in WORK."""
-    return work / "idx" / f"{name}-{config}"
+def index_path(name: str, config: str, work: Path, embedder: str | None = None) -> Path:
+    """Where `build` puts the NAME index of CONFIG (with EMBEDDER, if not the default) in WORK."""
+    return work / "idx" / f"{name}-{config}{'-' + Path(embedder).name if embedder else ''}"
 
 
 def build_or_reuse(
-    name: str, corpus: Path, config: str, work: Path, reuse: bool
+    name: str, corpus: Path, config: str, work: Path, reuse: bool, embedder: str | None = None
 ) -> tuple[Path, dict]:
     """`build`, or with `reuse` the index it already built there (figures: reused)."""
-    out = index_path(name, config, work)
+    out = index_path(name, config, work, embedder)
     if reuse and (out / "manifest.json").exists():
         return out, {"reused": True}
-    return build(name, corpus, config, work)
+    return build(name, corpus, config, work, embedder)
 
 
-def build(name: str, corpus: Path, config: str, work: Path) -> tuple[Path, dict]:
-    """A fresh index of `corpus` (nothing cached) at WORK/idx/NAME-CONFIG: its wall and CPU
-    seconds (CPU seconds move less than wall seconds when other work shares the cores), the
-    load average around it, stage seconds, bytes on disk (caches aside) and peak memory."""
-    out = index_path(name, config, work)
+def build(
+    name: str, corpus: Path, config: str, work: Path, embedder: str | None = None
+) -> tuple[Path, dict]:
+    """A fresh index of `corpus` (nothing cached) at WORK/idx/NAME-CONFIG[-EMBEDDER]: its wall
+    and CPU seconds (CPU seconds move less than wall seconds when other work shares the cores),
+    the load average around it, stage seconds, bytes on disk (caches aside) and peak memory.
+    Queries embed as the index did (`embedder_config`), so EMBEDDER serves them too."""
+    out = index_path(name, config, work, embedder)
     shutil.rmtree(out, ignore_errors=True)
-    cfg = work / f"descriptions-{config}.yaml"
-    cfg.write_text(BUILDS[config])
+    cfg = work / f"descriptions-{out.name.removeprefix(name + '-')}.yaml"
+    models = f"models:\n  embedder:\n    model: {embedder}\n" if embedder else ""
+    cfg.write_text(BUILDS[config] + models)
     load_before, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
     assert cli(["index", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
     seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0

