@@ -16,7 +16,7 @@ from typing import Any
 
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.datasets import Question
-from graphrag_engine.retrieve.context import built_config
+from graphrag_engine.store.index_store import built_config
 
 
 class Part(StrEnum):

@@ -9,7 +9,6 @@ to `-005`, the `mpnet` extra), joined and unpacked once into the model cache.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 import zipfile
@@ -17,12 +16,11 @@ from importlib import metadata
 from pathlib import Path
 
 from graphrag_engine.errors import ConfigError
+from graphrag_engine.models.hf_weights import model_cache_root
 
 MINILM = "all-MiniLM-L6-v2"
 MPNET = "all-mpnet-base-v2"
 MPNET_PARTS = 5
-CACHE_ENV = "GRAPHRAG_MODEL_CACHE"
-"""Where unpacked models are kept (default ~/.cache/graphrag-engine/models)."""
 
 
 def packaged_minilm_path() -> str:
@@ -43,7 +41,7 @@ def packaged_mpnet_path() -> str:
     key = hashlib.sha256(
         "|".join(f"{p.name}:{p.stat().st_size}:{v}" for p, v in parts).encode()
     ).hexdigest()[:12]
-    target = _cache_root() / f"{MPNET}-{key}"
+    target = model_cache_root() / f"{MPNET}-{key}"
     if (target / "modules.json").exists():
         return str(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -89,8 +87,3 @@ def _mpnet_part(i: int) -> tuple[Path, str]:
     if not path.exists():
         raise ConfigError(f"embedder.model: {package} is installed without its file {path.name}")
     return path, dist.version
-
-
-def _cache_root() -> Path:
-    """The folder that holds unpacked models."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "graphrag-engine" / "models")

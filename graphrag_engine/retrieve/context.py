@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -20,29 +19,23 @@ import numpy as np
 
 from graphrag_engine.config import EmbedderConfig, GraphConfig
 from graphrag_engine.config.query import QueryConfig
-from graphrag_engine.descriptions import relation_picks, sentence_mean
 from graphrag_engine.errors import BadInputError, IndexFormatError
 from graphrag_engine.kernels.graph import CSRGraph
 from graphrag_engine.models import make_embedder, make_llm
 from graphrag_engine.models.base import UsageLedger
 from graphrag_engine.models.embed import query_encoder
-from graphrag_engine.models.embed_cache import EMBED_CACHE, EmbeddingCache
 from graphrag_engine.models.ner import NUMERIC_LABELS, entity_recognizer
 from graphrag_engine.models.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
-from graphrag_engine.names import VECTOR_TABLE_KINDS, relation_text, titled_chunk
+from graphrag_engine.names import titled_chunk
 from graphrag_engine.retrieve.budget import ContextBudget, config_budget
-from graphrag_engine.store.index_store import Index
+from graphrag_engine.retrieve.lazy_vectors import LAZY_TEXTS, lazy_vectors
+from graphrag_engine.store.index_store import Index, built_config
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 TOKEN_COUNTS_KEPT = 1 << 18
 """Distinct context texts whose token counts an opened index keeps; past it, it starts again."""
-
-
-def built_config(index: Index, section: str) -> dict[str, Any]:
-    """A section of the config the index was built with (empty when it records none)."""
-    return (index.manifest.get("config") or {}).get(section) or {}
 
 
 def skipped_labels(graph: dict[str, Any]) -> tuple[str, ...]:
@@ -62,29 +55,6 @@ def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
         return own
     prefixes = {k: built[k] for k in ("query_prefix", "passage_prefix") if k in built}
     return dataclasses.replace(own, backend=built["backend"], model=built["model"], **prefixes)
-
-
-def _relation_texts(index: Index) -> list[str]:
-    """Each relation's embedded text, in relations table order."""
-    names = index.table("entities", ["entity_id", "name"]).to_pydict()
-    name_of = dict(zip(names["entity_id"], names["name"], strict=True))
-    rels = index.table("relations", ["src", "dst", "description"]).to_pydict()
-    return [
-        relation_text(name_of[s], name_of[d], desc)
-        for s, d, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True)
-    ]
-
-
-def _unit_texts(index: Index) -> list[str]:
-    """Each knowledge unit's text, in units table order."""
-    return index.table("units", ["text"]).column("text").to_pylist()
-
-
-LAZY_TEXTS: dict[str, Callable[[Index], list[str]]] = {
-    "relation_vectors": _relation_texts,
-    "unit_vectors": _unit_texts,
-}
-"""The vector tables an index may leave lazy (config key = table name), and their texts."""
 
 
 class QueryContext:
@@ -148,65 +118,11 @@ class QueryContext:
     def _vectors(self, name: str) -> np.ndarray:
         if not self.index.has(name):
             if name in LAZY_TEXTS and built_config(self.index, "graph").get(name) == "lazy":
-                return self._lazy_vectors(name)
+                return lazy_vectors(self.index, name, self.embedder, lambda: self.unit_vectors)
             raise IndexFormatError(
                 f"{self.index.root}: the index has no {name}; rebuild it with graph.embed: true"
             )
         return self.index.vectors(name)
-
-    def _lazy_vectors(self, name: str) -> np.ndarray:
-        """A vector table the index left lazy (graph.unit_vectors / graph.relation_vectors:
-        lazy), embedded now in its table's row order through the embedding cache beside the
-        index, so only the first run pays; an index folder this process cannot write embeds
-        them for this run alone."""
-        texts = LAZY_TEXTS[name](self.index)
-        rows = self._sentence_rows() if name == "relation_vectors" else []
-        if not any(rows):
-            return self._embed_lazy(name, texts)
-        embedded = [i for i, r in enumerate(rows) if not r]
-        units = self.unit_vectors
-        out = np.zeros((len(texts), units.shape[1]), dtype=np.float32)
-        if embedded:
-            out[embedded] = self._embed_lazy(name, [texts[i] for i in embedded])
-        for i, r in enumerate(rows):
-            if r:
-                out[i] = sentence_mean(units, r)
-        return out
-
-    def _embed_lazy(self, name: str, texts: list[str]) -> np.ndarray:
-        """Vectors of `texts` through the embedding cache beside the index (for this run alone
-        where the folder is read-only)."""
-        kinds = VECTOR_TABLE_KINDS[name]
-        root = Path(self.index.root)
-        if not os.access(root, os.W_OK):
-            log.warning(
-                f"{root}: {name} are lazy and the folder is read-only; embedding "
-                f"{len(texts)} {kinds} for this run only"
-            )
-            return np.asarray(self.embedder.encode(texts), dtype=np.float32)
-        return EmbeddingCache(root / EMBED_CACHE).encode(self.embedder, texts, kinds)
-
-    def _sentence_rows(self) -> list[list[int]]:
-        """Per relation, the unit rows of the sentences that describe it (empty where an LLM
-        described it, or the index kept no sentences): the build's picks, replayed."""
-        k = int(built_config(self.index, "graph").get("relation_sentences", 0) or 0)
-        rels = self.index.table("relations", ["src", "dst", "description"]).to_pydict()
-        if k <= 0:
-            return [[] for _ in rels["src"]]
-        units = self.index.table("units", ["unit_id", "text"]).to_pydict()
-        links = self.index.table("unit_entity").to_pydict()
-        named: dict[str, list[str]] = {}
-        for unit, entity in zip(links["unit_id"], links["entity_id"], strict=True):
-            named.setdefault(unit, []).append(entity)
-        picks = relation_picks(
-            ((t, named.get(u, [])) for u, t in zip(units["unit_id"], units["text"], strict=True)),
-            k,
-        )
-        rows = []
-        for src, dst, desc in zip(rels["src"], rels["dst"], rels["description"], strict=True):
-            texts = picks.texts((src, dst))
-            rows.append(picks.rows((src, dst)) if texts and desc == "\n".join(texts) else [])
-        return rows
 
     @cached_property
     def units(self) -> dict[str, list]:

@@ -190,3 +190,8 @@ class NoIndex:
     def vectors(self, name: str) -> np.ndarray:
         """Always an error: this run has no index."""
         return self.table(name)  # raises
+
+
+def built_config(index: Index, section: str) -> dict[str, Any]:
+    """A section of the config the index was built with (empty when it records none)."""
+    return (index.manifest.get("config") or {}).get(section) or {}

@@ -13,6 +13,7 @@ from graphrag_engine.descriptions import SentencePicks
 from graphrag_engine.methods import query_config
 from graphrag_engine.names import normalize_name
 from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.lazy_vectors import _sentence_rows
 from graphrag_engine.store import open_index
 
 SENTENCES = {"entity_sentences": 3, "relation_sentences": 2, "synonym_threshold": 0.8}
@@ -59,7 +60,7 @@ def test_relations_are_described_by_sentences_naming_both_ends(index) -> None:
 
 def test_relation_vectors_are_their_sentences_mean_unit_vectors(index, tmp_path) -> None:
     ctx = QueryContext(index, query_config("naive"), tmp_path)
-    rows = ctx._sentence_rows()  # the build's picks, replayed from the tables
+    rows = _sentence_rows(ctx.index)  # the build's picks, replayed from the tables
     assert sum(bool(r) for r in rows) == len(rows)
     units, rels = ctx.unit_vectors, ctx.vectors("relation_vectors")
     for i in range(0, len(rows), max(1, len(rows) // 200)):
