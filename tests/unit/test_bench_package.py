@@ -139,8 +139,10 @@ def test_a_result_from_uncommitted_code_says_so_and_fails_the_check(tmp_path, mo
 
 
 def test_every_committed_result_names_the_code_that_wrote_it() -> None:
-    """No result in bench/results/ was written from uncommitted code (or says `-dirty`)."""
+    """No result in bench/results/ was written from uncommitted code (or says `-dirty`), and
+    each is as its bench wrote it (no key added by hand, its seal intact)."""
     assert tables.unstamped() == []
+    assert tables.edited() == []
 
 
 def test_text_graph_changes_pair_rows_of_the_same_set_and_method(tmp_path, monkeypatch) -> None:
