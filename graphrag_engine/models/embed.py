@@ -22,6 +22,7 @@ from graphrag_engine.models.packaged import (  # noqa: F401  (packaged_minilm_pa
     packaged_minilm_path,
     packaged_model_path,
 )
+from graphrag_engine.models.text_cache import in_blocks
 from graphrag_engine.progress import silence_library_bars
 
 DEFAULT_EMBEDDER = MINILM
@@ -158,8 +159,9 @@ class PrefixedEmbedder:
         return query_encoder(self.inner)([self.query_prefix + t for t in texts])
 
     def encode_blocks(self, texts: list[str]) -> Iterator[tuple[Sequence[int], np.ndarray]]:
-        """The inner embedder's blocks of passage vectors (one block where it has none)."""
+        """Passage vectors block by block: the inner embedder's own blocks, else BLOCK texts a
+        call (`in_blocks`, as the embedding cache feeds any embedder); defined here so that the
+        delegation of other attributes never hands out the inner blocks without the prefix."""
+        own = getattr(self.inner, "encode_blocks", None)
         prefixed = [self.passage_prefix + t for t in texts]
-        if hasattr(self.inner, "encode_blocks"):
-            return self.inner.encode_blocks(prefixed)
-        return iter([(range(len(texts)), self.inner.encode(prefixed))])
+        return in_blocks(own, self.inner.encode, prefixed, BLOCK)

@@ -34,6 +34,10 @@ def test_prefixes_reach_each_side_and_name_the_embedder(minilm) -> None:
     assert np.allclose(
         prefixed.encode_queries(texts), minilm.encode([f"query: {t}" for t in texts])
     )
+    blocks = np.zeros((len(texts), prefixed.dim), dtype=np.float32)
+    for positions, vectors in prefixed.encode_blocks(texts):  # the index's path: prefixed too
+        blocks[list(positions)] = vectors
+    assert np.allclose(blocks, minilm.encode([f"passage: {t}" for t in texts]))
     assert not np.allclose(prefixed.encode(texts), plain.encode(texts))
     assert prefixed.model_id != plain.model_id  # cached vectors of one never serve the other
     other = make_embedder(EmbedderConfig(query_prefix="q: ", passage_prefix="passage: "))
