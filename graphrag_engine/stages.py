@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from graphrag_engine import methods  # noqa: F401  (every method, and with it its stages)
 from graphrag_engine.eval import judge, ragas  # noqa: F401
-from graphrag_engine.index import communities, extract, units  # noqa: F401
+from graphrag_engine.index import communities, extract, tree, units  # noqa: F401
 from graphrag_engine.models.stages import STAGES, StructuredStage
 from graphrag_engine.retrieve import keywords  # noqa: F401
 

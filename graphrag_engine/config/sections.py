@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from graphrag_engine.config.ranges import check_ranges
+from graphrag_engine.config.tree_section import TreeConfig
 from graphrag_engine.errors import ConfigError
 
 
@@ -332,6 +333,7 @@ class IndexConfig:
     graph: GraphConfig = field(default_factory=GraphConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
+    tree: TreeConfig = field(default_factory=TreeConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
     """Where the model stages run: local (this process) or ray (Ray Data pipelines over
@@ -364,6 +366,16 @@ class IndexConfig:
         if self.communities.reports and self.models.llm.backend == "none":
             raise ConfigError(
                 f"{where}: communities.reports needs an LLM, but models.llm.backend is 'none'"
+            )
+        if self.tree.enabled and self.tree.summaries == "llm" and self.models.llm.backend == "none":
+            raise ConfigError(
+                f"{where}: tree.summaries: llm needs an LLM, but models.llm.backend is 'none'; "
+                "set a backend or tree.summaries: extractive"
+            )
+        if self.tree.enabled and not (self.graph.enabled and self.graph.embed):
+            raise ConfigError(
+                f"{where}: tree.enabled clusters the chunk vectors, which only a build with "
+                "graph.enabled: true and graph.embed: true makes; set both"
             )
         if self.graph.alpha > 0 and self.models.llm.backend == "none":
             raise ConfigError(

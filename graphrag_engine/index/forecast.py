@@ -32,6 +32,7 @@ from graphrag_engine.index.forecast_sample import (
     sample_graph,
     summaries_estimate,
 )
+from graphrag_engine.index.tree import SUMMARY_STAGE
 from graphrag_engine.index.units import UNITS_STAGE
 from graphrag_engine.models import make_backend
 from graphrag_engine.models.forecast import StageForecast, price
@@ -146,11 +147,48 @@ def forecast_index(
         if row.prompts is None and texts:
             row = reports_estimate(first_build(), len(texts), config, backend.count_tokens)
         rows.append(row)
+    t = config.tree
+    if t.enabled and t.summaries == "llm":
+        row = _from_last(before, "tree_summary", "tree", "one prompt per cluster of each "
+                         "level, known only after clustering", corpus)  # fmt: skip
+        if row.prompts is None and texts:
+            row = tree_estimate(len(texts), corpus, config, backend.count_tokens)
+        rows.append(row)
     for row in rows:
         _add_reasks(row, before.get(row.stage, {}))
         row.cost = price(llm_cfg, row.prompt_tokens, row.completion_tokens)
         row.model = backend.model_id  # its measured rates give the time
     return rows
+
+
+FAN_OUT = 6.7
+"""Children per tree node the forecast assumes (RAPTOR reports about 6.7 on its corpora)."""
+
+
+def tree_estimate(
+    n_chunks: int, corpus_tokens: int, config: IndexConfig, count: Callable[[list[str]], list[int]]
+) -> StageForecast:
+    """RAPTOR's summaries without an earlier build: each level about 1/FAN_OUT of the one
+    below, until it has at most dim + 1 nodes; a level's prompts hold the text of the nodes
+    below once (the chunks, then summaries of summary_tokens) plus the prompt around them."""
+    t = config.tree
+    overhead = count([SUMMARY_STAGE.prompt("")])[0]
+    budget = SUMMARY_STAGE.max_tokens(summary_tokens=t.summary_tokens)
+    nodes, below_tokens = n_chunks, corpus_tokens
+    prompts = tokens = 0
+    for _ in range(t.max_levels):
+        if nodes <= t.dim + 1:
+            break
+        level = max(1, round(nodes / FAN_OUT))
+        prompts += level
+        tokens += below_tokens + level * overhead
+        nodes, below_tokens = level, level * t.summary_tokens
+    return StageForecast(
+        "tree_summary", prompts, round(tokens), prompts * budget,
+        f"estimate: each level about 1/{FAN_OUT} of the one below (RAPTOR's mean fan-out) "
+        f"until at most tree.dim + 1 = {t.dim + 1} nodes; completions: max_tokens {budget} "
+        "(an upper bound)",
+    )  # fmt: skip
 
 
 def count_in_blocks(

@@ -34,6 +34,7 @@ from graphrag_engine.index.ingest import Document, DocumentReader
 from graphrag_engine.index.line_tokens import BUILD_LINE_TOKENS
 from graphrag_engine.index.resolve import BUILD_NER, BUILD_RESOLVE_GRAPHS
 from graphrag_engine.index.synonyms import BUILD_SYNONYMS
+from graphrag_engine.index.tree import BUILD_TREE
 from graphrag_engine.index.units import BUILD_UNITS
 from graphrag_engine.index.vectors import BUILD_EMBED, BUILD_EMBED_CHUNKS
 from graphrag_engine.models.text_cache import WINDOW
@@ -54,6 +55,7 @@ STAGES = {
         BUILD_COMMUNITIES,
         BUILD_EMBED,
         BUILD_SYNONYMS,
+        BUILD_TREE,
         BUILD_LINE_TOKENS,
     )
 }
@@ -67,6 +69,7 @@ GRAPH_PIPELINE = [
     "communities",
     "embed",
     "synonyms",
+    "tree",
     "line_tokens",
 ]
 """The stages of a build with a graph, in order; counting line tokens is always the last."""

@@ -18,6 +18,7 @@ from graphrag_engine.methods import (  # noqa: F401  (register them)
     lightrag,
     linearrag,
     pankrag,
+    raptor,
     regraphrag,
     rograg,
 )

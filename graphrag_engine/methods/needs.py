@@ -31,6 +31,7 @@ class Part(StrEnum):
     RELATION_VECTORS = "relation_vectors"
     UNIT_VECTORS = "unit_vectors"
     COMMUNITY_REPORTS = "community_reports"
+    TREE = "tree"
     GOLD_DECOMPOSITIONS = "gold_decompositions"
     QUESTION_GRAPHS = "question_graphs"
 
@@ -78,6 +79,9 @@ SOURCES: dict[Part, PartSource] = {
     Part.COMMUNITY_REPORTS: PartSource(
         ("communities", "reports"),
         provided_by="an index built with communities.enabled: true and communities.reports: true",
+    ),
+    Part.TREE: PartSource(
+        ("tree", "tree_vectors"), provided_by="an index built with tree.enabled: true (RAPTOR)"
     ),
     Part.GOLD_DECOMPOSITIONS: PartSource(
         question_field="decomposition",

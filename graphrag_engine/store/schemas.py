@@ -94,6 +94,18 @@ REPORTS = pa.schema(
     ]
 )
 
+# RAPTOR's summary nodes (graphrag_engine/index/tree.py); tree_vectors holds their vectors.
+TREE = pa.schema(
+    [
+        pa.field("node_id", _ID, nullable=False),
+        pa.field("level", pa.int32(), nullable=False),  # 1 above the chunks, and up
+        pa.field("text", pa.string(), nullable=False),
+        # node numbers: a chunk's row for a leaf, n_chunks + row of this table for a summary
+        pa.field("children", pa.list_(pa.int64()), nullable=False),
+        pa.field("leaves", pa.list_(pa.int64()), nullable=False),  # chunk rows below the node
+    ]
+)
+
 # A graph of one kind ("entity", "chunk_unit_entity", "passage_entity") as an edge table;
 # kernels build CSR from it when the index is opened.
 GRAPH_EDGES = pa.schema(
@@ -113,6 +125,7 @@ TABLES: dict[str, pa.Schema] = {
     "unit_entity": UNIT_ENTITY,
     "communities": COMMUNITIES,
     "reports": REPORTS,
+    "tree": TREE,
 }
 
 

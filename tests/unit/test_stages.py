@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from graphrag_engine.config import CommunitiesConfig, ExtractionConfig, GraphConfig
+from graphrag_engine.config.tree_section import TreeConfig
 from graphrag_engine.methods.graphrag_global import GraphRAGGlobalConfig
 from graphrag_engine.methods.pankrag import PankRAGConfig
 from graphrag_engine.methods.regraphrag import ReGraphRAGConfig
@@ -17,7 +18,7 @@ from tests.paths import REPO
 NAMES = {
     "units", "extract", "extract_gleaning", "extract_loop_check", "community_report",
     "keywords", "perspectives", "pankrag_plan", "pankrag_rewrite", "rograg_analysis", "logic_form", "verify", "global_rate",
-    "global_map", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
+    "global_map", "tree_summary", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
 }  # fmt: skip
 
 
@@ -39,6 +40,7 @@ def test_default_settings_are_the_owning_configs_defaults() -> None:
     assert stage("extract").max_tokens() == ExtractionConfig().max_tokens
     assert tuple(ExtractionConfig().entity_types) == stage("extract").settings["entity_types"]
     assert stage("community_report").max_tokens() == CommunitiesConfig().report_max_tokens
+    assert stage("tree_summary").settings["summary_tokens"] == TreeConfig().summary_tokens
 
 
 def test_settings_reach_schema_and_budget_and_unknown_ones_are_refused() -> None:

@@ -1,0 +1,243 @@
+"""RAPTOR on real data (MuSiQue passages, MiniLM): the tree's structure holds (levels, parents,
+soft membership, leaves), its extractive summaries are sentences of the chunks below them,
+its clustering equals umap-learn and scikit-learn called directly, and both retrieval modes
+equal a brute-force reference that scores every node and counts tokens one text at a time;
+batched equals one question at a time."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.mixture import GaussianMixture
+
+from graphrag_engine.cli import main
+from graphrag_engine.eval.datasets import load_questions
+from graphrag_engine.index.tree_clusters import ClusterSettings, global_local
+from graphrag_engine.methods import query_config
+from graphrag_engine.methods.raptor import raptor
+from graphrag_engine.retrieve.context import QueryContext
+from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
+
+
+@pytest.fixture(scope="module")
+def tree_index(musique_subset: dict, tmp_path_factory):
+    """The MuSiQue subset's passages indexed with RAPTOR's tree (extractive summaries)."""
+    root = tmp_path_factory.mktemp("raptor")
+    cfg = root / "index.yaml"
+    cfg.write_text("tree:\n  enabled: true\n")
+    corpus = str(musique_subset["root"] / "corpus.jsonl")
+    assert main(["index", corpus, "--out", str(root / "index"), "--config", str(cfg)]) == 0
+    return open_index(root / "index"), load_questions(musique_subset["questions"]), root
+
+
+def _run(index, questions, run_dir, **options):
+    cfg = query_config("raptor")
+    cfg.generation.enabled = False
+    for k, v in options.items():
+        setattr(cfg.options, k, v)
+    ctx = QueryContext(index, cfg, run_dir)
+    return ctx, raptor(ctx, questions, StageClock())
+
+
+def test_the_tree_has_levels_parents_and_the_chunks_below_each_node(tree_index) -> None:
+    index, _, _ = tree_index
+    rows = index.table("tree").to_pylist()
+    n = index.table("chunks", ["chunk_id"]).num_rows
+    level_of = [0] * n + [r["level"] for r in rows]
+    assert max(level_of) >= 2, "the subset's ~570 chunks make at least two levels"
+    assert index.vectors("tree_vectors").shape[0] == len(rows)
+    for r in rows:
+        kids = r["children"]
+        assert kids and all(level_of[k] == r["level"] - 1 for k in kids)
+        below = set()
+        for k in kids:
+            below |= {k} if k < n else set(rows[k - n]["leaves"])
+        assert sorted(below) == r["leaves"]
+    for level in range(1, max(level_of) + 1):  # each level's parents are the next level's nodes
+        nodes = [n + i for i, r in enumerate(rows) if r["level"] == level]
+        counted = [k for r in rows if r["level"] == level + 1 for k in r["children"]]
+        assert set(counted) <= set(nodes)
+    parents = np.bincount([k for r in rows for k in r["children"]], minlength=n + len(rows))
+    assert parents.max() >= 2, "soft membership: some node has two parents"
+    assert len(rows) == len({r["node_id"] for r in rows})
+
+
+def test_extractive_summaries_are_sentences_of_the_chunks_below(tree_index) -> None:
+    index, _, _ = tree_index
+    rows = index.table("tree").to_pylist()
+    texts = index.table("chunks", ["text"]).column(0).to_pylist()
+    for r in rows[:40]:
+        below = " ".join(texts[c] for c in r["leaves"])
+        assert r["text"], r["node_id"]
+        pieces = [p.strip() for p in r["text"].replace(". ", ".\n").split("\n") if p.strip()]
+        assert all(p in below for p in pieces), r["node_id"]
+
+
+def test_the_first_level_clusters_as_umap_and_the_mixtures_do(tree_index) -> None:
+    """The level-1 clusters equal global UMAP + BIC-sized mixtures + local passes written
+    here from the libraries' own calls (tokens aside: the subset's clusters fit 3,500)."""
+    import umap
+
+    index, _, _ = tree_index
+    vectors = np.asarray(index.vectors("chunk_vectors"), dtype=np.float32)
+    s = ClusterSettings()
+
+    def reduce(x, neighbors):
+        return umap.UMAP(
+            n_neighbors=neighbors, n_components=10, metric="cosine", random_state=224, n_jobs=1
+        ).fit_transform(x)
+
+    def split(points):
+        sizes = list(range(1, min(50, len(points))))
+        bics = [GaussianMixture(k, random_state=224).fit(points).bic(points) for k in sizes]
+        k = sizes[int(np.argmin(bics))]
+        probs = GaussianMixture(k, random_state=224).fit(points).predict_proba(points)
+        return [m for m in (np.flatnonzero(probs[:, c] > 0.1) for c in range(k)) if m.size]
+
+    expected = []
+    for g in split(reduce(vectors, int((len(vectors) - 1) ** 0.5))):
+        if len(g) <= 11:
+            expected.append(sorted(g.tolist()))
+            continue
+        expected += [sorted(g[m].tolist()) for m in split(reduce(vectors[g], 10))]
+    got = [sorted(c.tolist()) for c in global_local(vectors, s)]
+    assert got == expected
+    built = [r["children"] for r in index.table("tree").to_pylist() if r["level"] == 1]
+    if all(len(c) > 0 for c in got):
+        assert sorted(map(sorted, built)) == sorted(got) or len(built) >= len(got)
+
+
+def _reference(ctx: QueryContext, question: str, mode: str, budget: int, top_k: int) -> list[int]:
+    """One question: every node scored in a loop, tokens counted text by text, the paper's
+    collapsed walk or traversal written out plainly."""
+    index = ctx.index
+    rows = index.table("tree").to_pylist()
+    chunks = ctx.chunks["titled"]
+    texts = list(chunks) + [r["text"] for r in rows]
+    vectors = list(np.asarray(ctx.chunk_vectors)) + list(np.asarray(index.vectors("tree_vectors")))
+    q = ctx.encode_queries([question])[0]
+    score = [float(np.dot(q, v)) for v in vectors]
+    tokens = [ctx.tokenizer.encode(t).ids.__len__() for t in texts]
+    if mode == "collapsed":
+        order = sorted(range(len(texts)), key=lambda i: (-score[i], i))
+    else:
+        n = len(chunks)
+        top = max(r["level"] for r in rows)
+        layer = [n + i for i, r in enumerate(rows) if r["level"] == top]
+        order = []
+        while layer:
+            best = sorted(layer, key=lambda i: (-score[i], i))[:top_k]
+            order += best
+            layer = sorted({k for b in best if b >= n for k in rows[b - n]["children"]})
+    picked, used = [], 0
+    for i in order:
+        if used + tokens[i] > budget:
+            break
+        picked.append(i)
+        used += tokens[i]
+    return [texts[i] for i in picked]
+
+
+@pytest.mark.parametrize("mode", ["collapsed", "traversal"])
+def test_retrieval_equals_the_brute_force_reference(tree_index, mode: str) -> None:
+    index, questions, root = tree_index
+    ctx, got = _run(index, questions[:12], root / f"run-{mode}", retrieval=mode)
+    budget = ctx.scaled(2000)
+    for q, context in zip(questions[:12], got.contexts, strict=True):
+        want = _reference(ctx, q.question, mode, budget, 5)
+        assert context.sections[0].items == want, q.qid
+        assert context.sections[0].counts == ctx.count_tokens(want)
+        assert want, "a 2,000-token budget holds some node"
+
+
+def test_batched_equals_one_question_at_a_time(tree_index) -> None:
+    index, questions, root = tree_index
+    _, batch = _run(index, questions, root / "batch")
+    for i, q in enumerate(questions[:8]):
+        _, one = _run(index, [q], root / f"one-{i}")
+        assert one.contexts[0] == batch.contexts[i]
+        assert one.ranking.row(0)[0] == batch.ranking.row(i)[0]
+
+
+def test_the_ranking_leads_with_the_picked_nodes_chunks(tree_index) -> None:
+    index, questions, root = tree_index
+    ctx, got = _run(index, questions[:10], root / "rank")
+    rows = index.table("tree").to_pylist()
+    n = len(ctx.chunks["ids"])
+    text_node = {t: i for i, t in enumerate(ctx.chunks["titled"])}
+    text_node.update({r["text"]: n + i for i, r in enumerate(rows)})
+    for q in range(10):
+        first = text_node[got.contexts[q].sections[0].items[0]]
+        lead = [first] if first < n else rows[first - n]["leaves"]
+        ranked = got.ranking.row(q)[0]
+        assert set(ranked[: len(lead)]) == set(lead[: len(ranked)])
+        assert len(ranked) == len(set(ranked)) == 2 * ctx.cfg.retrieval.candidates
+
+
+def test_the_cli_runs_it_over_real_questions(tree_index, musique_subset, tmp_path) -> None:
+    """Through the CLI, as a user runs it: every question gets ranked passages."""
+    index, _, _ = tree_index
+    out = tmp_path / "run"
+    args = ["query", str(index.root), str(musique_subset["questions"]), "--method", "raptor"]
+    assert main([*args, "--retrieval-only", "--out", str(out)]) == 0
+    rows = [json.loads(x) for x in (out / "results.jsonl").open()]
+    assert len(rows) == 30 and all(len(r["retrieved_ids"]) >= 5 for r in rows)
+
+
+def test_a_killed_llm_tree_build_resumes_without_asking_again(tmp_path) -> None:
+    """SmolLM2 summarises the demo's clusters one prompt at a time; the build is killed once
+    some summaries are cached, and the re-run asks the model only for the rest."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from tests.paths import REPO
+
+    cfg = tmp_path / "index.yaml"
+    cfg.write_text(
+        "tree:\n  enabled: true\n  summaries: llm\n"
+        "models:\n  llm:\n    backend: transformers\n    batch_size: 1\n"
+    )
+    index = tmp_path / "index"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
+    cmd = [sys.executable, "-m", "graphrag_engine.cli", "index", "--demo", "--out", str(index)]
+    proc = subprocess.Popen(
+        [*cmd, "--config", str(cfg)], env=env, cwd=REPO, stderr=subprocess.PIPE, text=True
+    )
+    cache = index / "llm_cache.sqlite"
+
+    def cached() -> int:
+        if not cache.exists():
+            return 0
+        try:
+            with sqlite3.connect(cache, timeout=1) as db:
+                return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    deadline = time.monotonic() + 600
+    while cached() < 2:
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "no summary was cached"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    before = cached()
+    assert not (index / "manifest.json").exists()
+    rerun = subprocess.run(
+        [*cmd, "--config", str(cfg)], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    stage = json.loads((index / "manifest.json").read_text())["stats"]["stages"]["tree"]
+    assert stage["cached_calls"] == before >= 2
+    assert stage["model_calls"] + stage["cached_calls"] >= stage["items"] > before
+    assert cached() == before + stage["model_calls"], "an answer was asked for twice"
+    rows = open_index(index).table("tree").to_pylist()
+    assert len(rows) == stage["items"] and all(r["text"] for r in rows)
