@@ -35,6 +35,9 @@ class TreeConfig:
     enabled: bool = False
     """Build the tree (needs chunk vectors, so graph.enabled: true); the `raptor` method reads
     it."""
+    relatedness: bool = False
+    """Also build SiReRAG's relatedness tree: every entity's knowledge units joined (proposition
+    aggregates), clustered and summarised the same way (the `sirerag` method reads both)."""
     summaries: Literal["llm", "extractive"] = "extractive"
     """llm: each cluster summarised by models.llm (RAPTOR); extractive: the cluster's own
     sentences nearest its centroid, up to summary_tokens (no LLM)."""

@@ -9,6 +9,11 @@ index's chunks, the leaves.
             the index, so a killed build re-run pays for no summary twice), or extractively
         embed the summaries (one embedder call for the level): they are the next level
 
+With `tree.relatedness` (SiReRAG) a second tree grows the same way from proposition
+aggregates instead of chunks: per entity, the knowledge units that name it (the LLM's units
+where graph.alpha made them, else sentences), and goes to `related_tree` with the aggregates
+as its level-0 rows.
+
 The `tree` table holds one row per summary node: its level, text, children (node numbers:
 chunk rows for leaves, n_chunks + row for summaries) and the chunk rows below it;
 `tree_vectors` holds the summaries' vectors in the same order. An extractive summary is the
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -73,61 +79,146 @@ def node_id(level: int, text: str) -> str:
     return hashlib.sha1(f"{level}\x00{text}".encode()).hexdigest()[:16]
 
 
+@dataclass
+class Level:
+    """One level of a tree as the next is built from it: each node's text (as summarised and
+    as its sentences are picked from), vector, tokens, chunk rows below and node number."""
+
+    texts: list[str]
+    plain: list[str]
+    vectors: np.ndarray
+    tokens: np.ndarray
+    leaves: list[np.ndarray]
+    node_of: np.ndarray
+
+
 def _tree(b: Build) -> dict[str, Any]:
-    """Build the levels above the chunks and write `tree` and `tree_vectors`."""
-    t = b.config.tree
+    """Build the levels above the chunks and write `tree` and `tree_vectors`; with
+    tree.relatedness also SiReRAG's relatedness tree (`related_tree`, `related_tree_vectors`)."""
     tokenizer = load_tokenizer(b.config.chunking.tokenizer)
     titled = [text for window in b.chunks.titled() for text in window]
-    plain = [text for _, text in b.chunks.pairs()]
-    vectors = np.asarray(b.writer.staged_vectors("chunk_vectors"), dtype=np.float32)
-    tokens = count_lines(tokenizer, titled, "leaf")
-    n_chunks = len(titled)
-    leaves = [np.asarray([i]) for i in range(n_chunks)]
-    node_of = np.arange(n_chunks)  # the level's nodes as tree node numbers
-    rows: list[dict] = []
-    summary_vectors: list[np.ndarray] = []
-    failures = 0
+    n = len(titled)
+    chunks = Level(
+        titled,
+        [text for _, text in b.chunks.pairs()],
+        np.asarray(b.writer.staged_vectors("chunk_vectors"), dtype=np.float32),
+        count_lines(tokenizer, titled, "leaf"),
+        [np.asarray([i]) for i in range(n)],
+        np.arange(n),
+    )
+    rows, vectors, failures = grow(b, chunks, [], n, tokenizer, "tree")
+    _write(b, "tree", rows, vectors)
+    stats = {
+        "items": len(rows),
+        "levels": max((r["level"] for r in rows), default=0),
+        "summaries_kind": b.config.tree.summaries,
+    }
+    if b.config.tree.relatedness:
+        rows, aggregates = proposition_aggregates(b, n, tokenizer)
+        related, more, failed = grow(b, aggregates, rows, n, tokenizer, "related tree")
+        _write(b, "related_tree", related, [aggregates.vectors, *more])
+        failures += failed
+        stats.update(
+            aggregates=len(aggregates.texts), related_summaries=len(related) - len(aggregates.texts)
+        )
+    return {**stats, "parse_failures": failures, "extractive_for_failures": failures}
+
+
+def _write(b: Build, name: str, rows: list[dict], vectors: list[np.ndarray]) -> None:
+    """Table `name` and its vectors `name`_vectors, row for row."""
+    b.writer.write_table(name, rows)
+    dim = b.writer.staged_vectors("chunk_vectors").shape[1]
+    stacked = np.concatenate(vectors) if vectors else np.zeros((0, dim))
+    b.writer.write_vectors(f"{name}_vectors", stacked.astype(np.float32), b.embedder.model_id)
+
+
+def grow(
+    b: Build, level0: Level, rows: list[dict], n_chunks: int, tokenizer: Any, label: str
+) -> tuple[list[dict], list[np.ndarray], int]:
+    """The levels above `level0`, appended to `rows` (a summary's node number is n_chunks +
+    its row); their vectors by level, and how many LLM summaries failed."""
+    t = b.config.tree
+    at, vectors, failures = level0, [], 0
     for level in range(1, t.max_levels + 1):
-        if len(node_of) <= t.dim + 1:
+        if len(at.node_of) <= t.dim + 1:
             break
-        bar = progress(f"tree level {level}: mixture fits", unit="fit")
+        bar = progress(f"{label} level {level}: mixture fits", unit="fit")
         s = ClusterSettings(
             t.dim, t.threshold, t.max_clusters, t.cluster_tokens, t.seed, bar.update
         )
-        clusters = level_clusters(vectors, tokens, s)
+        clusters = level_clusters(at.vectors, at.tokens, s)
         bar.close()
-        texts, failed = _summaries(b, clusters, titled, plain, vectors, tokenizer)
+        texts, failed = _summaries(b, clusters, at.texts, at.plain, at.vectors, tokenizer)
         failures += failed
-        vectors = l2_normalize(b.cache.encode(b.embedder, texts, f"tree level {level}"))
-        tokens = count_lines(tokenizer, texts, f"level {level} summary")
-        kids = [node_of[c] for c in clusters]
-        leaves = [np.unique(np.concatenate([leaves[i] for i in c])) for c in clusters]
+        embedded = l2_normalize(b.cache.encode(b.embedder, texts, f"{label} level {level}"))
+        leaves = [np.unique(np.concatenate([at.leaves[i] for i in c])) for c in clusters]
         start = n_chunks + len(rows)
         rows += [
             {
                 "node_id": node_id(level, text),
                 "level": level,
                 "text": text,
-                "children": k.tolist(),
+                "children": at.node_of[c].tolist(),
                 "leaves": lv.tolist(),
             }
-            for text, k, lv in zip(texts, kids, leaves, strict=True)
+            for text, c, lv in zip(texts, clusters, leaves, strict=True)
         ]
-        summary_vectors.append(vectors)
-        log.info("tree level %d: %d clusters of %d nodes", level, len(clusters), len(node_of))
-        node_of = np.arange(start, start + len(texts))
-        titled = plain = texts
-    b.writer.write_table("tree", rows)
-    dim = b.writer.staged_vectors("chunk_vectors").shape[1]
-    stacked = np.concatenate(summary_vectors) if summary_vectors else np.zeros((0, dim))
-    b.writer.write_vectors("tree_vectors", stacked.astype(np.float32), b.embedder.model_id)
-    return {
-        "items": len(rows),
-        "levels": max((r["level"] for r in rows), default=0),
-        "summaries_kind": b.config.tree.summaries,
-        "parse_failures": failures,
-        "extractive_for_failures": failures,
-    }
+        vectors.append(embedded)
+        log.info(
+            "%s level %d: %d clusters of %d nodes", label, level, len(clusters), len(at.node_of)
+        )
+        tokens = count_lines(tokenizer, texts, f"level {level} summary")
+        at = Level(texts, texts, embedded, tokens, leaves, np.arange(start, start + len(texts)))
+    return rows, vectors, failures
+
+
+def proposition_aggregates(b: Build, n_chunks: int, tokenizer: Any) -> tuple[list[dict], Level]:
+    """SiReRAG's relatedness leaves: for every entity, the knowledge units (propositions) that
+    name it, one per line, in corpus order. An entity named by one unit that names others too
+    is skipped (that unit is in their aggregates), and an aggregate whose text another already
+    has is kept once. Rows of level 0 (no children) with the chunk rows of their units."""
+    units = b.unit_ids.column("unit_id").to_pylist()
+    unit_chunk = b.unit_ids.column("chunk_id").to_pylist()
+    chunk_row = {c: i for i, c in enumerate(b.chunks.ids.to_pylist())}
+    row_of = {u: i for i, u in enumerate(units)}
+    texts = [text for window in b.unit_texts() for text in window]
+    named: dict[str, set[int]] = {}
+    names_in: dict[int, set[str]] = {}
+    if b.unit_entity is not None:
+        for u, e in zip(*(c.to_pylist() for c in b.unit_entity.columns), strict=True):
+            named.setdefault(e, set()).add(row_of[u])
+            names_in.setdefault(row_of[u], set()).add(e)
+    rows: list[dict] = []
+    kept: set[str] = set()
+    for rows_of_entity in named.values():
+        ordered = sorted(rows_of_entity)
+        if len(ordered) == 1 and len(names_in[ordered[0]]) > 1:
+            continue
+        text = "\n".join(texts[r] for r in ordered)
+        if text in kept:
+            continue
+        kept.add(text)
+        leaves = sorted({chunk_row[unit_chunk[r]] for r in ordered})
+        rows.append(
+            {
+                "node_id": node_id(0, text),
+                "level": 0,
+                "text": text,
+                "children": [],
+                "leaves": leaves,
+            }
+        )
+    aggregates = [r["text"] for r in rows]
+    vectors = l2_normalize(b.cache.encode(b.embedder, aggregates, "proposition aggregates"))
+    level = Level(
+        aggregates,
+        aggregates,
+        vectors.reshape(len(rows), -1),
+        count_lines(tokenizer, aggregates, "aggregate"),
+        [np.asarray(r["leaves"], dtype=np.int64) for r in rows],
+        n_chunks + np.arange(len(rows)),
+    )
+    return rows, level
 
 
 def _summaries(
@@ -211,8 +302,8 @@ def _sentences(text: str) -> list[str]:
 
 BUILD_TREE = Stage(
     "tree",
-    ("chunks", "chunk_vectors"),
-    ("tree", "tree_vectors"),
+    ("chunks", "chunk_vectors", "units", "unit_entity"),
+    ("tree", "tree_vectors", "related_tree", "related_tree_vectors"),
     _tree,
     enabled=lambda cfg: cfg.tree.enabled,
     uses_llm=True,

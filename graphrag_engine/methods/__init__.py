@@ -21,6 +21,7 @@ from graphrag_engine.methods import (  # noqa: F401  (register them)
     raptor,
     regraphrag,
     rograg,
+    sirerag,
 )
 from graphrag_engine.methods.base import METHODS, MethodSpec
 

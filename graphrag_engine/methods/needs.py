@@ -32,6 +32,7 @@ class Part(StrEnum):
     UNIT_VECTORS = "unit_vectors"
     COMMUNITY_REPORTS = "community_reports"
     TREE = "tree"
+    RELATED_TREE = "related_tree"
     GOLD_DECOMPOSITIONS = "gold_decompositions"
     QUESTION_GRAPHS = "question_graphs"
 
@@ -82,6 +83,10 @@ SOURCES: dict[Part, PartSource] = {
     ),
     Part.TREE: PartSource(
         ("tree", "tree_vectors"), provided_by="an index built with tree.enabled: true (RAPTOR)"
+    ),
+    Part.RELATED_TREE: PartSource(
+        ("related_tree", "related_tree_vectors"),
+        provided_by="an index built with tree.enabled: true and tree.relatedness: true (SiReRAG)",
     ),
     Part.GOLD_DECOMPOSITIONS: PartSource(
         question_field="decomposition",

@@ -126,6 +126,7 @@ TABLES: dict[str, pa.Schema] = {
     "communities": COMMUNITIES,
     "reports": REPORTS,
     "tree": TREE,
+    "related_tree": TREE,  # SiReRAG: proposition aggregates (level 0) and their summaries
 }
 
 

@@ -28,12 +28,21 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import Part
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.lines import line_tokens
 from graphrag_engine.retrieve.ranking import from_orders
-from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
+from graphrag_engine.retrieve.trees import (
+    Tree,
+    chunk_order,
+    collapsed,
+    load_tree,
+    pool_vectors,
+    tree_contexts,
+    within,
+)
+from graphrag_engine.retrieve.types import Retrieved, StageClock
 
 BLOCK = 256
 """Questions whose (questions x nodes) score matrix is held at once."""
+TABLES = ("tree",)
 
 
 @dataclass
@@ -65,54 +74,6 @@ class RaptorConfig:
         return self.context_tokens
 
 
-@dataclass
-class Tree:
-    """The index's tree as retrieval reads it: nodes are the chunks (0 .. n_chunks - 1), then
-    the summaries in table order."""
-
-    n_chunks: int
-    texts: list[str]
-    """Every node's context line: a titled chunk, or a summary's text."""
-    tokens: np.ndarray
-    """Every node's tokens by the index's tokenizer."""
-    levels: np.ndarray
-    """Every node's level (0 for chunks)."""
-    children: list[np.ndarray]
-    """Children of every summary node (node numbers), by summary row."""
-    leaves: list[np.ndarray]
-    """Chunk rows below every summary node, by summary row."""
-
-
-def load_tree(ctx: QueryContext) -> Tree:
-    """The tree of the index, with its nodes' token counts (stored once beside the index)."""
-    rows = ctx.index.table("tree", ["level", "text", "children", "leaves"]).to_pydict()
-    chunks = ctx.chunks["titled"]
-    summaries = rows["text"]
-    tokens = [
-        line_tokens(ctx, "chunks"),
-        line_tokens(ctx, "raptor_summaries", lambda: summaries),
-    ]
-    counted = [
-        np.asarray(t if t is not None else ctx.count_tokens(list(lines)), dtype=np.int64)
-        for t, lines in zip(tokens, (chunks, summaries), strict=True)
-    ]
-    return Tree(
-        len(chunks),
-        list(chunks) + list(summaries),
-        np.concatenate(counted),
-        np.concatenate([np.zeros(len(chunks), np.int64), np.asarray(rows["level"], np.int64)]),
-        [np.asarray(c, np.int64) for c in rows["children"]],
-        [np.asarray(c, np.int64) for c in rows["leaves"]],
-    )
-
-
-def node_vectors(ctx: QueryContext) -> np.ndarray:
-    """Chunk vectors then summary vectors, one matrix (held for the run)."""
-    return np.concatenate(
-        [np.asarray(ctx.chunk_vectors), np.asarray(ctx.vectors("tree_vectors"))]
-    ).astype(np.float32)
-
-
 @register(
     "raptor",
     config=RaptorConfig,
@@ -127,8 +88,8 @@ def raptor(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
     budget = ctx.scaled(cfg.context_tokens)
     with clock.stage("embed_queries"):
         qvec = ctx.encode_queries([q.question for q in questions])
-    tree = ctx.memo("raptor_tree", lambda: load_tree(ctx))
-    vectors = ctx.memo("raptor_vectors", lambda: node_vectors(ctx))
+    tree = ctx.memo(("tree", TABLES), lambda: load_tree(ctx, TABLES))
+    vectors = ctx.memo(("tree_vectors", TABLES), lambda: pool_vectors(ctx, TABLES))
     picks, orders = [], []
     for lo in range(0, len(questions), BLOCK):
         with clock.stage("score_nodes"):
@@ -141,32 +102,10 @@ def raptor(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
                     nodes = within(traversal(row, tree, cfg.top_k), tree.tokens, budget)
                 picks.append(nodes)
                 orders.append(chunk_order(nodes, row, tree, depth))
-    contexts = [
-        Context([Section([tree.texts[n] for n in nodes], counts=tree.tokens[nodes].tolist())])
-        for nodes in picks
-    ]
-    extras = [{"tree_nodes": len(nodes)} for nodes in picks]
+    contexts, extras = tree_contexts(tree, picks)
     return Retrieved(
         from_orders(orders, depth), extras, [{} for _ in questions], clock.seconds, contexts
     )
-
-
-def collapsed(scores: np.ndarray, tokens: np.ndarray, budget: int) -> list[int]:
-    """Nodes best first while their tokens fit `budget`, up to the first that does not. Only
-    the best few hundred are sorted unless the budget reaches past them."""
-    head = min(len(scores), 512)
-    while True:
-        top = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else None
-        order = (
-            top[np.argsort(-scores[top], kind="stable")]
-            if top is not None
-            else np.argsort(-scores, kind="stable")
-        )
-        used = np.cumsum(tokens[order])
-        n = int(np.searchsorted(used, budget, side="right"))
-        if n < len(order) or head >= len(scores):
-            return order[:n].tolist()
-        head = min(len(scores), 4 * head)
 
 
 def traversal(scores: np.ndarray, tree: Tree, top_k: int) -> list[int]:
@@ -183,29 +122,3 @@ def traversal(scores: np.ndarray, tree: Tree, top_k: int) -> list[int]:
         below = [tree.children[n - tree.n_chunks] for n in best if n >= tree.n_chunks]
         layer = np.unique(np.concatenate(below)) if below else np.zeros(0, np.int64)
     return picked
-
-
-def within(nodes: list[int], tokens: np.ndarray, budget: int) -> list[int]:
-    """The leading nodes whose tokens fit `budget`."""
-    used = np.cumsum(tokens[np.asarray(nodes, dtype=np.int64)]) if nodes else np.zeros(0)
-    return nodes[: int(np.searchsorted(used, budget, side="right"))]
-
-
-def chunk_order(nodes: list[int], scores: np.ndarray, tree: Tree, depth: int) -> list[int]:
-    """The chunks the picked nodes stand for, in pick order (a summary's by their cosine to
-    the question), then the other chunks by cosine: the first `depth`."""
-    chunk_scores = scores[: tree.n_chunks]
-    out: dict[int, None] = {}
-    for n in nodes:
-        if n < tree.n_chunks:
-            out[n] = None
-            continue
-        leaves = tree.leaves[n - tree.n_chunks]
-        out.update(dict.fromkeys(leaves[np.argsort(-chunk_scores[leaves], kind="stable")].tolist()))
-        if len(out) >= depth:
-            break
-    if len(out) < depth:
-        head = min(len(chunk_scores), depth + len(out))
-        top = np.argpartition(-chunk_scores, head - 1)[:head]
-        out.update(dict.fromkeys(top[np.argsort(-chunk_scores[top], kind="stable")].tolist()))
-    return list(out)[:depth]

@@ -1,8 +1,9 @@
-"""RAPTOR on real data (MuSiQue passages, MiniLM): the tree's structure holds (levels, parents,
-soft membership, leaves), its extractive summaries are sentences of the chunks below them,
-its clustering equals umap-learn and scikit-learn called directly, and both retrieval modes
-equal a brute-force reference that scores every node and counts tokens one text at a time;
-batched equals one question at a time."""
+"""RAPTOR and SiReRAG on real data (MuSiQue passages, MiniLM): the trees' structure holds
+(levels, parents, soft membership, leaves), extractive summaries are sentences of the chunks
+below them, the clustering equals umap-learn and scikit-learn called directly, SiReRAG's
+proposition aggregates equal a reference written from the index tables, and retrieval (RAPTOR's
+two modes, SiReRAG's pool) equals a brute-force reference that scores every node and counts
+tokens one text at a time; batched equals one question at a time."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.index.tree_clusters import ClusterSettings, global_local
 from graphrag_engine.methods import query_config
 from graphrag_engine.methods.raptor import raptor
+from graphrag_engine.methods.sirerag import sirerag
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store import open_index
@@ -24,22 +26,22 @@ from graphrag_engine.store import open_index
 
 @pytest.fixture(scope="module")
 def tree_index(musique_subset: dict, tmp_path_factory):
-    """The MuSiQue subset's passages indexed with RAPTOR's tree (extractive summaries)."""
-    root = tmp_path_factory.mktemp("raptor")
+    """The MuSiQue subset's passages indexed with both trees (extractive summaries)."""
+    root = tmp_path_factory.mktemp("trees")
     cfg = root / "index.yaml"
-    cfg.write_text("tree:\n  enabled: true\n")
+    cfg.write_text("tree:\n  enabled: true\n  relatedness: true\n")
     corpus = str(musique_subset["root"] / "corpus.jsonl")
     assert main(["index", corpus, "--out", str(root / "index"), "--config", str(cfg)]) == 0
     return open_index(root / "index"), load_questions(musique_subset["questions"]), root
 
 
-def _run(index, questions, run_dir, **options):
-    cfg = query_config("raptor")
+def _run(index, questions, run_dir, method=raptor, **options):
+    cfg = query_config(method.__name__)
     cfg.generation.enabled = False
     for k, v in options.items():
         setattr(cfg.options, k, v)
     ctx = QueryContext(index, cfg, run_dir)
-    return ctx, raptor(ctx, questions, StageClock())
+    return ctx, method(ctx, questions, StageClock())
 
 
 def test_the_tree_has_levels_parents_and_the_chunks_below_each_node(tree_index) -> None:
@@ -185,6 +187,74 @@ def test_the_cli_runs_it_over_real_questions(tree_index, musique_subset, tmp_pat
     assert main([*args, "--retrieval-only", "--out", str(out)]) == 0
     rows = [json.loads(x) for x in (out / "results.jsonl").open()]
     assert len(rows) == 30 and all(len(r["retrieved_ids"]) >= 5 for r in rows)
+
+
+def test_proposition_aggregates_equal_a_reference_from_the_tables(tree_index) -> None:
+    """Per entity its units, one per line in unit order; an entity of one unit that names other
+    entities is skipped; equal texts kept once; the leaves are the units' chunks."""
+    index, _, _ = tree_index
+    units = index.table("units", ["unit_id", "chunk_id", "text"]).to_pylist()
+    row = {u["unit_id"]: i for i, u in enumerate(units)}
+    chunk_row = {
+        c: i for i, c in enumerate(index.table("chunks", ["chunk_id"]).column(0).to_pylist())
+    }
+    of_entity: dict[str, list[int]] = {}
+    count: dict[int, int] = {}
+    for link in index.table("unit_entity").to_pylist():
+        r = row[link["unit_id"]]
+        if r not in of_entity.setdefault(link["entity_id"], []):
+            of_entity[link["entity_id"]].append(r)
+            count[r] = count.get(r, 0) + 1
+    want, seen = [], set()
+    for rows in of_entity.values():
+        rows = sorted(rows)
+        if len(rows) == 1 and count[rows[0]] > 1:
+            continue
+        text = "\n".join(units[r]["text"] for r in rows)
+        if text not in seen:
+            seen.add(text)
+            want.append((text, sorted({chunk_row[units[r]["chunk_id"]] for r in rows})))
+    got = [
+        (r["text"], r["leaves"]) for r in index.table("related_tree").to_pylist() if r["level"] == 0
+    ]
+    assert got == want and len(got) > 500
+
+
+def test_the_relatedness_tree_grows_from_the_aggregates(tree_index) -> None:
+    index, _, _ = tree_index
+    rows = index.table("related_tree").to_pylist()
+    n = index.table("chunks", ["chunk_id"]).num_rows
+    assert index.vectors("related_tree_vectors").shape[0] == len(rows)
+    assert max(r["level"] for r in rows) >= 2
+    for r in rows:
+        if r["level"] == 0:
+            assert not r["children"]
+            continue
+        kids = [rows[k - n] for k in r["children"]]
+        assert all(k >= n for k in r["children"])  # aggregates and summaries, never chunks
+        assert all(k["level"] == r["level"] - 1 for k in kids)
+        assert sorted({c for k in kids for c in k["leaves"]}) == r["leaves"]
+
+
+def test_sirerag_takes_the_pools_best_nodes_as_brute_force_does(tree_index) -> None:
+    index, questions, root = tree_index
+    ctx, got = _run(index, questions[:12], root / "sire", method=sirerag)
+    tables = [index.table(t).to_pylist() for t in ("tree", "related_tree")]
+    texts = list(ctx.chunks["titled"]) + [r["text"] for rows in tables for r in rows]
+    vectors = np.concatenate(
+        [np.asarray(ctx.chunk_vectors)]
+        + [np.asarray(index.vectors(f"{t}_vectors")) for t in ("tree", "related_tree")]
+    )
+    for q, context in zip(questions[:12], got.contexts, strict=True):
+        qv = ctx.encode_queries([q.question])[0]
+        score = [float(np.dot(qv, v)) for v in vectors]
+        best = sorted(range(len(texts)), key=lambda i: (-score[i], i))[:20]
+        assert context.sections[0].items == [texts[i] for i in best], q.qid
+    _, batch = _run(index, questions, root / "sire-batch", method=sirerag)
+    for i, q in enumerate(questions[:6]):
+        _, one = _run(index, [q], root / f"sire-one-{i}", method=sirerag)
+        assert one.contexts[0] == batch.contexts[i]
+        assert one.ranking.row(0)[0] == batch.ranking.row(i)[0]
 
 
 def test_a_killed_llm_tree_build_resumes_without_asking_again(tmp_path) -> None:
