@@ -6,7 +6,7 @@ the best graph method minus the best baseline (paired bootstrap interval of the 
 
     .venv/bin/python -m bench.text_graph [--sets musique,2wiki,hotpotqa] [--work DIR]
         [--configs before,sentences] [--tag TAG] [--runs NAMES] [--train] [--paired A,B]
-        [--embedder all-mpnet-base-v2]
+        [--embedder all-mpnet-base-v2] [--trees]
 
 `--configs sentences` builds and queries today's default index only (no build-time ratio); its
 shares of dense and its best-graph-minus-baseline figures are still from one run. Adding
@@ -20,7 +20,11 @@ queries an index this bench already built in WORK instead of building it again (
 figures are then left out). `--runs` queries BM25, dense and the named runs only (this
 bench's or bench/llm_free.py's names); `--train` uses the train sets (MuSiQue and HotpotQA) to
 pick a setting before its dev run; `--paired A,B` adds B's R@5 minus A's per set (paired
-bootstrap interval and sign-flip p).
+bootstrap interval and sign-flip p). `--trees` builds the default index with RAPTOR's and
+SiReRAG's trees (extractive summaries; its build figures include the tree stage) and makes
+their runs available to `--runs` (TREE_RUNS): the tree methods' LLM-free variants beside the
+baselines, e.g. `--configs sentences --trees --runs hipporag,clue,raptor,raptor_traversal,sirerag
+--tag trees`.
 
 ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
 (bench/descriptions.py; docs/benchmarks/train_picks.md): it embeds every candidate edge for every
@@ -36,7 +40,7 @@ import argparse
 import json
 
 from bench.common import DATA, DEV_SETS, RESULTS, offline_work, work_dir, write_result
-from bench.descriptions import RUNS, build_or_reuse, recall_rows
+from bench.descriptions import BUILDS, RUNS, build_or_reuse, recall_rows
 from bench.linearrag import TRAIN_SETS
 from bench.llm_free import METHODS
 from graphrag_engine.eval.metrics import paired_test
@@ -46,6 +50,14 @@ BASELINES = ("bm25", "naive")
 RUNS_HERE = {k: v for k, v in RUNS.items() if k != "regraphrag_no_expansion_with_ends"}
 """Every train-set run but the edge-text ReGraphRAG (see the module docstring)."""
 CONFIGS = ("before", "sentences", "text_entities")
+TREES = "tree:\n  enabled: true\n  relatedness: true\n"
+"""What `--trees` adds to the default index: both trees, extractive summaries."""
+TREE_RUNS = {
+    "raptor": ("raptor", {}),
+    "raptor_traversal": ("raptor", {"retrieval": "traversal"}),
+    "sirerag": ("sirerag", {}),
+}
+"""The tree methods' LLM-free runs (`--trees`), with the authors' code's settings."""
 
 
 def main() -> None:
@@ -63,11 +75,15 @@ def main() -> None:
     ap.add_argument("--train", action="store_true", help="the train sets, to pick a setting")
     ap.add_argument("--embedder", default=None, help="a packaged model or folder instead of MiniLM")
     ap.add_argument("--paired", default=None, help="A,B: B's R@5 minus A's, paired, per set")
+    ap.add_argument("--trees", action="store_true", help="both trees in the default index")
     args = ap.parse_args()
     runs = RUNS_HERE
+    known = {**METHODS, **(TREE_RUNS if args.trees else {})}
     if args.runs:
         names = [*BASELINES, *(n for n in args.runs.split(",") if n not in BASELINES)]
-        runs = {n: RUNS_HERE[n] if n in RUNS_HERE else METHODS[n] for n in names}
+        runs = {n: RUNS_HERE[n] if n in RUNS_HERE else known[n] for n in names}
+    if args.trees:
+        BUILDS["sentences"] += TREES
     chosen = args.sets or ("musique,hotpotqa" if args.train else "musique,2wiki,hotpotqa")
     sets = {f"{n}_train": TRAIN_SETS[n] for n in TRAIN_SETS} if args.train else DEV_SETS
     configs = args.configs.split(",")
@@ -81,7 +97,12 @@ def main() -> None:
         for config in configs:
             corpus = DATA / sets[name][0]
             index, figures[config] = build_or_reuse(
-                name, corpus, config, work, args.reuse, args.embedder
+                f"{name}-trees" if args.trees else name,
+                corpus,
+                config,
+                work,
+                args.reuse,
+                args.embedder,
             )
             rows, per_q[config] = recall_rows(
                 index, DATA / sets[name][1], work, per_question=True, runs=runs
@@ -138,6 +159,7 @@ def _write(
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
     figures = {"bench": "text_graph", "builds": builds, "recall": recall}
     figures["embedder"] = embedder or DEFAULT_EMBEDDER
+    figures["trees"] = TREES in BUILDS["sentences"]
     figures["best_graph_minus_baseline"] = best
     if pairs:
         figures["paired_runs"] = pairs
