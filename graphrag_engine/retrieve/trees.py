@@ -9,13 +9,17 @@ the tables before it, and children are renumbered to match.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.lines import line_tokens
-from graphrag_engine.retrieve.types import Context, Section
+from graphrag_engine.retrieve.types import Context, Section, StageClock
+
+BLOCK = 256
+"""Questions whose (questions x nodes) score matrix is held at once."""
 
 
 @dataclass
@@ -140,3 +144,25 @@ def tree_contexts(tree: Tree, picks: list[list[int]]) -> tuple[list[Context], li
         levels = np.bincount(tree.levels[nodes], minlength=1).tolist() if nodes else []
         extras.append({"tree_nodes": len(nodes), "nodes_by_level": levels})
     return contexts, extras
+
+
+def pick_nodes(
+    tree: Tree,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    pick: Callable[[np.ndarray], list[int]],
+    depth: int,
+    clock: StageClock,
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Every question's picked nodes (`pick(scores)` over its row of node scores) and the
+    first `depth` chunks they stand for: one (questions x nodes) product per BLOCK questions."""
+    picks, orders = [], []
+    for lo in range(0, len(queries), BLOCK):
+        with clock.stage("score_nodes"):
+            scores = queries[lo : lo + BLOCK] @ vectors.T
+        with clock.stage("pick_nodes"):
+            for row in scores:
+                nodes = pick(row)
+                picks.append(nodes)
+                orders.append(chunk_order(nodes, row, tree, depth))
+    return picks, orders

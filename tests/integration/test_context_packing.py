@@ -1,8 +1,11 @@
-"""Contexts packed from stored and remembered token counts: on the real demo index, with budgets
-small enough to cut every section, each context-building method's contexts equal those packed
-with every line counted afresh, batched and one question at a time, and each whole section fits
-the budget a fresh count gives it. The counts the build stores beside the index are the
-tokenizer's, and are read, counted again or left alone as their folder allows."""
+"""Contexts packed from stored and remembered token counts: on the real demo corpus indexed with
+communities, extractive reports and both trees, with budgets small enough to cut every section,
+each context-building method's contexts (entity and relation lines, chunks, reports, LEGO's
+paths, tree nodes) equal those packed with every line counted afresh, batched and one question
+at a time; the answer stage's fit of each equals a reference packer written here from the rule
+(items cut from a section's end, a whole section kept or dropped) that counts every string with
+the tokenizer itself. The counts the build stores beside the index are the tokenizer's, and
+are read, counted again or left alone as their folder allows."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import shutil
 
 import pytest
 
-from bench.llm_free import method_config
+from bench.llm_free import METHODS, method_config
+from graphrag_engine.cli import main
 from graphrag_engine.demo import questions_path
 from graphrag_engine.eval.datasets import load_questions
 from graphrag_engine.methods import method_spec
@@ -22,16 +26,61 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import Context, Section, StageClock
 from graphrag_engine.store import open_index
 
+METHODS.setdefault("raptor", ("raptor", {}))
+METHODS.setdefault("raptor_traversal", ("raptor", {"retrieval": "traversal"}))
+METHODS.setdefault("sirerag", ("sirerag", {}))
 BUILDERS = ["lightrag_hybrid_ner", "graphrag_local", "regraphrag_no_expansion"]
-BUILDERS += ["pankrag_no_path", "rograg_dual_level_ner"]
+BUILDERS += ["pankrag_no_path", "rograg_dual_level_ner", "lego_index"]
+BUILDERS += ["raptor", "raptor_traversal", "sirerag"]
 """The LLM-free bench configurations of the methods that build their own contexts."""
+TOP_K_ONLY = {"sirerag", "lego_index"}
+"""Builders that take a number of items, not a budget (the answer stage cuts their contexts)."""
 WINDOW = 300
 """An answer window that shrinks every method's published budgets to a few lines a section."""
 
 
 @pytest.fixture(scope="module")
-def demo(demo_index, tmp_path_factory):
-    return open_index(demo_index), load_questions(questions_path())[:10], tmp_path_factory
+def demo(tmp_path_factory):
+    """The demo corpus with communities and their extractive reports (clusters of at most 6,
+    so local search and PankRAG read reports) and both trees."""
+    root = tmp_path_factory.mktemp("packing")
+    cfg = root / "index.yaml"
+    cfg.write_text(
+        "communities:\n  enabled: true\n  max_cluster_size: 6\n"
+        "tree:\n  enabled: true\n  relatedness: true\n"
+    )
+    assert main(["index", "--demo", "--out", str(root / "index"), "--config", str(cfg)]) == 0
+    return open_index(root / "index"), load_questions(questions_path())[:10], tmp_path_factory
+
+
+def _reference_fit(context: Context, budget: int, tokenizer) -> list[list[str]]:
+    """The answer stage's rule, written out: sections in order, every string counted by the
+    tokenizer (a title with its section's first item); a whole section is kept when it fits (or
+    is first), else dropped with all after it; another loses items from its end and ends the
+    context there; the first item always stays."""
+    out: list[list[str]] = []
+    used = 0
+    for section in context.sections:
+        counts = [len(tokenizer.encode(t).ids) for t in section.items]
+        if section.title and counts:
+            counts[0] += len(tokenizer.encode(section.title).ids)
+        if section.whole:
+            if out and used + sum(counts) > budget:
+                break
+            out.append(list(section.items))
+            used += sum(counts)
+            continue
+        kept = []
+        for text, n in zip(section.items, counts, strict=True):
+            if (out or kept) and used + n > budget:
+                break
+            kept.append(text)
+            used += n
+        if kept:
+            out.append(kept)
+        if len(kept) < len(section.items):
+            break
+    return out
 
 
 def _run(index, questions, run_dir, name: str, window: int = WINDOW, single: bool = False):
@@ -64,7 +113,8 @@ def test_remembered_counts_pack_what_fresh_counts_pack(demo, name, monkeypatch) 
         fresh, _ = _run(index, questions, tmp.mktemp(name), name)
     assert packed == fresh == single
     wide, _ = _run(index, questions, tmp.mktemp(name), name, window=10**6)
-    assert _items(packed) < _items(wide), "the small window cut nothing"
+    if name not in TOP_K_ONLY:
+        assert _items(packed) < _items(wide), "the small window cut nothing"
     lines = [t for c in packed + wide for s in c.sections for t in s.items]
     assert lines
     remembered = ctx.count_tokens(lines)  # the run's memory holds most of them
@@ -76,7 +126,7 @@ def test_remembered_counts_pack_what_fresh_counts_pack(demo, name, monkeypatch) 
         if s.counts is not None
         for t, n in zip(s.items, s.counts, strict=True)
     ]
-    assert carried, "no section carried the counts its budget read"
+    assert carried or name in TOP_K_ONLY, "no section carried the counts its budget read"
     assert [n for _, n in carried] == [len(ctx.tokenizer.encode(t).ids) for t, _ in carried]
     slow = ctx.tokenizer
 
@@ -84,9 +134,11 @@ def test_remembered_counts_pack_what_fresh_counts_pack(demo, name, monkeypatch) 
         return [len(slow.encode(t).ids) for t in texts]
 
     for budget in (40, 120, 400):  # the answer stage fits alike from carried counts or afresh
-        for c in packed:
+        for c in packed + wide:
             bare = Context([Section(s.items, s.title, s.whole) for s in c.sections])
-            assert fit_context(c, ctx.count_tokens, budget) == fit_context(bare, recount, budget)
+            fitted = fit_context(c, ctx.count_tokens, budget)
+            assert fitted == fit_context(bare, recount, budget)
+            assert [s.items for s in fitted.sections] == _reference_fit(c, budget, slow)
 
 
 def test_the_build_stores_each_lines_tokenizer_count(demo, monkeypatch) -> None:

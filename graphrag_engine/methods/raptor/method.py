@@ -31,17 +31,15 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.trees import (
     Tree,
-    chunk_order,
     collapsed,
     load_tree,
+    pick_nodes,
     pool_vectors,
     tree_contexts,
     within,
 )
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
-BLOCK = 256
-"""Questions whose (questions x nodes) score matrix is held at once."""
 TABLES = ("tree",)
 
 
@@ -90,18 +88,13 @@ def raptor(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
         qvec = ctx.encode_queries([q.question for q in questions])
     tree = ctx.memo(("tree", TABLES), lambda: load_tree(ctx, TABLES))
     vectors = ctx.memo(("tree_vectors", TABLES), lambda: pool_vectors(ctx, TABLES))
-    picks, orders = [], []
-    for lo in range(0, len(questions), BLOCK):
-        with clock.stage("score_nodes"):
-            scores = qvec[lo : lo + BLOCK] @ vectors.T
-        with clock.stage("pick_nodes"):
-            for row in scores:
-                if cfg.retrieval == "collapsed":
-                    nodes = collapsed(row, tree.tokens, budget)
-                else:
-                    nodes = within(traversal(row, tree, cfg.top_k), tree.tokens, budget)
-                picks.append(nodes)
-                orders.append(chunk_order(nodes, row, tree, depth))
+
+    def pick(scores: np.ndarray) -> list[int]:
+        if cfg.retrieval == "collapsed":
+            return collapsed(scores, tree.tokens, budget)
+        return within(traversal(scores, tree, cfg.top_k), tree.tokens, budget)
+
+    picks, orders = pick_nodes(tree, vectors, qvec, pick, depth, clock)
     contexts, extras = tree_contexts(tree, picks)
     return Retrieved(
         from_orders(orders, depth), extras, [{} for _ in questions], clock.seconds, contexts

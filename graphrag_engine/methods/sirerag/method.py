@@ -32,15 +32,13 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.trees import (
     best_first,
-    chunk_order,
     load_tree,
+    pick_nodes,
     pool_vectors,
     tree_contexts,
 )
 from graphrag_engine.retrieve.types import Retrieved, StageClock
 
-BLOCK = 256
-"""Questions whose (questions x nodes) score matrix is held at once."""
 TABLES = ("tree", "related_tree")
 """The pool's trees after the chunks: similarity, then relatedness."""
 
@@ -75,15 +73,10 @@ def sirerag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> 
         qvec = ctx.encode_queries([q.question for q in questions])
     tree = ctx.memo(("tree", TABLES), lambda: load_tree(ctx, TABLES))
     vectors = ctx.memo(("tree_vectors", TABLES), lambda: pool_vectors(ctx, TABLES))
-    picks, orders = [], []
-    for lo in range(0, len(questions), BLOCK):
-        with clock.stage("score_nodes"):
-            scores = qvec[lo : lo + BLOCK] @ vectors.T
-        with clock.stage("pick_nodes"):
-            for row in scores:
-                nodes = best_first(row, min(cfg.top_k, len(row))).tolist()
-                picks.append(nodes)
-                orders.append(chunk_order(nodes, row, tree, depth))
+    top_k = min(cfg.top_k, len(vectors))
+    picks, orders = pick_nodes(
+        tree, vectors, qvec, lambda scores: best_first(scores, top_k).tolist(), depth, clock
+    )
     contexts, extras = tree_contexts(tree, picks)
     return Retrieved(
         from_orders(orders, depth), extras, [{} for _ in questions], clock.seconds, contexts
