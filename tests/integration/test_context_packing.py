@@ -14,11 +14,11 @@ import shutil
 
 import pytest
 
-from bench.llm_free import METHODS, method_config
-from graphrag_engine.cli import main
+from bench.llm_free import method_config
+from bench.text_graph import TREE_RUNS
 from graphrag_engine.demo import questions_path
 from graphrag_engine.eval.datasets import load_questions
-from graphrag_engine.methods import method_spec
+from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.retrieve import context as context_module
 from graphrag_engine.retrieve import lines as lines_module
 from graphrag_engine.retrieve.answer import fit_context
@@ -26,9 +26,6 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import Context, Section, StageClock
 from graphrag_engine.store import open_index
 
-METHODS.setdefault("raptor", ("raptor", {}))
-METHODS.setdefault("raptor_traversal", ("raptor", {"retrieval": "traversal"}))
-METHODS.setdefault("sirerag", ("sirerag", {}))
 BUILDERS = ["lightrag_hybrid_ner", "graphrag_local", "regraphrag_no_expansion"]
 BUILDERS += ["pankrag_no_path", "rograg_dual_level_ner", "lego_index"]
 BUILDERS += ["raptor", "raptor_traversal", "sirerag"]
@@ -40,17 +37,10 @@ WINDOW = 300
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo corpus with communities and their extractive reports (clusters of at most 6,
-    so local search and PankRAG read reports) and both trees."""
-    root = tmp_path_factory.mktemp("packing")
-    cfg = root / "index.yaml"
-    cfg.write_text(
-        "communities:\n  enabled: true\n  max_cluster_size: 6\n"
-        "tree:\n  enabled: true\n  relatedness: true\n"
-    )
-    assert main(["index", "--demo", "--out", str(root / "index"), "--config", str(cfg)]) == 0
-    return open_index(root / "index"), load_questions(questions_path())[:10], tmp_path_factory
+def demo(demo_reports_index, tmp_path_factory):
+    """The session's demo index with communities, extractive reports (so local search and
+    PankRAG read reports) and both trees."""
+    return open_index(demo_reports_index), load_questions(questions_path())[:10], tmp_path_factory
 
 
 def _reference_fit(context: Context, budget: int, tokenizer) -> list[list[str]]:
@@ -86,13 +76,25 @@ def _reference_fit(context: Context, budget: int, tokenizer) -> list[list[str]]:
 def _run(index, questions, run_dir, name: str, window: int = WINDOW, single: bool = False):
     """The method's contexts for `questions` in one batch (or one question at a time), and the
     context that counted their tokens."""
-    cfg = method_config(name, "cpu")
+    cfg = _config(name)
     cfg.generation.max_context_tokens = window
     ctx = QueryContext(index, cfg, run_dir)
     retrieve = method_spec(cfg.method).retrieve
     if single:
         return [c for q in questions for c in retrieve(ctx, [q], StageClock()).contexts], ctx
     return retrieve(ctx, questions, StageClock()).contexts, ctx
+
+
+def _config(name: str):
+    """The bench's LLM-free config of `name` (a tree run: the tree bench's settings)."""
+    if name not in TREE_RUNS:
+        return method_config(name, "cpu")
+    method, settings = TREE_RUNS[name]
+    cfg = query_config(method)
+    for key, value in settings.items():
+        setattr(cfg.options, key, value)
+    cfg.generation.enabled = False
+    return cfg
 
 
 def _items(contexts) -> int:
