@@ -54,31 +54,48 @@ def reduce(vectors: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarr
     return np.asarray(model.fit_transform(np.asarray(vectors, dtype=np.float32)))
 
 
+def mixture(points: np.ndarray, k: int, seed: int):
+    """A fitted k-component Gaussian mixture, or None where none fits: nodes with equal vectors
+    (equal aggregates, duplicated sentences) can leave a component no spread, and scikit-learn
+    then refuses the fit; it is tried once more in float64 with 100x the covariance floor."""
+    from sklearn.mixture import GaussianMixture
+
+    try:
+        return GaussianMixture(k, random_state=seed).fit(points)
+    except ValueError:
+        pass
+    try:
+        wide = GaussianMixture(k, random_state=seed, reg_covar=1e-4)
+        return wide.fit(np.asarray(points, dtype=np.float64))
+    except ValueError:
+        return None
+
+
 def bic_size(
     points: np.ndarray, max_clusters: int, seed: int, tick: Callable[[], object] | None = None
 ) -> int:
     """The mixture size with the least BIC among 1 .. min(max_clusters, n) - 1 (the authors'
-    sweep; 1 where n < 3)."""
-    from sklearn.mixture import GaussianMixture
-
+    sweep; 1 where n < 3); a size no mixture fits is passed over (1 if none fits)."""
     sizes = range(1, max(2, min(max_clusters, len(points))))
     bics = []
     for k in sizes:
-        bics.append(GaussianMixture(k, random_state=seed).fit(points).bic(points))
+        model = mixture(points, k, seed)
+        bics.append(np.inf if model is None else model.bic(np.asarray(points, model.means_.dtype)))
         if tick is not None:
             tick()
-    return sizes[int(np.argmin(bics))]
+    return sizes[int(np.argmin(bics))] if np.isfinite(min(bics)) else 1
 
 
 def soft_clusters(points: np.ndarray, s: ClusterSettings) -> list[np.ndarray]:
     """Members (positions into `points`) of each mixture component that some node joins, the
-    mixture's size chosen by BIC; a node joins every component above `threshold`."""
-    from sklearn.mixture import GaussianMixture
-
-    threshold, seed = s.threshold, s.seed
-    k = bic_size(points, s.max_clusters, seed, s.tick)
-    probs = GaussianMixture(k, random_state=seed).fit(points).predict_proba(points)
-    members = [np.flatnonzero(probs[:, c] > threshold) for c in range(k)]
+    mixture's size chosen by BIC; a node joins every component above `threshold` (all nodes
+    one cluster where no mixture fits them)."""
+    k = bic_size(points, s.max_clusters, s.seed, s.tick)
+    model = mixture(points, k, s.seed)
+    if model is None:
+        return [np.arange(len(points))]
+    probs = model.predict_proba(np.asarray(points, model.means_.dtype))
+    members = [np.flatnonzero(probs[:, c] > s.threshold) for c in range(k)]
     return [m for m in members if m.size]
 
 

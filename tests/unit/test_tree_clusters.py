@@ -87,3 +87,26 @@ def test_an_llm_tree_without_an_llm_exits_2(tmp_path: Path, capsys) -> None:
     cfg.write_text("tree:\n  enabled: true\n  summaries: llm\n")
     assert main(["index", "--demo", "--out", str(tmp_path / "i"), "--config", str(cfg)]) == 2
     assert "tree.summaries: llm needs an LLM" in capsys.readouterr().err
+
+
+def _collapsed_points() -> np.ndarray:
+    """Four vectors repeated 15 times and three near-copies of one: float32 points whose
+    one-component mixture scikit-learn refuses (a covariance with no spread), as the
+    proposition aggregates of 2Wiki dev gave (equal aggregates after UMAP)."""
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        base = rng.normal(size=(4, 10)).astype(np.float32)
+        near = rng.normal(size=(3, 10)).astype(np.float32) * 1e-3 + base[0]
+        points = np.concatenate([np.repeat(base, 15, axis=0), near]).astype(np.float32)
+    return points
+
+
+def test_points_no_mixture_fits_as_given_still_cluster() -> None:
+    points = _collapsed_points()
+    with pytest.raises(ValueError):
+        GaussianMixture(1, random_state=224).fit(points)
+    s = ClusterSettings(threshold=0.1, max_clusters=12, seed=224)
+    clusters = soft_clusters(points, s)
+    covered = np.concatenate(clusters)
+    assert sorted(set(covered.tolist())) == list(range(len(points)))
+    assert 1 <= bic_size(points, 12, 224) <= 11
