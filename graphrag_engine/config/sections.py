@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from graphrag_engine.config.ranges import check_ranges
+from graphrag_engine.config.skeleton_section import SkeletonConfig
 from graphrag_engine.config.tree_section import TreeConfig
 from graphrag_engine.errors import ConfigError
 
@@ -334,6 +335,7 @@ class IndexConfig:
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     communities: CommunitiesConfig = field(default_factory=CommunitiesConfig)
     tree: TreeConfig = field(default_factory=TreeConfig)
+    skeleton: SkeletonConfig = field(default_factory=SkeletonConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     executor: Literal["local", "ray"] = "local"
     """Where the model stages run: local (this process) or ray (Ray Data pipelines over
@@ -376,6 +378,11 @@ class IndexConfig:
             raise ConfigError(
                 f"{where}: tree.enabled clusters the chunk vectors, which only a build with "
                 "graph.enabled: true and graph.embed: true makes; set both"
+            )
+        if self.skeleton.enabled and not (self.graph.enabled and self.graph.embed):
+            raise ConfigError(
+                f"{where}: skeleton.enabled ranks the chunks by their vectors and words, which "
+                "only a build with graph.enabled: true and graph.embed: true makes; set both"
             )
         if self.graph.alpha > 0 and self.models.llm.backend == "none":
             raise ConfigError(

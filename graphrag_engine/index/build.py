@@ -64,6 +64,7 @@ class Build:
     entities: list[dict] = field(default_factory=list)
     relations: list[dict] = field(default_factory=list)
     unit_entity: pa.Table | None = None  # (unit_id, entity_id): which entities each unit names
+    core_chunks: np.ndarray | None = None  # rows of KET-RAG's skeleton chunks, when it is built
 
     def unit_texts(self) -> Iterator[list[str]]:
         """Every unit's text in table order, read back from staging WINDOW at a time."""

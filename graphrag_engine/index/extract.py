@@ -256,11 +256,13 @@ def summarize_descriptions(
 
 
 def _extract(b: Build) -> dict[str, Any]:
-    """LLM triple extraction of every chunk (gleaning or loop NER rounds), then description
-    summaries of entities whose joined descriptions are long."""
-    texts = [text for _, text in b.chunks.pairs()]
-    found = extract_configured(b.stage_llm(), texts, b.config.extraction)
-    b.extracted = list(zip(b.chunks.ids.to_pylist(), found, strict=True))
+    """LLM triple extraction of every chunk, or of the skeleton's chunks where KET-RAG's
+    skeleton is built (gleaning or loop NER rounds)."""
+    pairs = list(b.chunks.pairs())
+    if b.core_chunks is not None:
+        pairs = [pairs[i] for i in b.core_chunks.tolist()]
+    found = extract_configured(b.stage_llm(), [text for _, text in pairs], b.config.extraction)
+    b.extracted = [(cid, f) for (cid, _), f in zip(pairs, found, strict=True)]
     return {
         "items": len(found),
         "entities": sum(len(f.entities) for f in found),

@@ -33,6 +33,7 @@ from graphrag_engine.index.forecast import forecast_index
 from graphrag_engine.index.ingest import Document, DocumentReader
 from graphrag_engine.index.line_tokens import BUILD_LINE_TOKENS
 from graphrag_engine.index.resolve import BUILD_NER, BUILD_RESOLVE_GRAPHS
+from graphrag_engine.index.skeleton import BUILD_KEYWORDS, BUILD_SKELETON
 from graphrag_engine.index.synonyms import BUILD_SYNONYMS
 from graphrag_engine.index.tree import BUILD_TREE
 from graphrag_engine.index.units import BUILD_UNITS
@@ -48,6 +49,7 @@ STAGES = {
     s.name: s
     for s in (
         BUILD_EMBED_CHUNKS,
+        BUILD_SKELETON,
         BUILD_UNITS,
         BUILD_NER,
         BUILD_EXTRACT,
@@ -55,6 +57,7 @@ STAGES = {
         BUILD_COMMUNITIES,
         BUILD_EMBED,
         BUILD_SYNONYMS,
+        BUILD_KEYWORDS,
         BUILD_TREE,
         BUILD_LINE_TOKENS,
     )
@@ -62,6 +65,7 @@ STAGES = {
 """Every index stage after chunking, by name."""
 GRAPH_PIPELINE = [
     "embed_chunks",
+    "skeleton",
     "units",
     "ner",
     "extract",
@@ -69,6 +73,7 @@ GRAPH_PIPELINE = [
     "communities",
     "embed",
     "synonyms",
+    "keywords",
     "tree",
     "line_tokens",
 ]

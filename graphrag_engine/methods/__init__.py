@@ -14,6 +14,7 @@ from graphrag_engine.methods import (  # noqa: F401  (register them)
     graphrag_global,
     graphrag_local,
     hipporag,
+    ketrag,
     lego,
     lightrag,
     linearrag,

@@ -33,6 +33,7 @@ class Part(StrEnum):
     COMMUNITY_REPORTS = "community_reports"
     TREE = "tree"
     RELATED_TREE = "related_tree"
+    SKELETON = "skeleton"
     GOLD_DECOMPOSITIONS = "gold_decompositions"
     QUESTION_GRAPHS = "question_graphs"
 
@@ -87,6 +88,10 @@ SOURCES: dict[Part, PartSource] = {
     Part.RELATED_TREE: PartSource(
         ("related_tree", "related_tree_vectors"),
         provided_by="an index built with tree.enabled: true and tree.relatedness: true (SiReRAG)",
+    ),
+    Part.SKELETON: PartSource(
+        ("skeleton", "keywords", "keyword_vectors"),
+        provided_by="an index built with skeleton.enabled: true (KET-RAG)",
     ),
     Part.GOLD_DECOMPOSITIONS: PartSource(
         question_field="decomposition",

@@ -184,10 +184,18 @@ def scored_entities(
 
 
 def local_context(
-    ctx: QueryContext, cfg: GraphRAGLocalConfig, ents: list[int], chunks: list[int]
+    ctx: QueryContext,
+    cfg: GraphRAGLocalConfig,
+    ents: list[int],
+    chunks: list[int],
+    rels: list[int] | None = None,
+    total: float | None = None,
 ) -> tuple[Context, dict]:
-    """The four sections of one question's local search, its text units in `chunks` order."""
+    """The four sections of one question's local search, its text units in `chunks` order:
+    the entities' relationships in GraphRAG's order unless `rels` are given, the shares of
+    `total` tokens (default: max_tokens fitted to the answer window)."""
     g = entity_graph(ctx)
+    total = ctx.scaled(cfg.max_tokens) if total is None else total
     comms = communities(ctx)
     community_of = (
         ctx.memo(
@@ -207,16 +215,17 @@ def local_context(
                 counts[community_of[e]] = counts.get(community_of[e], 0) + 1
         order = sorted(counts, key=lambda c: (-counts[c], -comms.report[c][2]))
         reports = [comms.report_text(c) for c in order]
-        sections.append(("Reports", reports, report_share * ctx.scaled(cfg.max_tokens)))
-    rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
-    local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * ctx.scaled(cfg.max_tokens)
+        sections.append(("Reports", reports, report_share * total))
+    if rels is None:
+        rels = relationships(g, ents, cfg.top_k_relationships * max(len(ents), 1))
+    local = (1.0 - cfg.text_unit_prop - cfg.community_prop) * total
     ranked = entity_lines(ctx, ents)
     kept = fitting(ctx, ranked, int(local))
     sections.append(("Entities", ranked.head(kept), local))
     used = leading_tokens(ctx, ranked, kept)
     sections.append(("Relationships", relation_lines(ctx, rels), local - used))
     sources = chunk_lines(ctx, chunks)
-    sections.append(("Sources", sources, unit_share * ctx.scaled(cfg.max_tokens)))
+    sections.append(("Sources", sources, unit_share * total))
     extra = {
         "entities_by": cfg.entities,
         "entities": [g.names[e] for e in ents],

@@ -106,6 +106,25 @@ TREE = pa.schema(
     ]
 )
 
+# KET-RAG's skeleton (graphrag_engine/index/skeleton.py): every chunk's PageRank on the KNN
+# chunk graph and whether it is a core chunk.
+SKELETON = pa.schema(
+    [
+        pa.field("chunk_row", pa.int64(), nullable=False),
+        pa.field("pagerank", pa.float64(), nullable=False),
+        pa.field("core", pa.bool_(), nullable=False),
+    ]
+)
+
+# KET-RAG's text-keyword bipartite graph: every word and the chunk rows that hold it;
+# keyword_vectors holds each word's mean unit vector in the same order.
+KEYWORDS = pa.schema(
+    [
+        pa.field("word", pa.string(), nullable=False),
+        pa.field("chunks", pa.list_(pa.int64()), nullable=False),
+    ]
+)
+
 # A graph of one kind ("entity", "chunk_unit_entity", "passage_entity") as an edge table;
 # kernels build CSR from it when the index is opened.
 GRAPH_EDGES = pa.schema(
@@ -127,6 +146,8 @@ TABLES: dict[str, pa.Schema] = {
     "reports": REPORTS,
     "tree": TREE,
     "related_tree": TREE,  # SiReRAG: proposition aggregates (level 0) and their summaries
+    "skeleton": SKELETON,
+    "keywords": KEYWORDS,
 }
 
 
