@@ -50,14 +50,17 @@ BASELINES = ("bm25", "naive")
 RUNS_HERE = {k: v for k, v in RUNS.items() if k != "regraphrag_no_expansion_with_ends"}
 """Every train-set run but the edge-text ReGraphRAG (see the module docstring)."""
 CONFIGS = ("before", "sentences", "text_entities")
-TREES = "tree:\n  enabled: true\n  relatedness: true\n"
-"""What `--trees` adds to the default index: both trees, extractive summaries."""
+TREES = "tree:\n  enabled: true\n  relatedness: true\nskeleton:\n  enabled: true\n"
+"""What `--trees` adds to the default index: both trees (extractive summaries) and KET-RAG's
+skeleton and keyword index."""
 TREE_RUNS = {
     "raptor": ("raptor", {}),
     "raptor_traversal": ("raptor", {"retrieval": "traversal"}),
     "sirerag": ("sirerag", {}),
+    "ketrag": ("ketrag", {}),
 }
-"""The tree methods' LLM-free runs (`--trees`), with the authors' code's settings."""
+"""The LLM-free runs of the methods that read those parts (`--trees`), with the authors'
+code's settings."""
 
 
 def main() -> None:

@@ -152,7 +152,7 @@ def demo_index_copy(demo_index: Path, tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def demo_reports_index(tmp_path_factory) -> Path:
     """The demo corpus with hierarchical communities (clusters of at most 6) and their
-    extractive reports, and RAPTOR's and SiReRAG's trees, built once per session without an
+    extractive reports, RAPTOR's and SiReRAG's trees and KET-RAG's skeleton, built once per session without an
     LLM (global search, PankRAG's report search, the tree methods, export: every registered
     method runs on it). Reports written by SmolLM2 are built and read in
     tests/integration/test_index_communities.py."""
@@ -162,7 +162,7 @@ def demo_reports_index(tmp_path_factory) -> Path:
     cfg = tmp / "index.yaml"
     cfg.write_text(
         "communities:\n  enabled: true\n  max_cluster_size: 6\n"
-        "tree:\n  enabled: true\n  relatedness: true\n"
+        "tree:\n  enabled: true\n  relatedness: true\nskeleton:\n  enabled: true\n"
     )
     assert main(["index", "--demo", "--out", str(tmp / "index"), "--config", str(cfg)]) == 0
     return tmp / "index"

@@ -73,12 +73,13 @@ def smollm2_installed() -> bool:
 
 def demo_index_config() -> IndexConfig:
     """The default LLM-free index plus hierarchical communities with extractive reports, so
-    global search and PankRAG's abstract steps have reports to read, and the trees of RAPTOR
-    and SiReRAG with extractive summaries."""
+    global search and PankRAG's abstract steps have reports to read, the trees of RAPTOR and
+    SiReRAG with extractive summaries, and KET-RAG's skeleton and keyword index."""
     cfg = IndexConfig()
     cfg.communities.enabled = True
     cfg.tree.enabled = True
     cfg.tree.relatedness = True
+    cfg.skeleton.enabled = True
     return cfg
 
 

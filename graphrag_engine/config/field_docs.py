@@ -5,6 +5,7 @@ method pages' settings tables are written from them."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 from functools import cache
@@ -15,7 +16,16 @@ import yaml
 
 @cache
 def field_docs(cls: type) -> dict[str, str]:
-    """Field name -> its docstring (or the comment on its line), for one dataclass."""
+    """Field name -> its docstring (or the comment on its line), for one dataclass; a field a
+    subclass does not declare again keeps its base class's docstring."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass) and klass is not object:
+            docs.update(_own_field_docs(klass))
+    return docs
+
+
+def _own_field_docs(cls: type) -> dict[str, str]:
     source = textwrap.dedent(inspect.getsource(cls))
     lines = source.splitlines()
     body = ast.parse(source).body[0].body

@@ -116,11 +116,21 @@ def forecast_index(
                 tokens += history + len(texts) * ask
                 completion += LOOP_CHECK_STAGE.max_tokens() * len(texts)
         bound = "every chunk runs every round" if x.loop != "none" else "gleaning rounds"
+        note = ""
+        if config.skeleton.enabled:  # KET-RAG: only the skeleton's chunks are read
+            core = int(len(texts) * config.skeleton.budget)
+            share = core / len(texts)
+            prompts, tokens, completion = (
+                prompts // len(texts) * core,
+                tokens * share,
+                completion * share,
+            )
+            note = f"; the skeleton's {core} chunks only, scaled by their share (not yet picked)"
         rows.append(
             StageForecast(
                 "extract", prompts, round(tokens), round(completion),
                 f"first round counted exactly; {rounds} more rounds ({bound}), each carrying "
-                f"the conversation before it; {how}",
+                f"the conversation before it; {how}{note}",
             )
         )  # fmt: skip
     corpus = sum(n_tokens)

@@ -17,6 +17,8 @@ from graphrag_engine.kernels.similarity import cosine_topk, l2_normalize
 
 BLOCK = 512
 """Chunks whose (block x chunks) overlap counts are held at once."""
+TIE_MARGIN = 8
+"""Nearest rows looked at beyond k, so that ties at the cut go to the lower row."""
 
 
 def overlap_neighbours(words: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,17 +42,20 @@ def overlap_neighbours(words: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.nda
 
 
 def cosine_neighbours(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) edges: each row to its `k` nearest other rows by cosine."""
+    """(src, dst) edges: each row to its `k` nearest other rows by cosine (rounded to 1e-6,
+    so equal texts tie whatever float rounding says; then the lower row first)."""
     n = len(vectors)
     k = min(k, n - 1)
     if k < 1:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     unit = l2_normalize(np.asarray(vectors, dtype=np.float32))
-    _, ids = cosine_topk(unit, unit, k + 1, normalized=True)
-    src = np.repeat(np.arange(n), k + 1).reshape(n, k + 1)
-    others = ids != src  # itself (or, among equal vectors, one extra) left out
-    keep = others & (np.cumsum(others, axis=1) <= k)
-    return src[keep].astype(np.int64), ids[keep].astype(np.int64)
+    wide = min(k + 1 + TIE_MARGIN, n)
+    scores, ids = cosine_topk(unit, unit, wide, normalized=True)
+    src = np.repeat(np.arange(n), wide).reshape(n, wide)
+    scores = np.where(ids == src, -np.inf, np.round(scores, 6))  # never itself
+    order = np.lexsort((ids, -scores), axis=1)[:, :k]
+    rows = np.arange(n)[:, None]
+    return src[rows, order].ravel().astype(np.int64), ids[rows, order].ravel().astype(np.int64)
 
 
 def knn_chunk_graph(words: sp.csr_matrix, vectors: np.ndarray, k: int) -> CSRGraph:

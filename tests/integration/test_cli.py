@@ -141,16 +141,18 @@ def test_index_into_a_damaged_target_stops_first_and_force_rebuilds(tmp_path: Pa
 
 def test_demo_picks_every_method_that_can_run_on_its_index(demo_index: Path) -> None:
     """The demo runs every registered method but the closed-book one, LEGO on the index's
-    entity graph; global search and the tree methods are left out naming the community reports
-    and trees this index lacks (the demo's own index has both: bench.demo runs them all)."""
+    entity graph; global search, the tree methods and KET-RAG are left out naming the community
+    reports, trees and skeleton this index lacks (the demo's own index has both: bench.demo runs them all)."""
     from graphrag_engine.api import Engine
     from graphrag_engine.cli.demo import demo_configs
     from graphrag_engine.methods import method_names
 
     configs, skipped = demo_configs(Engine(demo_index), llm=True, answers=True)
-    assert set(configs) == set(method_names()) - {"none", "graphrag_global", "raptor", "sirerag"}
+    built_only = {"graphrag_global", "raptor", "sirerag", "ketrag"}
+    assert set(configs) == set(method_names()) - {"none", *built_only}
     assert "community_reports" in skipped["graphrag_global"]  # the fixture has no communities
     assert "tree" in skipped["raptor"] and "related_tree" in skipped["sirerag"]  # nor trees
+    assert "skeleton" in skipped["ketrag"]  # nor KET-RAG's skeleton
     assert configs["lego"].options.graph == "index"
     assert all(c.models.llm.backend == "transformers" for c in configs.values())
     assert all(c.generation.enabled for c in configs.values())

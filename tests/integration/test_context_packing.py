@@ -28,7 +28,7 @@ from graphrag_engine.store import open_index
 
 BUILDERS = ["lightrag_hybrid_ner", "graphrag_local", "regraphrag_no_expansion"]
 BUILDERS += ["pankrag_no_path", "rograg_dual_level_ner", "lego_index"]
-BUILDERS += ["raptor", "raptor_traversal", "sirerag"]
+BUILDERS += ["raptor", "raptor_traversal", "sirerag", "ketrag"]
 """The LLM-free bench configurations of the methods that build their own contexts."""
 TOP_K_ONLY = {"sirerag", "lego_index"}
 """Builders that take a number of items, not a budget (the answer stage cuts their contexts)."""

@@ -32,13 +32,17 @@ class KETRAGConfig(GraphRAGLocalConfig):
         "top_words": ">= 1",
     }
 
+    max_tokens: int = 12000
+    """Token budget of the whole context, both channels together (the authors' code)."""
+    text_unit_prop: float = 0.5
+    """Share of the skeleton channel's budget for its text units (core chunks)."""
     text_unit_order: Literal["graphrag", "vector"] = "graphrag"
     """Order of the skeleton entities' core chunks: by entity, then relationship support
     (GraphRAG's, which the authors' code calls), or by cosine to the question."""
     community_prop: float = 0.0
     """Share of the skeleton's budget for community reports (the authors' code gives none)."""
     theta: float = 0.5
-    """Share of max_tokens for the skeleton's local search; the keyword channel's chunks get
-    the rest (1 - theta). 0: keyword channel only; 1: skeleton only."""
+    """The keyword channel's chunks get (1 - theta) x max_tokens; the skeleton's local search
+    gets what their text leaves. 0: little skeleton; 1: skeleton only."""
     top_words: int = 1000
     """Keywords nearest the question whose chunks the keyword channel walks."""
