@@ -109,21 +109,30 @@ class GraphRAGLocalConfig:
             )
 
 
-def relationships(g: EntityGraph, selected: list[int], cap: int) -> list[int]:
+def relationships(
+    g: EntityGraph,
+    selected: list[int],
+    cap: int,
+    keep: np.ndarray | None = None,
+    rank: np.ndarray | None = None,
+) -> list[int]:
     """GraphRAG's relationship order: in-network, then out-of-network by links of the far end
     to the selected entities, each by rank; `cap` in all. Array operations over the selected
     entities' relation lists (first-seen order, stable sorts), so a hub entity's thousands of
-    relations cost no Python loop."""
+    relations cost no Python loop. `keep` (a mask over relations) and `rank` order a subgraph
+    as if it stood alone (KET-RAG's skeleton)."""
     if not selected:
         return []
     touching = first_occurrences(np.concatenate([g.relations_of(e) for e in selected]))
+    if keep is not None:
+        touching = touching[keep[touching]]
     chosen = np.asarray(selected, dtype=np.int64)
     src_in, dst_in = np.isin(g.src[touching], chosen), np.isin(g.dst[touching], chosen)
     both = src_in & dst_in
     inside, outside = touching[both], touching[~both]
     far = np.where(src_in[~both], g.dst[outside], g.src[outside])
     _, where, counts = np.unique(far, return_inverse=True, return_counts=True)
-    rank = g.rank
+    rank = g.rank if rank is None else rank
     inside = inside[np.lexsort((-g.weight[inside], -rank[inside]))]
     outside = outside[np.lexsort((-rank[outside], -counts[where]))]
     return np.concatenate([inside, outside])[:cap].tolist()

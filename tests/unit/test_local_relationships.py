@@ -57,3 +57,35 @@ def test_relationship_order_equals_the_loop() -> None:
     for sel in selections:
         for cap in (1, 10, 10_000):
             assert relationships(g, sel, cap) == _reference(g, sel, cap), (sel, cap)
+
+
+def test_a_masked_order_equals_the_order_of_the_subgraph_alone() -> None:
+    """KET-RAG's skeleton: ordering with a relation mask and the subgraph's ranks equals
+    ordering a graph that holds the kept relations only (its rows mapped back)."""
+    rng = np.random.default_rng(11)
+    g = _graph(rng, 60, 900)
+    keep = rng.random(900) < 0.6
+    rows = np.flatnonzero(keep)
+    m = len(rows)
+    ends = np.concatenate([g.src[rows], g.dst[rows]])
+    indptr, rel_ids = csr_from_pairs(ends, np.concatenate([np.arange(m), np.arange(m)]), 60)
+    sub = EntityGraph(
+        names=g.names,
+        types=g.types,
+        descriptions=g.descriptions,
+        src=g.src[rows],
+        dst=g.dst[rows],
+        rel_descriptions=[""] * m,
+        rel_keywords=[""] * m,
+        weight=g.weight[rows],
+        entity_chunks=g.entity_chunks,
+        relation_chunks=[np.zeros(0, np.int64)] * m,
+        rel_indptr=indptr,
+        rel_ids=rel_ids,
+    )
+    rank = np.zeros(900, np.int64)
+    rank[rows] = sub.rank
+    for sel in ([0, 5, 9], [3, 4, 7, 8, 11, 12], [17], list(range(1, 30, 2))):
+        for cap in (1, 10, 10_000):
+            masked = relationships(g, sel, cap, keep=keep, rank=rank)
+            assert masked == rows[relationships(sub, sel, cap)].tolist(), (sel, cap)

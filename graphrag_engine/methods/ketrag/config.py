@@ -43,6 +43,6 @@ class KETRAGConfig(GraphRAGLocalConfig):
     """Share of the skeleton's budget for community reports (the authors' code gives none)."""
     theta: float = 0.5
     """The keyword channel's chunks get (1 - theta) x max_tokens; the skeleton's local search
-    gets what their text leaves. 0: little skeleton; 1: skeleton only."""
+    gets what their text leaves. 0: keyword channel only; 1: skeleton only."""
     top_words: int = 1000
     """Keywords nearest the question whose chunks the keyword channel walks."""

@@ -56,6 +56,8 @@ class Skeleton:
     """Their vectors, normalised, in the same order."""
     relations: np.ndarray
     """Per relation: whether a core chunk holds it."""
+    rank: np.ndarray
+    """Per relation: the sum of its ends' degrees counting the skeleton's relations only."""
 
 
 def load_skeleton(ctx: QueryContext, g: EntityGraph) -> Skeleton:
@@ -63,8 +65,10 @@ def load_skeleton(ctx: QueryContext, g: EntityGraph) -> Skeleton:
     core = ctx.index.table("skeleton", ["core"]).column("core").to_numpy(zero_copy_only=False)
     entities = np.flatnonzero([core[c].any() for c in g.entity_chunks])
     relations = np.asarray([bool(core[c].any()) for c in g.relation_chunks], dtype=bool)
+    n = len(g.names)
+    degree = np.bincount(g.src[relations], minlength=n) + np.bincount(g.dst[relations], minlength=n)
     vectors = l2_normalize(np.asarray(ctx.entity_vectors, dtype=np.float32)[entities])
-    return Skeleton(core, entities, vectors, relations)
+    return Skeleton(core, entities, vectors, relations, degree[g.src] + degree[g.dst])
 
 
 def skeleton_entities(skel: Skeleton, qvec: np.ndarray, k: int) -> list[list[int]]:
@@ -91,8 +95,8 @@ def skeleton_channel(
     """GraphRAG's local context of one question's skeleton entities in `total` tokens; its
     text units (core chunks only)."""
     g = entity_graph(ctx)
-    held = [r for r in relationships(g, ents, len(g.src)) if skel.relations[r]]
-    rels = held[: cfg.top_k_relationships * max(len(ents), 1)]
+    cap = cfg.top_k_relationships * max(len(ents), 1)
+    rels = relationships(g, ents, cap, keep=skel.relations, rank=skel.rank)
     chunks = [c for c in chunks_by_entities(g, ents) if skel.core[c]]
     if cfg.text_unit_order == "vector":
         chunks = by_similarity(ctx, qvec, chunks)
@@ -123,12 +127,11 @@ def ketrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
     skel = ctx.memo("ketrag_skeleton", lambda: load_skeleton(ctx, g))
     index = ctx.memo("ketrag_keywords", lambda: load_keywords(ctx))
     with clock.stage("keyword_channel"):
-        words = nearest_words(index, qvec, cfg.top_words) if text_budget > 0 else None
-        chunk_scores = qvec @ np.asarray(ctx.chunk_vectors, dtype=np.float32).T
-        texts = [
-            keyword_chunks(index, words[q], chunk_scores[q], text_budget) if words else []
-            for q in range(len(questions))
-        ]
+        chunk_vectors = np.asarray(ctx.chunk_vectors, dtype=np.float32)
+        texts = [[] for _ in questions]
+        if text_budget > 0:
+            for q, words in enumerate(nearest_words(index, qvec, cfg.top_words)):
+                texts[q] = keyword_chunks(index, words, chunk_vectors @ qvec[q], text_budget)
         sections = [
             budgeted_section(ctx, chunk_lines(ctx, rows), text_budget, "-----Text-----")
             for rows in texts
@@ -138,17 +141,17 @@ def ketrag(ctx: QueryContext, questions: list[Question], clock: StageClock) -> R
         contexts, orders, extras = [], [], []
         for q, text in enumerate(sections):
             used = sum(text.counts or []) if text is not None else 0
-            keep = [] if text is None else texts[q][: len(text.items)]
             if picked is None:
                 context, units, extra = Context(), [], {"entities": []}
             else:
                 context, units, extra = skeleton_channel(
                     ctx, cfg, skel, picked[q], qvec[q], total - used
                 )
-            context = dataclasses.replace(context, sections=context.sections + [text] * bool(text))
+            if text is not None:  # the keyword channel's text after the skeleton's sections
+                context = dataclasses.replace(context, sections=[*context.sections, text])
             contexts.append(context)
             orders.append(list(dict.fromkeys(texts[q] + units)))
-            extras.append({**extra, "keyword_chunks": len(keep)})
+            extras.append({**extra, "keyword_chunks": len(text.items) if text else 0})
     depth = 2 * ctx.cfg.retrieval.candidates
     return Retrieved(
         from_orders(orders, depth), extras, [{} for _ in questions], clock.seconds, contexts
