@@ -40,13 +40,24 @@ SETTINGS: dict[str, dict[str, object]] = {
     "pankrag": {"max_steps": 3},
     "regraphrag": {"perspectives": 2, "sub_queries": 2},
     "rograg": {"max_steps": 2},
+    "drift": {
+        "hyde": False,
+        "primer_folds": 1,
+        "k_followups": 2,
+        "n_depth": 1,
+        "followups": 2,
+        "primer_max_tokens": 128,
+        "local_max_answer_tokens": 96,
+    },
 }
 """Per-method settings the demo changes (it prints them): LEGO-GraphRAG walks the index's
 entity graph (its default, the questions' own KBQA graphs, is not in the demo set); global
 search maps the top-level reports with short key-point lists, PankRAG's plans take at most 3
 steps and ROGRAG's logic forms 2 (the demo's questions are two-hop; 5 is the engine's
-default), and ReGraphRAG writes 2 perspectives of 2 sub-queries (the paper's 4 and 3), to fit
-the demo's time on a 2-core CPU without bf16 units."""
+default), ReGraphRAG writes 2 perspectives of 2 sub-queries (the paper's 4 and 3), and DRIFT
+primes on the question itself in one prompt, then follows 2 of its follow-ups for one round
+(GraphRAG's 5 folds, 20 follow-ups and 3 rounds), to fit the demo's time on a 2-core CPU
+without bf16 units."""
 CONTEXT_TOKENS = 512
 """The answer prompt's context for SmolLM2 on a CPU (each method's sections shrink to it in
 proportion to its paper's budget)."""

@@ -11,6 +11,7 @@ from graphrag_engine.errors import ConfigError
 from graphrag_engine.methods import (  # noqa: F401  (register them)
     baselines,
     clue_rag,
+    drift,
     graphrag_global,
     graphrag_local,
     hipporag,

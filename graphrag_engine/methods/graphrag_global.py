@@ -35,10 +35,10 @@ from graphrag_engine.methods.needs import Part
 from graphrag_engine.models.base import GenParams
 from graphrag_engine.models.stages import structured_stage
 from graphrag_engine.models.structured import Schema, generate_structured
-from graphrag_engine.retrieve.answer import answer_batch
 from graphrag_engine.retrieve.communities import Communities, communities
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.lines import within_budget
+from graphrag_engine.retrieve.reduce import reduce_answers as reduce_stage
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
 NO_DATA = "I do not know: the community reports hold nothing on this question."
@@ -247,25 +247,9 @@ def reduce_prompt(question: str, points: list[str] | None, options=None) -> list
 def reduce_answers(
     ctx: QueryContext, questions: list[str], contexts: list[Context]
 ) -> list[dict[str, int]]:
-    """The reduce step as its own stage: every question with key points answered from them in
-    one batched call (GraphRAG's prompt for long answers, the shared short one otherwise); the
-    answer stage then sends nothing. Retrieval-only runs stop at the key points."""
-    gen = ctx.cfg.generation
-    ask = [q for q, c in enumerate(contexts) if c.preset_answer is None]
-    spent: list[dict[str, int]] = [{} for _ in questions]
-    if not gen.enabled or not ask:
-        return spent
-    long = gen.answer_style == "long"
-    done = answer_batch(
-        ctx.llm, ctx.count_tokens, [questions[q] for q in ask], [contexts[q] for q in ask],
-        ctx.context_tokens, gen.max_tokens, reduce_prompt if long else None,
-        stage="global_reduce", keep_failures=True, whole=long,
-    )  # fmt: skip
-    for q, answer, t in zip(ask, done.answers, done.tokens, strict=True):
-        spent[q] = t
-        if answer is not None:  # a failed reduce is asked again by the answer stage
-            contexts[q] = Context(contexts[q].sections, preset_answer=answer)
-    return spent
+    """The reduce step as its own stage (`global_reduce`): every question with key points
+    answered from them in one batched call, GraphRAG's prompt for long answers."""
+    return reduce_stage(ctx, questions, contexts, reduce_prompt, "global_reduce")
 
 
 @register(

@@ -31,7 +31,7 @@ def query_forecast_lines(
     the answers (prompts, tokens, completions at their budget, price, time where measured)."""
 
     def budget(name: str) -> int | None:
-        if name in ("answer", "global_reduce"):
+        if name in ("answer", "global_reduce", "drift_reduce"):
             return cfg.generation.max_tokens
         try:
             return structured_stage(name).max_tokens()

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 from graphrag_engine.errors import BadInputError
 from graphrag_engine.kernels.similarity import l2_normalize
 from graphrag_engine.retrieve.context import QueryContext
@@ -112,10 +114,7 @@ def report_search(
     if not rows or not texts:
         return [[] for _ in texts]
     col = {c: i for i, c in enumerate(rows)}
-    vectors = ctx.memo(
-        "report_vectors",
-        lambda: l2_normalize(ctx.encode_queries([comms.report_text(c) for c in rows])),
-    )
+    vectors = report_vectors(ctx, comms)
     sims = l2_normalize(ctx.encode_queries(texts)) @ vectors.T
     top = [c for c in rows if _reported_ancestor(comms, c) < 0]
     kids_of = {c: _reported_children(comms, c) for c in rows}  # once, not per question
@@ -135,6 +134,16 @@ def report_search(
         chosen.sort(key=lambda c: (-round(float(score[col[c]]), 6), c))
         out.append([(c, float(score[col[c]])) for c in chosen[:top_k]])
     return out
+
+
+def report_vectors(ctx: QueryContext, comms: Communities) -> np.ndarray:
+    """Every report's vector (title and full text, normalised), rows in sorted community
+    order; embedded once per run."""
+    rows = sorted(comms.report)
+    return ctx.memo(
+        "report_vectors",
+        lambda: l2_normalize(ctx.encode_queries([comms.report_text(c) for c in rows])),
+    )
 
 
 def _reported_ancestor(comms: Communities, c: int) -> int:

@@ -7,6 +7,7 @@ import ast
 
 from graphrag_engine.config import CommunitiesConfig, ExtractionConfig, GraphConfig
 from graphrag_engine.config.tree_section import TreeConfig
+from graphrag_engine.methods.drift import DRIFTConfig
 from graphrag_engine.methods.graphrag_global import GraphRAGGlobalConfig
 from graphrag_engine.methods.pankrag import PankRAGConfig
 from graphrag_engine.methods.regraphrag import ReGraphRAGConfig
@@ -18,7 +19,7 @@ from tests.paths import REPO
 NAMES = {
     "units", "extract", "extract_gleaning", "extract_loop_check", "community_report",
     "keywords", "perspectives", "pankrag_plan", "pankrag_rewrite", "rograg_analysis", "logic_form", "verify", "global_rate",
-    "global_map", "tree_summary", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
+    "global_map", "tree_summary", "drift_hyde", "drift_primer", "drift_local", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
 }  # fmt: skip
 
 
@@ -41,6 +42,11 @@ def test_default_settings_are_the_owning_configs_defaults() -> None:
     assert tuple(ExtractionConfig().entity_types) == stage("extract").settings["entity_types"]
     assert stage("community_report").max_tokens() == CommunitiesConfig().report_max_tokens
     assert stage("tree_summary").settings["summary_tokens"] == TreeConfig().summary_tokens
+    drift = DRIFTConfig()
+    assert stage("drift_hyde").max_tokens() == drift.hyde_max_tokens
+    assert stage("drift_primer").max_tokens() == drift.primer_max_tokens
+    assert stage("drift_local").max_tokens() == drift.local_max_answer_tokens
+    assert stage("drift_local").settings["followups"] == drift.followups
 
 
 def test_settings_reach_schema_and_budget_and_unknown_ones_are_refused() -> None:
