@@ -36,13 +36,21 @@ DESCRIBE_TRIPLES = 8
 LLM-free build."""
 
 
+PROBE_BLOCK = 1 << 20
+"""Bytes read at a time while looking for OpenIE's `docs` key."""
+
+
 def is_hipporag_openie(path: Path) -> bool:
     """Whether `path` looks like HippoRAG's OpenIE JSON (a file whose object has `docs`)."""
     if not path.is_file() or path.suffix != ".json":
         return False
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    return b'"docs"' in head
+    with open(path, "rb") as f:  # the key may come after megabytes of other keys
+        tail = b""
+        while block := f.read(PROBE_BLOCK):
+            if b'"docs"' in tail + block:
+                return True
+            tail = block[-5:]
+    return False
 
 
 def read_hipporag(openie: Path, corpus: list[Path], config: IndexConfig) -> ImportedGraph:

@@ -334,6 +334,11 @@ def _by_chunk(batch: pa.RecordBatch) -> Iterator[tuple[str, list[tuple[str, str]
 def _check_references(graph: ImportedGraph) -> None:
     """Every id a row names is there (the readers check the source's own ids with file and
     column; this guards what the engine's rows say of each other)."""
+    if not graph.documents:
+        raise BadInputError(
+            f"import: the {graph.system} source ({', '.join(sorted(graph.files))}) holds no "
+            "documents; give one with its text units (`index` refuses an empty corpus too)"
+        )
     chunks = {c["chunk_id"] for c in graph.chunks}
     docs = {d["doc_id"] for d in graph.documents}
     entities = {e["entity_id"] for e in graph.entities}
@@ -346,6 +351,25 @@ def _check_references(graph: ImportedGraph) -> None:
     for r in graph.relations:
         if r["src"] not in entities or r["dst"] not in entities:
             raise BadInputError(f"import: relation {r['rel_id']} names a missing entity")
+    _check_hierarchy(graph.communities)
+
+
+def _check_hierarchy(communities: list[dict[str, Any]]) -> None:
+    """Every community's parent is there and one level or more above it, so the hierarchy has
+    no cycle (a cycle would send a walk down the hierarchy round for ever)."""
+    level = {c["community_id"]: c["level"] for c in communities}
+    for c in communities:
+        parent = c["parent_id"]
+        if parent is None:
+            continue
+        if parent not in level:
+            raise BadInputError(f"import: community {c['community_id']} names a missing parent")
+        if level[parent] >= c["level"]:
+            raise BadInputError(
+                f"import: community {c['community_id']} (level {c['level']}) has a parent at "
+                f"level {level[parent]}; a parent must sit above its children, so the "
+                "source's hierarchy is damaged (a cycle, or levels out of order)"
+            )
 
 
 def report_json(

@@ -169,3 +169,30 @@ def test_a_killed_driver_resumes_from_the_caches(shared_data, tmp_path: Path) ->
     a, b = open_index(local), open_index(out)
     for t in TABLES:
         assert a.table(t).equals(b.table(t)), t
+
+
+def test_tree_and_skeleton_stages_on_ray_actors_match_local(tmp_path: Path, ray_cluster) -> None:
+    """RAPTOR's tree with SmolLM2 summaries (the `tree_summary` prompts a Ray Data pipeline over
+    actors holding SmolLM2, the summaries embedded by the actor pool) and KET-RAG's skeleton
+    and keyword index build on Ray as they build in-process."""
+    from graphrag_engine.demo import corpus_path
+
+    cfg = tmp_path / "x.yaml"
+    cfg.write_text(
+        "tree:\n  enabled: true\n  summaries: llm\n  max_levels: 1\n  summary_tokens: 24\n"
+        "skeleton:\n  enabled: true\n"
+        "models:\n  llm:\n    backend: transformers\n    batch_size: 4\n"
+        "    max_failed_share: 1.0\n"  # 24-token summaries are often cut short: recorded
+    )
+    local, distributed = tmp_path / "local", tmp_path / "ray"
+    args = ["index", str(corpus_path()), "--config", str(cfg), "--out"]
+    assert main([*args, str(local)]) == 0
+    assert main([*args, str(distributed), "--executor", "ray"]) == 0
+    a, b = open_index(local), open_index(distributed)
+    sa = a.manifest["stats"]["stages"]["tree"]
+    sb = b.manifest["stats"]["stages"]["tree"]
+    assert sb["model_calls"] == sa["model_calls"] > 0
+    for t in ("tree", "skeleton", "keywords"):
+        assert a.table(t).equals(b.table(t)), t
+    for v in ("tree_vectors", "keyword_vectors"):
+        np.testing.assert_allclose(a.vectors(v), b.vectors(v), rtol=0, atol=1e-6)

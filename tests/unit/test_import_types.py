@@ -253,3 +253,53 @@ def test_a_number_of_more_than_4300_digits_is_named_not_pythons_advice(
         assert main(args) == 2
         err = capsys.readouterr().err
         assert "more than 4300 digits" in err and "set_int_max_str_digits" not in err, err
+
+
+def test_a_community_hierarchy_with_a_cycle_exits_2(tmp_path: Path, capsys) -> None:
+    """Two communities each the other's parent: a walk down the hierarchy would never end."""
+    tables = graphrag_tables()
+    tables["communities"] = {
+        "community": [0, 1],
+        "level": [0, 1],
+        "parent": [1, 0],
+        "entity_ids": [["e1", "e2"], ["e1"]],
+    }
+    src = write_graphrag(tmp_path / "output", tables)
+    _refused(["import", str(src)], tmp_path / "idx", capsys, "a parent must sit above")
+
+
+def test_a_source_without_documents_exits_2_as_index_refuses_an_empty_corpus(
+    tmp_path: Path, capsys
+) -> None:
+    tables = {
+        "text_units": {
+            "id": pa.array([], pa.string()),
+            "text": pa.array([], pa.string()),
+            "document_id": pa.array([], pa.string()),
+        },
+        "entities": {
+            "id": pa.array([], pa.string()),
+            "title": pa.array([], pa.string()),
+            "type": pa.array([], pa.string()),
+            "description": pa.array([], pa.string()),
+            "text_unit_ids": pa.array([], pa.list_(pa.string())),
+        },
+        "relationships": {
+            "id": pa.array([], pa.string()),
+            "source": pa.array([], pa.string()),
+            "target": pa.array([], pa.string()),
+            "description": pa.array([], pa.string()),
+            "weight": pa.array([], pa.float64()),
+            "text_unit_ids": pa.array([], pa.list_(pa.string())),
+        },
+    }
+    src = write_graphrag(tmp_path / "output", tables)
+    _refused(["import", str(src)], tmp_path / "idx", capsys, "holds no documents")
+
+
+def test_openie_is_recognised_when_its_docs_key_comes_late(tmp_path: Path, capsys) -> None:
+    """A `docs` key after megabytes of other keys is still HippoRAG's OpenIE: the refusal names
+    what it lacks (its corpus), not "not an index this engine reads"."""
+    openie = tmp_path / "openie.json"
+    openie.write_text(json.dumps({"notes": "x" * (3 << 20), "docs": []}))
+    _refused(["import", str(openie)], tmp_path / "idx", capsys, "needs the corpus")
