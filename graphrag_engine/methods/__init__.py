@@ -16,6 +16,7 @@ from graphrag_engine.methods import (  # noqa: F401  (register them)
     graphrag_local,
     hipporag,
     ketrag,
+    lazygraphrag,
     lego,
     lightrag,
     linearrag,

@@ -31,6 +31,7 @@ class Part(StrEnum):
     RELATION_VECTORS = "relation_vectors"
     UNIT_VECTORS = "unit_vectors"
     COMMUNITY_REPORTS = "community_reports"
+    COMMUNITIES = "communities"
     TREE = "tree"
     RELATED_TREE = "related_tree"
     SKELETON = "skeleton"
@@ -81,6 +82,9 @@ SOURCES: dict[Part, PartSource] = {
     Part.COMMUNITY_REPORTS: PartSource(
         ("communities", "reports"),
         provided_by="an index built with communities.enabled: true and communities.reports: true",
+    ),
+    Part.COMMUNITIES: PartSource(
+        ("communities",), provided_by="an index built with communities.enabled: true"
     ),
     Part.TREE: PartSource(
         ("tree", "tree_vectors"), provided_by="an index built with tree.enabled: true (RAPTOR)"

@@ -148,10 +148,11 @@ def test_demo_picks_every_method_that_can_run_on_its_index(demo_index: Path) -> 
     from graphrag_engine.methods import method_names
 
     configs, skipped = demo_configs(Engine(demo_index), llm=True, answers=True)
-    built_only = {"graphrag_global", "drift", "raptor", "sirerag", "ketrag"}
+    built_only = {"graphrag_global", "drift", "lazygraphrag", "raptor", "sirerag", "ketrag"}
     assert set(configs) == set(method_names()) - {"none", *built_only}
     assert "community_reports" in skipped["graphrag_global"]  # the fixture has no communities
     assert "community_reports" in skipped["drift"]
+    assert "communities" in skipped["lazygraphrag"]
     assert "tree" in skipped["raptor"] and "related_tree" in skipped["sirerag"]  # nor trees
     assert "skeleton" in skipped["ketrag"]  # nor KET-RAG's skeleton
     assert configs["lego"].options.graph == "index"

@@ -19,7 +19,8 @@ from tests.paths import REPO
 NAMES = {
     "units", "extract", "extract_gleaning", "extract_loop_check", "community_report",
     "keywords", "perspectives", "pankrag_plan", "pankrag_rewrite", "rograg_analysis", "logic_form", "verify", "global_rate",
-    "global_map", "tree_summary", "drift_hyde", "drift_primer", "drift_local", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
+    "global_map", "tree_summary", "drift_hyde", "drift_primer", "drift_local",
+    "lazy_refine", "lazy_relevance", "lazy_claims", "judge_pairwise", "ragas_statements", "ragas_support", "ragas_useful",
 }  # fmt: skip
 
 
