@@ -75,6 +75,15 @@ class Search:
         """Count an LLM call's tokens under its stage."""
         self.tokens[stage] = self.tokens.get(stage, 0) + tokens
 
+    def heard(self, stage: str, res) -> tuple | None:
+        """One structured answer: its tokens counted under `stage`, its value returned (None
+        for an answer that failed after its re-asks, counted as a failure)."""
+        self.spend(stage, res.tokens)
+        if not res.ok:
+            self.extra["failures"] += 1
+            return None
+        return res.value
+
 
 def _pick(key: str, n: int) -> int:
     """A stable draw in [0, n) from a text (so a question's draws do not depend on its batch)."""
@@ -107,7 +116,7 @@ def expand(ctx: QueryContext, cfg: DRIFTConfig, comms: Communities, rows: list[i
     run = _structured(ctx, HYDE_STAGE, prompts, cfg.hyde_max_tokens)
     out = []
     for s, res in zip(runs, run.results, strict=True):
-        s.spend("drift_hyde", res.tokens)
+        s.spend("drift_hyde", res.tokens)  # a failed expansion searches with the question
         out.append(res.value if res.ok and res.value else s.question)
     return out
 
@@ -137,11 +146,9 @@ def prime(ctx: QueryContext, cfg: DRIFTConfig, comms: Communities, runs: list[Se
     parts: list[list[str]] = [[] for _ in runs]
     scores: list[list[int]] = [[] for _ in runs]
     for (q, _), res in zip(pairs, run.results, strict=True):
-        runs[q].spend("drift_primer", res.tokens)
-        if not res.ok:
-            runs[q].extra["failures"] += 1
+        if (value := runs[q].heard("drift_primer", res)) is None:
             continue
-        answer, score, follow_ups = res.value
+        answer, score, follow_ups = value
         parts[q].append(answer)
         scores[q].append(score)
         runs[q].follow(follow_ups)
@@ -183,11 +190,9 @@ def follow_up_round(ctx: QueryContext, cfg: DRIFTConfig, runs: list[Search], dep
         ctx, LOCAL_STAGE, prompts, cfg.local_max_answer_tokens, followups=cfg.followups
     )
     for (q, _), res in zip(pairs, run.results, strict=True):
-        runs[q].spend("drift_local", res.tokens)
-        if not res.ok:
-            runs[q].extra["failures"] += 1
+        if (value := runs[q].heard("drift_local", res)) is None:
             continue
-        answer, _, follow_ups = res.value
+        answer, _, follow_ups = value
         runs[q].answers.append(answer)
         runs[q].follow(follow_ups)
     return True
