@@ -103,7 +103,7 @@ def test_llm_refines_tests_and_draws_claims(concept_index, tmp_path) -> None:
 
     question = load_questions(questions_path())[:1]
     plan = [
-        _say({"subqueries": ["Who founded Port Calloway?"], "expanded": "Who founded it?"}),
+        _say({"subqueries": ["Who founded Port Calloway?"] * 2, "expanded": "Who founded it?"}),
         _say({"relevant": [1]}),
         _say({"relevant": []}),
         _say({"relevant": [99]}),  # names a sentence the chunk does not have: a failed test
@@ -120,7 +120,7 @@ def test_llm_refines_tests_and_draws_claims(concept_index, tmp_path) -> None:
         r = lazygraphrag(ctx, question, StageClock())
         assert not fault.plan  # every planted answer was asked for, no more
     e, c = r.extras[0], r.contexts[0]
-    assert e["subqueries"] == ["Who founded Port Calloway?"]
+    assert e["subqueries"] == ["Who founded Port Calloway?"]  # given twice, searched once
     assert e["tests"] == 3 and e["relevant_chunks"] == 1 and e["failures"] == 1
     assert c.sections[0].items == ["Ilsa Varnholt founded Port Calloway in 1741."]
     assert set(r.tokens[0]) == {"lazy_refine", "lazy_relevance", "lazy_claims"}

@@ -76,8 +76,9 @@ def refine(ctx: QueryContext, cfg: LazyGraphRAGConfig, texts: list[str], spent) 
         results = _ask(ctx, REFINE_STAGE, prompts, budget, schema, spent, range(len(texts)),
                        "lazy_refine")  # fmt: skip
         for q, res in enumerate(results):
-            if res.ok and res.value[0]:
-                subs[q], expanded[q] = res.value[0][: cfg.subqueries], res.value[1] or texts[q]
+            if res.ok and res.value[0]:  # a subquery given twice is searched once
+                subs[q] = list(dict.fromkeys(res.value[0]))[: cfg.subqueries]
+                expanded[q] = res.value[1] or texts[q]
     if cfg.concepts > 0:
         flat = [s for group in subs for s in group]
         ids, _ = search(ctx, flat, "entity_vectors", cfg.concepts)
@@ -91,14 +92,14 @@ def start(ctx: QueryContext, cfg: LazyGraphRAGConfig, tree: ConceptCommunities,
           subs: list[list[str]]) -> tuple[list[Match], np.ndarray]:  # fmt: skip
     """A match per subquery, its share of its question's budget (the first ones take the
     remainder), and the subqueries' vectors."""
-    flat = [(q, s) for q, group in enumerate(subs) for s in group]
-    vectors = l2_normalize(np.asarray(ctx.encode_queries([s for _, s in flat]), np.float32))
+    flat = [(q, i, s) for q, group in enumerate(subs) for i, s in enumerate(group)]
+    vectors = l2_normalize(np.asarray(ctx.encode_queries([s for _, _, s in flat]), np.float32))
     chunk_vectors = np.asarray(ctx.chunk_vectors, dtype=np.float32)
     matches = []
-    for (q, s), v in zip(flat, vectors, strict=True):
+    for (q, i, s), v in zip(flat, vectors, strict=True):
         ranks = np.empty(len(chunk_vectors), np.int64)
         ranks[np.argsort(-(chunk_vectors @ v), kind="stable")] = np.arange(len(chunk_vectors))
-        n, i = len(subs[q]), subs[q].index(s)
+        n = len(subs[q])
         share = cfg.budget // n + (1 if i < cfg.budget % n else 0)
         frontier = tree.ranked(tree.roots, ranks, cfg.community_chunks)
         matches.append(Match(q, s, share, ranks, frontier))
