@@ -146,9 +146,11 @@ def recall_rows(
     work: Path,
     per_question: bool = False,
     runs: dict[str, tuple[str, dict]] | None = None,
+    means: tuple[str, ...] = (),
 ) -> list[dict] | tuple[list[dict], dict[str, list[float]]]:
     """R@2 / R@5 with intervals and questions/s of every run (RUNS unless `runs`) on one
-    index (and, with `per_question`, each run's R@5 per question for paired comparisons)."""
+    index, with the mean per question of each extra in `means` a run records (and, with
+    `per_question`, each run's R@5 per question for paired comparisons)."""
     qs = load_questions(questions)
     rows, r5 = [], {}
     for run, (method, settings) in (runs or RUNS).items():
@@ -167,6 +169,8 @@ def recall_rows(
             row[f"R@{k}_ci"] = [round(lo, 3), round(hi, 3)]
         r5[run] = values
         row["q_per_s"] = round(timing.rate, 1)
+        for key in (k for k in means if any(k in e for e in timing.extras)):
+            row[f"{key}/q"] = round(float(np.mean([e.get(key, 0) for e in timing.extras])), 2)
         rows.append(row)
     return (rows, r5) if per_question else rows
 

@@ -2,12 +2,14 @@
 LightRAG and ReGraphRAG papers: each method answers with the same LLM and answer budget, and
 each pair is judged on comprehensiveness, diversity, empowerment and overall, in both orders.
 
-    .venv/bin/python -m bench.judge_ultradomain [--preset hybrid|regraphrag|pankrag] [--work DIR]
+    .venv/bin/python -m bench.judge_ultradomain [--preset hybrid|regraphrag|pankrag|lazy] [--work DIR]
         [--limit N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
         [--batch-size 16]
         [--base-url URL --llm-model NAME]
 
-Presets: `hybrid` (issue 17): LightRAG-style hybrid vs NaiveRAG. `regraphrag` (issue 18):
+Presets: `lazy` (issue 97): LazyGraphRAG (Z100, SmolLM2 refining, testing and drawing
+claims) and DRIFT search, each vs GraphRAG global search, on a concept graph with communities
+and extractive reports. `hybrid` (issue 17): LightRAG-style hybrid vs NaiveRAG. `regraphrag` (issue 18):
 ReGraphRAG vs NaiveRAG, HyDE and LightRAG-style hybrid, and its three ablations (w/o P-exp,
 w/o Reorg, w/o Rerank) vs the full method. `pankrag` (issue 19): PankRAG (SmolLM2 plans,
 level-synchronous sub-answers) vs NaiveRAG and LightRAG-style hybrid. Presets sharing a WORK
@@ -44,13 +46,21 @@ METHODS = {  # run name: (config, `key: value` overrides of its method section)
     "rg_no_reorg": ("configs/methods/regraphrag.yaml", ("reorganize: false",)),
     "rg_no_rerank": ("configs/methods/regraphrag.yaml", ("rerank: false",)),
     "pankrag": ("configs/methods/pankrag.yaml", ()),
+    "global": ("configs/methods/graphrag_global.yaml", ()),
+    "drift": ("configs/methods/drift.yaml", ()),
+    "lazygraphrag": ("configs/methods/lazygraphrag.yaml", ()),
 }
 PRESETS = {  # pairs judged (first, second)
     "hybrid": [("hybrid", "naive")],
     "regraphrag": [("regraphrag", x) for x in ("naive", "hyde", "hybrid")]
     + [("regraphrag", x) for x in ("rg_no_pexp", "rg_no_reorg", "rg_no_rerank")],
     "pankrag": [("pankrag", x) for x in ("naive", "hybrid")],
+    "lazy": [("lazygraphrag", "global"), ("drift", "global")],
 }
+INDEXES = {"lazy": "graph:\n  ner: spacy_concepts\ncommunities:\n  enabled: true\n"}
+"""Presets whose methods need another index than the default (WORK/idx-PRESET): LazyGraphRAG's
+concept graph and communities (configs/index-lazygraphrag.yaml), here with the extractive
+reports global search and DRIFT read (LazyGraphRAG reads none)."""
 
 
 def answer_config(
@@ -144,10 +154,15 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    index = work / "idx"
+    own = INDEXES.get(args.preset)
+    index = work / (f"idx-{args.preset}" if own else "idx")
     if not (index / "manifest.json").exists():
         corpus = DATA / "ultradomain_cs_corpus.jsonl"
-        assert cli(["index", str(corpus), "--out", str(index)]) == 0
+        config = []
+        if own:
+            (work / f"index-{args.preset}.yaml").write_text(own)
+            config = ["--config", str(work / f"index-{args.preset}.yaml")]
+        assert cli(["index", str(corpus), "--out", str(index), *config]) == 0
     questions = DATA / "ultradomain_cs_dev.jsonl"
     with ExitStack() as stack:
         if args.llm_backend == "llama":

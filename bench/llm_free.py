@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graphrag_engine.config.query import QueryConfig
-from graphrag_engine.eval.datasets import Question
+from graphrag_engine.eval.datasets import Question, load_questions
 from graphrag_engine.methods import method_spec, query_config
 from graphrag_engine.query.heap import SettledHeap
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import StageClock
+from graphrag_engine.store import open_index
 
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("bm25", {}),
@@ -67,12 +69,14 @@ def method_config(name: str, device: str, batch_size: int | None = None) -> Quer
 
 @dataclass
 class Timing:
-    """One method over a question set: seconds, stage seconds and each question's ranking."""
+    """One method over a question set: seconds, stage seconds, each question's ranking and
+    what the method recorded of it (its extras)."""
 
     questions: int
     seconds: float
     stage_seconds: dict[str, float] = field(default_factory=dict)
     rankings: list[list[int]] = field(default_factory=list)
+    extras: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -108,6 +112,7 @@ def time_method(
         _sync(ctx.device)
         stages: dict[str, float] = {}
         rankings: list[list[int]] = []
+        extras: list[dict[str, Any]] = []
         asked = 0
         started = time.perf_counter()
         while not asked or time.perf_counter() - started < min_seconds:
@@ -119,9 +124,10 @@ def time_method(
                 if not asked:
                     ids = got.ranking.ids if got.ranking is not None else np.zeros((len(batch), 0))
                     rankings.extend([int(i) for i in row if i >= 0] for row in ids)
+                    extras.extend(got.extras or [{} for _ in batch])
             asked += len(questions)
             _sync(ctx.device)
-        return Timing(asked, time.perf_counter() - started, stages, rankings)
+        return Timing(asked, time.perf_counter() - started, stages, rankings, extras)
 
 
 def _sync(device: str) -> None:
@@ -145,4 +151,25 @@ def agreement(a: list[list[int]], b: list[list[int]], k: int) -> dict[str, float
     return {
         f"top{k}_overlap": round(sum(shared) / n, 4),
         f"top{k}_identical": round(sum(same) / n, 4),
+    }
+
+
+def batched_vs_single(index: Path, questions: Path, work: Path, run: str) -> dict:
+    """A run over the set in batches and one question at a time: rates, speed-up and how alike
+    the rankings are."""
+    qs = load_questions(questions)
+    timings = {}
+    for size in (None, 1):
+        cfg = method_config(run, "cpu", batch_size=size)
+        timings[size] = time_method(QueryContext(open_index(index), cfg, work / "runs"), qs)
+    batched, single = timings[None], timings[1]
+    return {
+        "run": run,
+        "batch_size": method_config(run, "cpu").batch_size,
+        "batched_q_per_s": round(batched.rate, 2),
+        "single_q_per_s": round(single.rate, 2),
+        "speed_up": round(batched.rate / single.rate, 2),
+        **agreement(batched.rankings, single.rankings, 5),
+        "same_tests": [e.get("tests") for e in batched.extras]
+        == [e.get("tests") for e in single.extras],
     }

@@ -24,7 +24,14 @@ bootstrap interval and sign-flip p). `--trees` builds the default index with RAP
 SiReRAG's trees (extractive summaries; its build figures include the tree stage) and makes
 their runs available to `--runs` (TREE_RUNS): the tree methods' LLM-free variants beside the
 baselines, e.g. `--configs sentences --trees --runs hipporag,clue,raptor,raptor_traversal,sirerag
---tag trees`.
+--tag trees`. `--lazy` also builds each set's LazyGraphRAG index
+(configs/index-lazygraphrag.yaml: concept noun phrases, communities, no reports; its build
+seconds over the default index's and over its chunking plus chunk vectors, naive RAG's whole
+index) and runs LazyGraphRAG on it, LLM-free (the similarity assessor at LAZY_THRESHOLD,
+sentences as claims, the question as its only subquery) at the post's Z100 and Z500 budgets,
+with relevance tests, communities and depth per question; on the first set, Z100 batched
+against one question at a time (identical rankings, the speed-up). With `--train` it runs Z100
+at each of LAZY_THRESHOLDS instead and writes the pick (best mean R@5 over the train sets).
 
 ReGraphRAG reranking by edge texts with both ends' descriptions runs on the train sets only
 (bench/descriptions.py; docs/benchmarks/train_picks.md): it embeds every candidate edge for every
@@ -39,10 +46,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from bench.common import DATA, DEV_SETS, RESULTS, offline_work, work_dir, write_result
+from bench.common import DATA, DEV_SETS, REPO, RESULTS, offline_work, work_dir, write_result
 from bench.descriptions import BUILDS, RUNS, build_or_reuse, recall_rows
 from bench.linearrag import TRAIN_SETS
-from bench.llm_free import METHODS
+from bench.llm_free import METHODS, batched_vs_single
 from graphrag_engine.eval.metrics import paired_test
 from graphrag_engine.models.embed import DEFAULT_EMBEDDER
 
@@ -61,6 +68,57 @@ TREE_RUNS = {
 }
 """The LLM-free runs of the methods that read those parts (`--trees`), with the authors'
 code's settings."""
+LAZY_INDEX = (REPO / "configs/index-lazygraphrag.yaml").read_text()
+"""The index `--lazy` builds beside the default: LazyGraphRAG's, as its users build it."""
+LAZY_THRESHOLD = 0.5
+"""The similarity assessor's sentence cosine on the dev sets (picked on train: `--train
+--lazy`, bench/results/text_graph-lazy-train.json)."""
+LAZY_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
+"""The thresholds `--train --lazy` compares at Z100."""
+LAZY_MEANS = ("tests", "communities", "depth", "relevant_chunks", "claims")
+"""What a LazyGraphRAG run records per question, averaged in its row."""
+
+
+def lazy_runs(train: bool) -> dict[str, tuple[str, dict]]:
+    """LazyGraphRAG's LLM-free runs: Z100 at each threshold to pick on train, else Z100 and
+    Z500 at the pick."""
+    free = {"refine": "none", "assessor": "similarity", "claims": "sentences"}
+    if train:
+        return {
+            f"lazygraphrag_t{t}": ("lazygraphrag", {**free, "budget": 100, "threshold": t})
+            for t in LAZY_THRESHOLDS
+        }
+    return {
+        f"lazygraphrag_z{b}": ("lazygraphrag", {**free, "budget": b, "threshold": LAZY_THRESHOLD})
+        for b in (100, 500)
+    }
+
+
+def lazy_figures(recall: list[dict], train: bool) -> dict:
+    """On train, the threshold whose Z100 run has the best mean R@5 over the sets (the lower
+    one on a tie); on dev, the threshold the runs used."""
+    if not train:
+        return {"lazy_threshold": LAZY_THRESHOLD}
+    means = {}
+    for t in LAZY_THRESHOLDS:
+        r5 = [r["R@5"] for r in recall if r["method"] == f"lazygraphrag_t{t}"]
+        means[t] = round(sum(r5) / len(r5), 4)
+    return {"lazy_mean_R@5": means, "lazy_pick": max(means, key=lambda t: (means[t], -t))}
+
+
+def index_costs(figures: dict[str, dict]) -> dict:
+    """The LazyGraphRAG index's build seconds and bytes over the default index's, and its
+    seconds over naive RAG's index (the default build's chunking and chunk-vector stages)."""
+    lazy, default = figures["lazy"], figures["sentences"]
+    if "seconds" not in lazy or "seconds" not in default:
+        return {}
+    vector = sum(default["stage_seconds"].get(k, 0.0) for k in ("ingest_chunk", "embed_chunks"))
+    return {
+        "lazy_over_default_seconds": round(lazy["seconds"] / default["seconds"], 2),
+        "lazy_over_default_bytes": round(lazy["bytes"] / default["bytes"], 2),
+        "vector_index_seconds": round(vector, 1),
+        "lazy_over_vector_seconds": round(lazy["seconds"] / vector, 2) if vector else None,
+    }
 
 
 def main() -> None:
@@ -79,8 +137,12 @@ def main() -> None:
     ap.add_argument("--embedder", default=None, help="a packaged model or folder instead of MiniLM")
     ap.add_argument("--paired", default=None, help="A,B: B's R@5 minus A's, paired, per set")
     ap.add_argument("--trees", action="store_true", help="both trees in the default index")
+    ap.add_argument("--lazy", action="store_true", help="LazyGraphRAG on its own index too")
     args = ap.parse_args()
     runs = RUNS_HERE
+    lazy = lazy_runs(args.train) if args.lazy else {}
+    METHODS.update(lazy)
+    BUILDS["lazy"] = LAZY_INDEX
     known = {**METHODS, **(TREE_RUNS if args.trees else {})}
     if args.runs:
         names = [*BASELINES, *(n for n in args.runs.split(",") if n not in BASELINES)]
@@ -93,11 +155,11 @@ def main() -> None:
     if "sentences" not in configs or not set(configs) <= set(CONFIGS):
         ap.error(f"--configs: a subset of {','.join(CONFIGS)} holding sentences")
     work = offline_work(args)
-    builds, recall, best, pairs = [], [], [], []
+    builds, recall, best, pairs, extra = [], [], [], [], {}
     paired: dict[tuple[str, str], dict] = {}
     for name in (f"{n}_train" if args.train else n for n in chosen.split(",")):
         figures, per_q = {}, {}
-        for config in configs:
+        for config in [*configs, *(["lazy"] if lazy else [])]:
             corpus = DATA / sets[name][0]
             index, figures[config] = build_or_reuse(
                 f"{name}-trees" if args.trees else name,
@@ -107,10 +169,17 @@ def main() -> None:
                 args.reuse,
                 args.embedder,
             )
+            on_index = lazy if config == "lazy" else runs
             rows, per_q[config] = recall_rows(
-                index, DATA / sets[name][1], work, per_question=True, runs=runs
+                index, DATA / sets[name][1], work, True, on_index, LAZY_MEANS
             )
-            dense = next(r["R@5"] for r in rows if r["method"] == "naive")
+            if config == "lazy" and not builds and not args.train:  # the first set
+                extra["batched_vs_single"] = batched_vs_single(
+                    index, DATA / sets[name][1], work / "runs", "lazygraphrag_z100"
+                )
+            # dense on the default index: the same chunks and questions as on the lazy one
+            default = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
+            dense = next(r["R@5"] for r in [*rows, *default] if r["method"] == "naive")
             for r in rows:
                 r["of_dense_R@5"] = round(r["R@5"] / dense, 3) if dense else None
                 recall.append({"set": name, "index": config, **r})
@@ -119,7 +188,9 @@ def main() -> None:
             for kind in ("seconds", "cpu_seconds")
             if "seconds" in figures.get("before", {}) and "seconds" in figures["sentences"]
         }
-        builds.append({"set": name, **figures, **ratios})
+        costs = index_costs(figures) if lazy else {}
+        builds.append({"set": name, **figures, **ratios, **costs})
+        per_q["sentences"].update(per_q.pop("lazy", {}))  # one run name, one question order
         now = [r for r in recall if r["set"] == name and r["index"] == "sentences"]
         base = max((r for r in now if r["method"] in BASELINES), key=lambda r: r["R@5"])
         graph = max((r for r in now if r["method"] not in BASELINES), key=lambda r: r["R@5"])
@@ -139,7 +210,9 @@ def main() -> None:
                 **_rounded(diff),
             }
         )
-        _write(builds, recall, best, args.tag, args.against, paired, pairs, args.embedder)
+        if lazy:
+            extra.update(lazy_figures(recall, args.train))
+        _write(builds, recall, best, args.tag, args.against, paired, pairs, args.embedder, extra)
     for r in recall:
         print(
             f"{r['set']:<10}{r['index']:<11}{r['method']:<42}R@5 {r['R@5']:.3f} "
@@ -158,9 +231,10 @@ def _write(
     paired: dict[tuple[str, str], dict],
     pairs: list[dict],
     embedder: str | None = None,
+    extra: dict | None = None,
 ) -> None:
     """The result so far (written after each set, so a cut-off run keeps the sets it did)."""
-    figures = {"bench": "text_graph", "builds": builds, "recall": recall}
+    figures = {"bench": "text_graph", "builds": builds, "recall": recall, **(extra or {})}
     figures["embedder"] = embedder or DEFAULT_EMBEDDER
     figures["trees"] = TREES in BUILDS["sentences"]
     figures["best_graph_minus_baseline"] = best

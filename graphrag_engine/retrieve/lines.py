@@ -236,6 +236,18 @@ def line_tokens(
     return ctx.memo(("line_tokens", kind), lambda: _stored_counts(ctx, kind, every))
 
 
+def line_token_counts(
+    ctx: QueryContext,
+    kind: str,
+    lines: Sequence[str],
+    every: Callable[[], list[str]] | None = None,
+) -> np.ndarray:
+    """Tokens of each of `lines` (every line of `kind`, in row order): the stored counts of
+    `line_tokens`, else counted now."""
+    stored = line_tokens(ctx, kind, every)
+    return np.asarray(stored if stored is not None else ctx.count_tokens(list(lines)), np.int64)
+
+
 def _stored_counts(
     ctx: QueryContext, kind: str, every: Callable[[], list[str]] | None
 ) -> np.ndarray | None:

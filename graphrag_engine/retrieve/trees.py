@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.lines import line_tokens
+from graphrag_engine.retrieve.lines import line_token_counts
 from graphrag_engine.retrieve.types import Context, Section, StageClock
 
 BLOCK = 256
@@ -51,7 +51,7 @@ def load_tree(ctx: QueryContext, tables: tuple[str, ...]) -> Tree:
     beside the index)."""
     chunks = ctx.chunks["titled"]
     n = len(chunks)
-    texts, tokens = list(chunks), [_tokens(ctx, "chunks", chunks, None)]
+    texts, tokens = list(chunks), [line_token_counts(ctx, "chunks", chunks)]
     levels, owner = [np.zeros(n, np.int64)], [np.full(n, -1, np.int64)]
     children: list[np.ndarray] = []
     leaves: list[np.ndarray] = []
@@ -59,7 +59,9 @@ def load_tree(ctx: QueryContext, tables: tuple[str, ...]) -> Tree:
         rows = ctx.index.table(name, ["level", "text", "children", "leaves"]).to_pydict()
         offset = len(texts) - n  # this table's row r is pool node n + offset + r
         texts += rows["text"]
-        tokens.append(_tokens(ctx, f"{name}_nodes", rows["text"], lambda rows=rows: rows["text"]))
+        tokens.append(
+            line_token_counts(ctx, f"{name}_nodes", rows["text"], lambda rows=rows: rows["text"])
+        )
         levels.append(np.asarray(rows["level"], np.int64))
         owner.append(np.full(len(rows["text"]), t, np.int64))
         for kids in rows["children"]:
@@ -75,12 +77,6 @@ def load_tree(ctx: QueryContext, tables: tuple[str, ...]) -> Tree:
         children,
         leaves,
     )
-
-
-def _tokens(ctx: QueryContext, kind: str, lines: list[str], every) -> np.ndarray:
-    """Stored token counts of `lines` (counted once and kept beside the index where it can)."""
-    stored = line_tokens(ctx, kind, every)
-    return np.asarray(stored if stored is not None else ctx.count_tokens(list(lines)), np.int64)
 
 
 def pool_vectors(ctx: QueryContext, tables: tuple[str, ...]) -> np.ndarray:

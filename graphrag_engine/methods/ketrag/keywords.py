@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphrag_engine.retrieve.context import QueryContext
-from graphrag_engine.retrieve.lines import line_tokens
+from graphrag_engine.retrieve.lines import line_token_counts
 
 BLOCK = 256
 """Questions whose (questions x words) scores are held at once."""
@@ -33,11 +33,9 @@ def load_keywords(ctx: QueryContext) -> KeywordIndex:
     lists = ctx.index.table("keywords", ["chunks"]).column("chunks").combine_chunks()
     offsets = np.asarray(lists.offsets, dtype=np.int64)
     chunks = np.asarray(lists.values, dtype=np.int64)
-    stored = line_tokens(ctx, "chunks")
-    titled = list(ctx.chunks["titled"])
-    tokens = stored if stored is not None else ctx.count_tokens(titled)
+    tokens = line_token_counts(ctx, "chunks", ctx.chunks["titled"])
     vectors = np.asarray(ctx.vectors("keyword_vectors"), dtype=np.float32)
-    return KeywordIndex(vectors, offsets, chunks, np.asarray(tokens, dtype=np.int64))
+    return KeywordIndex(vectors, offsets, chunks, tokens)
 
 
 def nearest_words(index: KeywordIndex, qvec: np.ndarray, k: int) -> list[np.ndarray]:

@@ -66,6 +66,16 @@ def _ask(ctx: QueryContext, stage, prompts: list, max_tokens: int, schema, spent
     return run.results
 
 
+def vectors_of(ctx: QueryContext, texts: list[str], known: dict[str, np.ndarray]) -> np.ndarray:
+    """Unit vectors of `texts` (at least one), each distinct text embedded once however many
+    steps ask for it (`known` keeps them for the batch)."""
+    missing = list(dict.fromkeys(t for t in texts if t not in known))
+    if missing:
+        found = l2_normalize(np.asarray(ctx.encode_queries(missing), np.float32))
+        known.update(zip(missing, found, strict=True))
+    return np.stack([known[t] for t in texts])
+
+
 def refine(ctx: QueryContext, cfg: LazyGraphRAGConfig, texts: list[str], spent) -> tuple:
     """Each question's subqueries (with their nearest concepts) and its expanded query."""
     subs, expanded = [[t] for t in texts], list(texts)
@@ -89,11 +99,12 @@ def refine(ctx: QueryContext, cfg: LazyGraphRAGConfig, texts: list[str], spent) 
 
 
 def start(ctx: QueryContext, cfg: LazyGraphRAGConfig, tree: ConceptCommunities,
-          subs: list[list[str]]) -> tuple[list[Match], np.ndarray]:  # fmt: skip
+          subs: list[list[str]], known: dict | None = None
+          ) -> tuple[list[Match], np.ndarray]:  # fmt: skip
     """A match per subquery, its share of its question's budget (the first ones take the
     remainder), and the subqueries' vectors."""
     flat = [(q, i, s) for q, group in enumerate(subs) for i, s in enumerate(group)]
-    vectors = l2_normalize(np.asarray(ctx.encode_queries([s for _, _, s in flat]), np.float32))
+    vectors = vectors_of(ctx, [s for _, _, s in flat], {} if known is None else known)
     chunk_vectors = np.asarray(ctx.chunk_vectors, dtype=np.float32)
     matches = []
     for (q, i, s), v in zip(flat, vectors, strict=True):
@@ -192,24 +203,21 @@ def claims_of(ctx: QueryContext, cfg: LazyGraphRAGConfig, matches: list[Match], 
 
 
 def reduce(ctx: QueryContext, cfg: LazyGraphRAGConfig, claims: list[list[tuple[str, int | None]]],
-           expanded: list[str]) -> list[Context]:  # fmt: skip
+           expanded: list[str], known: dict) -> list[Context]:  # fmt: skip
     """Each question's claims (each once) best first by cosine to its expanded query, cut to
     `claim_tokens`; a question without claims gets the "no data" answer. A sentence claim's
     vector is its unit's; the LLM's claims are embedded in one call."""
     distinct = [list(dict.fromkeys(group)) for group in claims]
-    fresh = list(dict.fromkeys(t for group in distinct for t, u in group if u is None))
-    vec = (
-        dict(zip(fresh, l2_normalize(np.asarray(ctx.encode_queries(fresh))), strict=True))
-        if fresh
-        else {}
-    )
-    wanted = l2_normalize(np.asarray(ctx.encode_queries(expanded), np.float32))
+    fresh = [t for group in distinct for t, u in group if u is None]
+    if fresh:
+        vectors_of(ctx, fresh, known)
+    wanted = vectors_of(ctx, expanded, known)
     contexts = []
     for group, w in zip(distinct, wanted, strict=True):
         if not group:
             contexts.append(Context(preset_answer=NO_DATA))
             continue
-        vectors = np.stack([vec[t] if u is None else ctx.unit_vectors[u] for t, u in group])
+        vectors = np.stack([known[t] if u is None else ctx.unit_vectors[u] for t, u in group])
         order = np.argsort(-(vectors @ w), kind="stable")
         kept = within_budget(ctx, [group[i][0] for i in order], ctx.scaled(cfg.claim_tokens))
         contexts.append(Context([Section(kept, title="-----Claims-----")]) if kept
@@ -238,13 +246,14 @@ def lazygraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock
     tree = ctx.memo("lazy_tree", lambda: ConceptCommunities.of(communities(ctx), entity_graph(ctx)))
     with clock.stage("refine"):
         subs, expanded = refine(ctx, cfg, texts, spent)
+    known: dict[str, np.ndarray] = {}  # each text's vector, embedded once for the batch
     with clock.stage("match"):
-        matches, vectors = start(ctx, cfg, tree, subs)
+        matches, vectors = start(ctx, cfg, tree, subs, known)
         failures = match_all(ctx, cfg, tree, matches, vectors, spent)
     with clock.stage("claims"):
         claims = claims_of(ctx, cfg, matches, spent, failures)
-        contexts = reduce(ctx, cfg, claims, expanded)
-    asked = l2_normalize(np.asarray(ctx.encode_queries(texts), np.float32))
+        contexts = reduce(ctx, cfg, claims, expanded, known)
+    asked = vectors_of(ctx, texts, known)
     depth = 2 * ctx.cfg.retrieval.candidates
     orders, extras = [], []
     for q, v in enumerate(asked):
