@@ -3,7 +3,7 @@ LightRAG and ReGraphRAG papers: each method answers with the same LLM and answer
 each pair is judged on comprehensiveness, diversity, empowerment and overall, in both orders.
 
     .venv/bin/python -m bench.judge_ultradomain [--preset hybrid|regraphrag|pankrag|lazy] [--work DIR]
-        [--limit N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
+        [--limit N] [--chars-per-book N] [--answer-tokens 200] [--llm-backend llama|transformers|openai]
         [--batch-size 16]
         [--base-url URL --llm-model NAME]
 
@@ -34,6 +34,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from bench.common import DATA, REPO, work_dir, write_result
+from bench.global_search import slice_corpus
 from bench.method_runs import judge_flags
 from graphrag_engine.cli import main as cli
 
@@ -138,6 +139,13 @@ def main() -> None:
     ap.add_argument("--preset", choices=list(PRESETS), default="hybrid")
     ap.add_argument("--work", default=work_dir("judge-ultradomain"))
     ap.add_argument("--limit", type=int, default=41)
+    ap.add_argument(
+        "--chars-per-book",
+        type=int,
+        default=0,
+        help="index only each book's first N characters (0: whole books); a separate WORK, "
+        "since answered runs resume",
+    )
     ap.add_argument("--answer-tokens", type=int, default=200)
     ap.add_argument(
         "--answer-window",
@@ -155,9 +163,12 @@ def main() -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     own = INDEXES.get(args.preset)
-    index = work / (f"idx-{args.preset}" if own else "idx")
+    cut = f"-{args.chars_per_book}" if args.chars_per_book else ""
+    index = work / (f"idx-{args.preset}{cut}" if own else f"idx{cut}")
     if not (index / "manifest.json").exists():
         corpus = DATA / "ultradomain_cs_corpus.jsonl"
+        if args.chars_per_book:
+            corpus = slice_corpus(work, args.chars_per_book)
         config = []
         if own:
             (work / f"index-{args.preset}.yaml").write_text(own)
@@ -214,7 +225,12 @@ def main() -> None:
         print("\n".join(["", *bias, "", *cost]))
         write_result(
             "judge_ultradomain",
-            {"preset": args.preset, "bias": bias, "cost": cost},
+            {
+                "preset": args.preset,
+                "chars_per_book": args.chars_per_book or None,
+                "bias": bias,
+                "cost": cost,
+            },  # fmt: skip
             tag=args.preset,
         )
 
