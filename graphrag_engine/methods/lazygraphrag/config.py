@@ -51,8 +51,9 @@ class LazyGraphRAGConfig:
     assessor: Literal["llm", "similarity"] = "llm"
     """Who tests a chunk: the LLM names its relevant sentences, or (similarity, a deviation)
     a sentence is relevant when its vector's cosine to the subquery reaches `threshold`."""
-    threshold: float = 0.5
-    """similarity assessor: the cosine a sentence needs to be relevant."""
+    threshold: float = 0.7
+    """similarity assessor: the cosine a sentence needs to be relevant (MiniLM's best R@5 on
+    the train sets at Z100, bench/results/text_graph-lazy-train.json)."""
     claims: Literal["llm", "sentences"] = "llm"
     """llm: claims drawn from each community's relevant chunks by the LLM; sentences: the
     relevant sentences themselves."""
