@@ -147,16 +147,20 @@ def recall_rows(
     per_question: bool = False,
     runs: dict[str, tuple[str, dict]] | None = None,
     means: tuple[str, ...] = (),
+    timings: dict | None = None,
 ) -> list[dict] | tuple[list[dict], dict[str, list[float]]]:
     """R@2 / R@5 with intervals and questions/s of every run (RUNS unless `runs`) on one
     index, with the mean per question of each extra in `means` a run records (and, with
-    `per_question`, each run's R@5 per question for paired comparisons)."""
+    `per_question`, each run's R@5 per question for paired comparisons); `timings`, when
+    given, receives each run's Timing by run name."""
     qs = load_questions(questions)
     rows, r5 = [], {}
     for run, (method, settings) in (runs or RUNS).items():
         METHODS.setdefault(run, (method, settings))
         ctx = QueryContext(open_index(index), method_config(run, "cpu"), work / "runs")
         timing = time_method(ctx, qs)
+        if timings is not None:
+            timings[run] = timing
         passage = ctx.chunks["passage"]
         row: dict = {"method": run}
         for k in (2, 5):

@@ -33,6 +33,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import yaml
+
 from bench.common import DATA, REPO, work_dir, write_result
 from bench.global_search import slice_corpus
 from bench.method_runs import judge_flags
@@ -58,10 +60,25 @@ PRESETS = {  # pairs judged (first, second)
     "pankrag": [("pankrag", x) for x in ("naive", "hybrid")],
     "lazy": [("lazygraphrag", "global"), ("drift", "global")],
 }
-INDEXES = {"lazy": "graph:\n  ner: spacy_concepts\ncommunities:\n  enabled: true\n"}
-"""Presets whose methods need another index than the default (WORK/idx-PRESET): LazyGraphRAG's
-concept graph and communities (configs/index-lazygraphrag.yaml), here with the extractive
-reports global search and DRIFT read (LazyGraphRAG reads none)."""
+INDEXES = {
+    "lazy": ("configs/index-lazygraphrag.yaml", {"communities": {"extractive_reports": True}})
+}
+"""Presets whose methods need another index than the default (WORK/idx-PRESET): the config
+and what the preset changes in it. `lazy`: LazyGraphRAG's concept graph and communities, with
+the extractive reports global search and DRIFT read (LazyGraphRAG reads none)."""
+
+
+def index_config(work: Path, preset: str) -> list[str]:
+    """`--config` flags of the preset's own index config (none for the default index)."""
+    if preset not in INDEXES:
+        return []
+    spec, changes = INDEXES[preset]
+    cfg = yaml.safe_load((REPO / spec).read_text())
+    for section, keys in changes.items():
+        cfg.setdefault(section, {}).update(keys)
+    path = work / f"index-{preset}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return ["--config", str(path)]
 
 
 def answer_config(
@@ -79,8 +96,10 @@ def answer_config(
     )
     assert f"max_tokens: {answer_tokens}" in text, f"{spec} has no generation.max_tokens"
     # llama-cpp-python's server answers one request at a time: send one at a time, and give a
-    # long answer prompt on one thread the minutes it takes (queued requests timed out at 120 s)
+    # long answer prompt on one thread the minutes it takes (queued requests timed out at 120 s);
+    # a stage a small model fails is recorded (the cost table counts it), not a stopped bench
     llm = f"  llm:\n    concurrency: 1\n    read_timeout_s: 1800\n    batch_size: {batch_size}\n"
+    llm += "    max_failed_share: 1.0\n"
     text = re.sub(r"(?m)^  llm:\n", llm, text, count=1)
     for override in overrides:
         key = override.split(":")[0]
@@ -93,7 +112,7 @@ def answer_config(
 
 def cost_lines(work: Path, names: list[str]) -> list[str]:
     """Per method: seconds and LLM calls (re-asks included) and tokens per question by stage,
-    from each answered run's summary.json."""
+    with the prompts whose answer never validated, from each answered run's summary.json."""
     lines = ["| method | s / question | stage: calls, prompt + completion tokens per question |"]
     lines.append("| --- | --- | --- |")
     for name in names:
@@ -104,7 +123,10 @@ def cost_lines(work: Path, names: list[str]) -> list[str]:
             calls = (u["calls"] + u["cached_calls"]) / n
             tokens = (u["prompt_tokens"] + u["cached_prompt_tokens"]) / n
             tokens_out = (u["completion_tokens"] + u["cached_completion_tokens"]) / n
-            stages.append(f"{key.split('/')[0]}: {calls:.2f}, {tokens:.0f} + {tokens_out:.0f}")
+            failed = f", {u['failed_prompts']} failed" if u.get("failed_prompts") else ""
+            stages.append(
+                f"{key.split('/')[0]}: {calls:.2f}, {tokens:.0f} + {tokens_out:.0f}{failed}"
+            )
         # a resumed run's summary times only the questions it answered this time
         fresh = n - summary.get("resumed_questions", 0)
         secs = f"{summary['seconds'] / fresh:.2f}" if fresh else "(resumed: see its first run)"
@@ -162,17 +184,14 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    own = INDEXES.get(args.preset)
+    own = args.preset in INDEXES
     cut = f"-{args.chars_per_book}" if args.chars_per_book else ""
     index = work / (f"idx-{args.preset}{cut}" if own else f"idx{cut}")
     if not (index / "manifest.json").exists():
         corpus = DATA / "ultradomain_cs_corpus.jsonl"
         if args.chars_per_book:
             corpus = slice_corpus(work, args.chars_per_book)
-        config = []
-        if own:
-            (work / f"index-{args.preset}.yaml").write_text(own)
-            config = ["--config", str(work / f"index-{args.preset}.yaml")]
+        config = index_config(work, args.preset)
         assert cli(["index", str(corpus), "--out", str(index), *config]) == 0
     questions = DATA / "ultradomain_cs_dev.jsonl"
     with ExitStack() as stack:

@@ -154,15 +154,19 @@ def agreement(a: list[list[int]], b: list[list[int]], k: int) -> dict[str, float
     }
 
 
-def batched_vs_single(index: Path, questions: Path, work: Path, run: str) -> dict:
-    """A run over the set in batches and one question at a time: rates, speed-up and how alike
-    the rankings are."""
+def batched_vs_single(
+    index: Path, questions: Path, work: Path, run: str, batched: Timing | None = None
+) -> dict:
+    """A run over the set in batches (`batched`, when already timed) and one question at a
+    time: rates, speed-up and how alike the rankings are."""
     qs = load_questions(questions)
-    timings = {}
-    for size in (None, 1):
+
+    def timed(size: int | None) -> Timing:
         cfg = method_config(run, "cpu", batch_size=size)
-        timings[size] = time_method(QueryContext(open_index(index), cfg, work / "runs"), qs)
-    batched, single = timings[None], timings[1]
+        return time_method(QueryContext(open_index(index), cfg, work / "runs"), qs)
+
+    batched = batched or timed(None)
+    single = timed(1)
     return {
         "run": run,
         "batch_size": method_config(run, "cpu").batch_size,

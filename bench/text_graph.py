@@ -141,8 +141,9 @@ def main() -> None:
     args = ap.parse_args()
     runs = RUNS_HERE
     lazy = lazy_runs(args.train) if args.lazy else {}
-    METHODS.update(lazy)
-    BUILDS["lazy"] = LAZY_INDEX
+    if lazy:
+        METHODS.update(lazy)
+        BUILDS["lazy"] = LAZY_INDEX
     known = {**METHODS, **(TREE_RUNS if args.trees else {})}
     if args.runs:
         names = [*BASELINES, *(n for n in args.runs.split(",") if n not in BASELINES)]
@@ -169,13 +170,14 @@ def main() -> None:
                 args.reuse,
                 args.embedder,
             )
-            on_index = lazy if config == "lazy" else runs
+            on_index, timings = (lazy if config == "lazy" else runs), {}
             rows, per_q[config] = recall_rows(
-                index, DATA / sets[name][1], work, True, on_index, LAZY_MEANS
+                index, DATA / sets[name][1], work, True, on_index, LAZY_MEANS, timings
             )
             if config == "lazy" and not builds and not args.train:  # the first set
+                run = "lazygraphrag_z100"
                 extra["batched_vs_single"] = batched_vs_single(
-                    index, DATA / sets[name][1], work / "runs", "lazygraphrag_z100"
+                    index, DATA / sets[name][1], work / "runs", run, timings[run]
                 )
             # dense on the default index: the same chunks and questions as on the lazy one
             default = [r for r in recall if r["set"] == name and r["index"] == "sentences"]

@@ -49,7 +49,12 @@ SETTINGS: dict[str, dict[str, object]] = {
         "primer_max_tokens": 128,
         "local_max_answer_tokens": 96,
     },
-    "lazygraphrag": {"budget": 6, "subqueries": 2, "tests_per_community": 2, "claims": "sentences"},
+    "lazygraphrag": {
+        "refine": "none",
+        "budget": 6,
+        "tests_per_community": 2,
+        "claims": "sentences",
+    },
 }
 """Per-method settings the demo changes (it prints them): LEGO-GraphRAG walks the index's
 entity graph (its default, the questions' own KBQA graphs, is not in the demo set); global
@@ -57,9 +62,10 @@ search maps the top-level reports with short key-point lists, PankRAG's plans ta
 steps and ROGRAG's logic forms 2 (the demo's questions are two-hop; 5 is the engine's
 default), ReGraphRAG writes 2 perspectives of 2 sub-queries (the paper's 4 and 3), and DRIFT
 primes on the question itself in one prompt, then follows 2 of its follow-ups for one round
-(GraphRAG's 5 folds, 20 follow-ups and 3 rounds), and LazyGraphRAG spends 6 relevance tests
-a question (the post's smallest budget is 100) and keeps the relevant sentences as claims, to
-fit the demo's time on a 2-core CPU without bf16 units."""
+(GraphRAG's 5 folds, 20 follow-ups and 3 rounds), and LazyGraphRAG searches with the question
+itself (SmolLM2 fills the refinement's subqueries with the format's placeholders), spends 6
+relevance tests a question (the post's smallest budget is 100) and keeps the relevant
+sentences as claims, to fit the demo's time on a 2-core CPU without bf16 units."""
 CONTEXT_TOKENS = 512
 """The answer prompt's context for SmolLM2 on a CPU (each method's sections shrink to it in
 proportion to its paper's budget)."""

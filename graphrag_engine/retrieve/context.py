@@ -57,6 +57,10 @@ def embedder_config(cfg: QueryConfig, index: Index) -> EmbedderConfig:
     return dataclasses.replace(own, backend=built["backend"], model=built["model"], **prefixes)
 
 
+QUERY_VECTORS_KEPT = 1 << 16
+"""Query texts whose vectors a run keeps for reuse (about 100 MB at 384 dimensions)."""
+
+
 class QueryContext:
     """Index tables, vectors, graphs and models shared by the operators of one query run."""
 
@@ -77,6 +81,8 @@ class QueryContext:
         self.ledger = UsageLedger()  # every LLM of the run (query LLM, fine-tuned scorers)
         self._memo: dict[Any, Any] = {}
         self._preset_vectors: dict[str, np.ndarray] = {}
+        self._query_vectors: dict[str, np.ndarray] = {}
+        """Every query text embedded in this run (or preset), by text."""
         self._token_counts: dict[str, int] = {}
 
     def memo(self, key: Any, build: Callable[[], T]) -> T:
@@ -292,16 +298,20 @@ class QueryContext:
         return text[: encoding.offsets[max(tokens, 1) - 1][1]]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """One batched embedding call for a list of query texts (those given to
-        `preset_query_vectors` are taken from there, not embedded again)."""
-        preset = self._preset_vectors
-        missing = list(dict.fromkeys(t for t in texts if t not in preset))
-        if not preset or len(missing) == len(texts):
-            return np.asarray(query_encoder(self.embedder)(texts), dtype=np.float32)
-        found = {}
+        """One batched embedding call for the texts not embedded before in this run (those
+        given to `preset_query_vectors` are taken from there); each distinct text is embedded
+        once however many steps ask for it."""
+        if not texts:
+            return np.asarray(query_encoder(self.embedder)([]), dtype=np.float32)
+        known = self._query_vectors
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:  # the embedder is loaded only for texts it was not given
-            found = dict(zip(missing, query_encoder(self.embedder)(missing), strict=True))
-        return np.stack([preset[t] if t in preset else found[t] for t in texts]).astype(np.float32)
+            if len(known) + len(missing) > QUERY_VECTORS_KEPT:
+                known.clear()
+                known.update(self._preset_vectors)
+            found = np.asarray(query_encoder(self.embedder)(missing), dtype=np.float32)
+            known.update(zip(missing, found, strict=True))
+        return np.stack([known[t] for t in texts]).astype(np.float32, copy=False)
 
     def encode_query_groups(self, *groups: list[str]) -> list[np.ndarray]:
         """Vectors of several lists of query texts (questions, keys, ...) from one batched
@@ -325,3 +335,4 @@ class QueryContext:
         `model_id`, which must be the index's embedder; replaces any set before."""
         self._check_embedder(model_id)
         self._preset_vectors = dict(zip(texts, np.asarray(vectors, np.float32), strict=True))
+        self._query_vectors = dict(self._preset_vectors)

@@ -5,13 +5,16 @@ or the hierarchy stops it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from graphrag_engine.methods.lazygraphrag.prompts import REFINE_STAGE
 from graphrag_engine.methods.lazygraphrag.search import (
     ConceptCommunities,
     Match,
     next_tests,
     record,
 )
+from graphrag_engine.models.structured import ParseError
 
 # roots 0, 1, 2; 0 splits into 3 and 4, 1 into 5, 3 into 6; chunk i has rank i
 TREE = ConceptCommunities(
@@ -57,3 +60,16 @@ def test_the_budget_stops_the_search_exactly() -> None:
     m = _run(budget=3, z=2)
     assert m.visits == [(0, 0, [0, 1], True), (0, 1, [3], False)]  # the last visit takes 1
     assert m.done and m.spent == 3
+
+
+def test_a_refinement_without_words_is_a_parse_failure() -> None:
+    """SmolLM2 copies the format line's "..." as a subquery: the stage must reject it (and so
+    re-ask, then fall back to the question), while a worded answer passes trimmed."""
+    schema = REFINE_STAGE.schema(n=3)
+    assert "..." in REFINE_STAGE.prompt("Who wrote it?", 3)
+    with pytest.raises(ParseError):
+        schema.parse('{"subqueries": ["..."], "expanded": "Who wrote the book?"}')
+    with pytest.raises(ParseError):
+        schema.parse('{"subqueries": ["Who wrote it?"], "expanded": "...*"}')
+    got = schema.parse('{"subqueries": [" Who wrote it? ", "When?"], "expanded": "Who, when?"}')
+    assert got == (["Who wrote it?", "When?"], "Who, when?")

@@ -28,6 +28,8 @@ class DRIFTConfig:
         "local_max_tokens": "12,000 (GraphRAG's local_search_max_data_tokens)",
         "reduce_tokens": "12,000 (GraphRAG's data_max_tokens)",
         "primer_tokens": "not given (GraphRAG sends a fold's reports whole)",
+        "hyde_template_tokens": "not given (GraphRAG sends the template report whole; its "
+        "reports are written to at most 2,000 tokens)",
         "followups": "at least 5 in the primer, up to k_followups in local search",
     }
 
@@ -40,6 +42,7 @@ class DRIFTConfig:
         "local_max_tokens": ">= 1",
         "reduce_tokens": ">= 1",
         "primer_tokens": ">= 1",
+        "hyde_template_tokens": ">= 1",
         "hyde_max_tokens": ">= 1",
         "primer_max_tokens": ">= 1",
         "local_max_answer_tokens": ">= 1",
@@ -75,6 +78,9 @@ class DRIFTConfig:
     """Report tokens of one primer prompt (a fold past it is cut)."""
     reduce_tokens: int = 12000
     """Tokens of intermediate answers the reduce step reads."""
+    hyde_template_tokens: int = 2000
+    """Tokens of the report the hypothetical answer takes as its template (a longer one is
+    cut): GraphRAG's longest report."""
     hyde_max_tokens: int = 256
     """Completion tokens of the hypothetical answer."""
     primer_max_tokens: int = 512

@@ -105,7 +105,7 @@ def expand(ctx: QueryContext, cfg: DRIFTConfig, comms: Communities, rows: list[i
     HyDE is off or its answer failed)."""
     if not cfg.hyde:
         return [s.question for s in runs]
-    width = ctx.scaled(cfg.primer_tokens)
+    width = ctx.scaled(cfg.hyde_template_tokens)
     templates = [
         ctx.head_tokens(
             comms.report_text(rows[_pick(f"{cfg.seed}\0{s.question}", len(rows))]), width

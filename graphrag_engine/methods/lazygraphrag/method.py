@@ -52,7 +52,7 @@ from graphrag_engine.retrieve.lines import within_budget
 from graphrag_engine.retrieve.ranking import from_orders
 from graphrag_engine.retrieve.types import Context, Retrieved, Section, StageClock
 
-NO_DATA = "I do not know: no relevance test found text on this question."
+NO_DATA = "I do not know: the search kept no claim on this question."
 
 
 def _ask(ctx: QueryContext, stage, prompts: list, max_tokens: int, schema, spent, owners, name):
@@ -66,14 +66,9 @@ def _ask(ctx: QueryContext, stage, prompts: list, max_tokens: int, schema, spent
     return run.results
 
 
-def vectors_of(ctx: QueryContext, texts: list[str], known: dict[str, np.ndarray]) -> np.ndarray:
-    """Unit vectors of `texts` (at least one), each distinct text embedded once however many
-    steps ask for it (`known` keeps them for the batch)."""
-    missing = list(dict.fromkeys(t for t in texts if t not in known))
-    if missing:
-        found = l2_normalize(np.asarray(ctx.encode_queries(missing), np.float32))
-        known.update(zip(missing, found, strict=True))
-    return np.stack([known[t] for t in texts])
+def unit_queries(ctx: QueryContext, texts: list[str]) -> np.ndarray:
+    """Unit vectors of query texts (the run embeds each distinct text once)."""
+    return l2_normalize(np.asarray(ctx.encode_queries(texts), np.float32))
 
 
 def refine(ctx: QueryContext, cfg: LazyGraphRAGConfig, texts: list[str], spent) -> tuple:
@@ -99,12 +94,11 @@ def refine(ctx: QueryContext, cfg: LazyGraphRAGConfig, texts: list[str], spent) 
 
 
 def start(ctx: QueryContext, cfg: LazyGraphRAGConfig, tree: ConceptCommunities,
-          subs: list[list[str]], known: dict | None = None
-          ) -> tuple[list[Match], np.ndarray]:  # fmt: skip
+          subs: list[list[str]]) -> tuple[list[Match], np.ndarray]:  # fmt: skip
     """A match per subquery, its share of its question's budget (the first ones take the
     remainder), and the subqueries' vectors."""
     flat = [(q, i, s) for q, group in enumerate(subs) for i, s in enumerate(group)]
-    vectors = vectors_of(ctx, [s for _, _, s in flat], {} if known is None else known)
+    vectors = unit_queries(ctx, [s for _, _, s in flat])
     chunk_vectors = np.asarray(ctx.chunk_vectors, dtype=np.float32)
     matches = []
     for (q, i, s), v in zip(flat, vectors, strict=True):
@@ -203,21 +197,20 @@ def claims_of(ctx: QueryContext, cfg: LazyGraphRAGConfig, matches: list[Match], 
 
 
 def reduce(ctx: QueryContext, cfg: LazyGraphRAGConfig, claims: list[list[tuple[str, int | None]]],
-           expanded: list[str], known: dict) -> list[Context]:  # fmt: skip
+           expanded: list[str]) -> list[Context]:  # fmt: skip
     """Each question's claims (each once) best first by cosine to its expanded query, cut to
     `claim_tokens`; a question without claims gets the "no data" answer. A sentence claim's
     vector is its unit's; the LLM's claims are embedded in one call."""
     distinct = [list(dict.fromkeys(group)) for group in claims]
-    fresh = [t for group in distinct for t, u in group if u is None]
-    if fresh:
-        vectors_of(ctx, fresh, known)
-    wanted = vectors_of(ctx, expanded, known)
+    fresh = list(dict.fromkeys(t for group in distinct for t, u in group if u is None))
+    drawn = dict(zip(fresh, unit_queries(ctx, fresh), strict=True)) if fresh else {}
+    wanted = unit_queries(ctx, expanded)
     contexts = []
     for group, w in zip(distinct, wanted, strict=True):
         if not group:
             contexts.append(Context(preset_answer=NO_DATA))
             continue
-        vectors = np.stack([known[t] if u is None else ctx.unit_vectors[u] for t, u in group])
+        vectors = np.stack([drawn[t] if u is None else ctx.unit_vectors[u] for t, u in group])
         order = np.argsort(-(vectors @ w), kind="stable")
         kept = within_budget(ctx, [group[i][0] for i in order], ctx.scaled(cfg.claim_tokens))
         contexts.append(Context([Section(kept, title="-----Claims-----")]) if kept
@@ -246,14 +239,13 @@ def lazygraphrag(ctx: QueryContext, questions: list[Question], clock: StageClock
     tree = ctx.memo("lazy_tree", lambda: ConceptCommunities.of(communities(ctx), entity_graph(ctx)))
     with clock.stage("refine"):
         subs, expanded = refine(ctx, cfg, texts, spent)
-    known: dict[str, np.ndarray] = {}  # each text's vector, embedded once for the batch
     with clock.stage("match"):
-        matches, vectors = start(ctx, cfg, tree, subs, known)
+        matches, vectors = start(ctx, cfg, tree, subs)
         failures = match_all(ctx, cfg, tree, matches, vectors, spent)
     with clock.stage("claims"):
         claims = claims_of(ctx, cfg, matches, spent, failures)
-        contexts = reduce(ctx, cfg, claims, expanded, known)
-    asked = vectors_of(ctx, texts, known)
+        contexts = reduce(ctx, cfg, claims, expanded)
+    asked = unit_queries(ctx, texts)
     depth = 2 * ctx.cfg.retrieval.candidates
     orders, extras = [], []
     for q, v in enumerate(asked):

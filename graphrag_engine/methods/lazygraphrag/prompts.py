@@ -4,7 +4,7 @@ sentence-level relevance test of a chunk, and the claims of a community's releva
 from __future__ import annotations
 
 from graphrag_engine.models.stages import structured_stage
-from graphrag_engine.models.structured import Schema
+from graphrag_engine.models.structured import ParseError, Schema
 
 REFINE_PROMPT = """Split the question below into at most {n} simple subqueries that together
 cover it, and write one expanded query that joins them into a single, fuller question. Reply
@@ -39,6 +39,15 @@ Text:
 JSON:"""
 
 
+def _worded(value: dict) -> tuple[list[str], str]:
+    """A refinement's subqueries and expanded query, each holding a word (a small model copies
+    the format line's "..." placeholder: a ParseError, so the stage re-asks, then records it)."""
+    texts = [*value["subqueries"], value["expanded"]]
+    if not all(any(c.isalnum() for c in t) for t in texts):
+        raise ParseError("a subquery or the expanded query holds no word")
+    return [s.strip() for s in value["subqueries"] if s.strip()], value["expanded"].strip()
+
+
 def _refined(n: int) -> Schema:
     return Schema(
         {
@@ -55,7 +64,7 @@ def _refined(n: int) -> Schema:
             "required": ["subqueries", "expanded"],
             "additionalProperties": False,
         },
-        lambda v: ([s.strip() for s in v["subqueries"] if s.strip()], v["expanded"].strip()),
+        _worded,
     )
 
 
