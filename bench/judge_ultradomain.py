@@ -123,7 +123,7 @@ def cost_lines(work: Path, names: list[str]) -> list[str]:
             calls = (u["calls"] + u["cached_calls"]) / n
             tokens = (u["prompt_tokens"] + u["cached_prompt_tokens"]) / n
             tokens_out = (u["completion_tokens"] + u["cached_completion_tokens"]) / n
-            failed = f", {u['failed_prompts']} failed" if u.get("failed_prompts") else ""
+            failed = f", {u['parse_failures']} failed" if u.get("parse_failures") else ""
             stages.append(
                 f"{key.split('/')[0]}: {calls:.2f}, {tokens:.0f} + {tokens_out:.0f}{failed}"
             )

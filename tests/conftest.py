@@ -169,6 +169,25 @@ def demo_reports_index(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def graphrag_output(shared_data) -> Path:
+    """Microsoft GraphRAG's own output folder (GraphRAG 3.1.2 over *A Christmas Carol*)."""
+    return shared_data / "graphrag_output"
+
+
+@pytest.fixture(scope="session")
+def graphrag_import(graphrag_output, tmp_path_factory) -> Path:
+    """Microsoft GraphRAG's own output (../shared/data/graphrag_output) imported once per
+    session through the CLI, with vectors (unit vectors lazy)."""
+    from graphrag_engine.cli import main
+
+    root = tmp_path_factory.mktemp("import")
+    out, cfg = root / "index", root / "index.yaml"
+    cfg.write_text("graph:\n  unit_vectors: lazy\n")
+    assert main(["import", str(graphrag_output), "--out", str(out), "--config", str(cfg)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def musique_subset(shared_data, tmp_path_factory) -> dict:
     """Real data: the first 30 MuSiQue dev questions and the union of their 20-paragraph
     contexts (about 570 passages), indexed once per session with alpha = 0."""

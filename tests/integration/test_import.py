@@ -14,44 +14,26 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphrag_engine.cli import main
-from graphrag_engine.config import IndexConfig
-from graphrag_engine.eval.datasets import Question
 from graphrag_engine.export.graphrag import SCHEMAS, SCHEMAS_1X
 from graphrag_engine.importers import import_index
 from graphrag_engine.index.resolve import entity_id
 from graphrag_engine.names import normalize_name
 from graphrag_engine.store import open_index
+from tests.graphrag_import import no_vectors
 
 TABLES = tuple(SCHEMAS)
 
 
-BUILT_ONLY = ("raptor", "sirerag", "ketrag")
-"""Methods that read parts an index build makes and an import does not (trees, skeleton)."""
-
-
-def _no_vectors() -> IndexConfig:
-    """An import config that writes no vectors (the checks here read tables only)."""
-    cfg = IndexConfig()
-    cfg.graph.embed = False
-    return cfg
+@pytest.fixture(scope="module")
+def source(graphrag_output) -> Path:
+    """GraphRAG's own output folder (tests/conftest.py)."""
+    return graphrag_output
 
 
 @pytest.fixture(scope="module")
-def source(shared_data) -> Path:
-    """GraphRAG's own output folder."""
-    return shared_data / "graphrag_output"
-
-
-@pytest.fixture(scope="module")
-def imported(source, tmp_path_factory) -> Path:
-    """GraphRAG's output imported once through the CLI, with vectors (unit vectors lazy)."""
-    root = tmp_path_factory.mktemp("import")
-    (root / "index.yaml").write_text("graph:\n  unit_vectors: lazy\n")
-    out = root / "index"
-    assert (
-        main(["import", str(source), "--out", str(out), "--config", str(root / "index.yaml")]) == 0
-    )
-    return out
+def imported(graphrag_import) -> Path:
+    """GraphRAG's output imported once per session through the CLI (tests/conftest.py)."""
+    return graphrag_import
 
 
 def _rows(path: Path) -> list[dict]:
@@ -118,15 +100,15 @@ def test_import_again_is_a_no_op_and_a_changed_file_is_imported(source, tmp_path
     folder = tmp_path / "output"
     shutil.copytree(source, folder)
     out = tmp_path / "index"
-    first = import_index(folder, out, _no_vectors())
-    again = import_index(folder, out, _no_vectors())
+    first = import_index(folder, out, no_vectors())
+    again = import_index(folder, out, no_vectors())
     assert again.get("unchanged") and again["generation"] == first["generation"]
     table = pq.read_table(folder / "community_reports.parquet")
     titles = table["title"].to_pylist()
     titles[0] = "A retitled community"
     table = table.set_column(table.schema.get_field_index("title"), "title", pa.array(titles))
     pq.write_table(table, folder / "community_reports.parquet")
-    changed = import_index(folder, out, _no_vectors())
+    changed = import_index(folder, out, no_vectors())
     assert changed["generation"] == first["generation"] + 1
     assert "A retitled community" in open_index(out).table("reports")["title"].to_pylist()
 
@@ -155,8 +137,8 @@ def test_the_1x_layout_gives_the_same_index(source, tmp_path) -> None:
     """The create_final_* layout imports to the same tables; communities without a `parent`
     column get the parent GraphRAG recorded, found from their members."""
     _as_1x(source, tmp_path / "v1")
-    plain = import_index(source, tmp_path / "plain", _no_vectors())
-    old = import_index(tmp_path / "v1", tmp_path / "old", _no_vectors())
+    plain = import_index(source, tmp_path / "plain", no_vectors())
+    old = import_index(tmp_path / "v1", tmp_path / "old", no_vectors())
     assert old["stats"]["import"]["layout"] == "graphrag 1.x"
     a, b = open_index(tmp_path / "plain"), open_index(tmp_path / "old")
     for table in ("chunks", "entities", "relations", "communities", "reports", "unit_entity"):
@@ -185,7 +167,7 @@ def test_the_1x_export_imports_back_to_the_same_index(imported, tmp_path) -> Non
     placed = {e for c in comms for e in c["entity_ids"]}
     entities = open_index(imported).table("entities", ["entity_id"])["entity_id"].to_pylist()
     assert len(nodes) == sum(len(c["entity_ids"]) for c in comms) + len(set(entities) - placed)
-    manifest = import_index(v1, tmp_path / "again", _no_vectors())
+    manifest = import_index(v1, tmp_path / "again", no_vectors())
     assert manifest["stats"]["import"]["layout"] == "graphrag 1.x"
     first, second = (
         _export(imported, tmp_path / "first"),
@@ -249,7 +231,7 @@ def test_bad_input_exits_2_naming_file_and_column_and_commits_nothing(
     in --out is left as it was."""
     table, change, message = BAD[case]
     out = tmp_path / "index"
-    import_index(source, out, _no_vectors())
+    import_index(source, out, no_vectors())
     before = (out / "manifest.json").read_text()
     _break(source, tmp_path / "broken", table, change)
     (tmp_path / "index.yaml").write_text("graph:\n  embed: false\n")
@@ -285,17 +267,13 @@ def test_export_import_export_gives_the_same_tables(
     first = _export(index, tmp_path / "first")
     for t, table in first.items():
         assert table.schema.names == pq.read_schema(source / f"{t}.parquet").names, t
-    import_index(tmp_path / "first", tmp_path / "again", _no_vectors())
+    import_index(tmp_path / "first", tmp_path / "again", no_vectors())
     second = _export(tmp_path / "again", tmp_path / "second")
     for t in TABLES:
         assert first[t].equals(second[t]), t
     assert first["communities"].num_rows > 0 and first["community_reports"].num_rows > 0
     linked = pc.list_value_length(first["text_units"]["entity_ids"])
     assert pc.sum(linked).as_py() > 0
-
-
-def _rows_of(index: Path, table: str, column: str) -> list:
-    return open_index(index).table(table, [column])[column].to_pylist()
 
 
 @pytest.fixture(scope="module")
@@ -311,7 +289,7 @@ def test_hipporag_openie_keeps_corpus_ids_and_every_triple(openie, shared_data, 
     """Passages keep the corpus's ids (every gold passage of MuSiQue train is found), every
     well-formed triple is a relation's weight, and each relation is sourced to its passage."""
     path, corpus = openie
-    manifest = import_index(path, tmp_path / "index", _no_vectors(), corpus=[corpus])
+    manifest = import_index(path, tmp_path / "index", no_vectors(), corpus=[corpus])
     counts = manifest["stats"]["stages"]["import"]
     assert manifest["stats"]["import"]["system"] == "hipporag"
     index = open_index(tmp_path / "index")
@@ -423,9 +401,9 @@ def test_a_lightrag_working_dir_gives_the_graphrag_graph(quoted, source, tmp_pat
     """The same LLM graph in LightRAG's layout imports to the same entities (names,
     descriptions), relations (pairs, weights), community hierarchy and reports as GraphRAG's."""
     _as_lightrag(source, tmp_path / "wd", quoted)
-    light = import_index(tmp_path / "wd", tmp_path / "light", _no_vectors())
+    light = import_index(tmp_path / "wd", tmp_path / "light", no_vectors())
     assert light["stats"]["import"]["layout"] == "nano-graphrag working dir"
-    import_index(source, tmp_path / "gr", _no_vectors())
+    import_index(source, tmp_path / "gr", no_vectors())
     a, b = open_index(tmp_path / "gr"), open_index(tmp_path / "light")
 
     def graph(index):
@@ -487,116 +465,6 @@ def test_a_broken_lightrag_dir_exits_2(change, message, source, tmp_path, capsys
     assert not (tmp_path / "index" / "manifest.json").exists()
 
 
-BOOK_QUESTIONS = [
-    Question("marley", "Who was Jacob Marley and why does his ghost visit Scrooge?", ["Marley"]),
-    Question("themes", "What are the main themes of the story?", []),
-]
-"""Questions about *A Christmas Carol*, written for the import test (the output has none)."""
-
-
-def _on_the_server(cfg, name: str, server) -> None:
-    """Point a method's own LLM stages at the session's llama.cpp server, as the demo runs it
-    but without re-asks: what an import could break is a stage reading its tables, not the
-    re-ask of a SmolLM2 answer that did not parse (re-asks: test_models_local.py)."""
-    from graphrag_engine.cli.demo import SETTINGS, WINDOWS
-
-    cfg.models.llm.backend, cfg.models.llm.model = "openai", server.alias
-    cfg.models.llm.base_url, cfg.models.llm.max_failed_share = server.url, 1.0
-    cfg.models.llm.context_window = 2048  # a slot's window; contexts shrink to fit
-    cfg.generation.max_context_tokens = WINDOWS.get(name, 512)  # the demo's windows
-    cfg.generation.enabled = False
-    for key, value in SETTINGS.get(name, {}).items():
-        setattr(cfg.options, key, value)
-    cfg.models.llm.parse_retries = 0
-
-
-def test_every_method_runs_on_the_graphrag_import(imported, tmp_path, llama_server) -> None:
-    """Every registered method but global search (next test) over the GraphRAG import: each
-    runs, each LLM-free one ranks the book's chunks and reads GraphRAG's text, LLM stages answered by the session's llama.cpp server (SmolLM2,
-    failures recorded); local search's and LightRAG's contexts hold GraphRAG's entity
-    descriptions."""
-    from graphrag_engine import Engine
-    from graphrag_engine.cli.demo import SETTINGS
-    from graphrag_engine.methods import METHODS, query_config
-
-    described = [d for d in _rows_of(imported, "entities", "description") if d]
-    imported_texts = [
-        t[:60]
-        for t in described
-        + _rows_of(imported, "chunks", "text")
-        + _rows_of(imported, "relations", "description")
-        if t
-    ]
-    engine = Engine(imported)
-    contexts = {}
-    for name in METHODS:
-        if name in ("none", "graphrag_global", *BUILT_ONLY):
-            continue  # the trees are built by `index` from chunk vectors; GraphRAG has none
-        cfg = query_config(name)
-        for key, value in SETTINGS.get(name, {}).items():  # the demo's (LEGO on the index)
-            setattr(cfg.options, key, value)
-        qs = BOOK_QUESTIONS
-        if cfg.method_llm_use():
-            _on_the_server(cfg, name, llama_server)
-            qs = BOOK_QUESTIONS[:1]  # its LLM stages read the question; one is enough
-        cfg.generation.enabled = False
-        if name == "regraphrag":
-            cfg.options.perspectives, cfg.options.sub_queries = 2, 1
-        rows = engine.run(cfg, qs, tmp_path / name).rows()
-        assert [r["qid"] for r in rows] == [q.qid for q in qs], name
-        contexts[name] = "\n".join(rows[0]["context_text"])
-        if not cfg.method_llm_use():  # SmolLM2's stages may leave a method nothing to rank
-            assert rows[0]["retrieved_chunk_ids"], name
-            # what it read is GraphRAG's: a text unit, an entity's or a relation's description
-            assert any(t in contexts[name] for t in imported_texts), name
-    for name in ("graphrag_local", "lightrag"):
-        assert sum(d[:80] in contexts[name] for d in described) >= 1, name
-    assert "Marley" in contexts["naive"]
-
-
-def test_global_search_maps_graphrag_reports(imported, source, tmp_path, llama_server) -> None:
-    """Global search's map batches over the import hold GraphRAG's reports (their findings),
-    each within its token budget even where one GPT report alone is longer; and global search
-    runs end to end with SmolLM2 over an import of two of GraphRAG's top-level communities."""
-    from graphrag_engine import Engine
-    from graphrag_engine.methods import query_config
-    from graphrag_engine.methods.graphrag_global import _batches
-    from graphrag_engine.retrieve.communities import communities
-    from graphrag_engine.retrieve.context import QueryContext
-
-    cfg = query_config("graphrag_global")
-    _on_the_server(cfg, "graphrag_global", llama_server)
-    cfg.options.map_max_tokens = 64  # a map answer (300 by default) is read, not judged, here
-    ctx = QueryContext(open_index(imported), cfg, tmp_path / "ctx")
-    comms = communities(ctx, need_reports=True)
-    batches = _batches(ctx, comms, comms.reported_at(cfg.options.community_level), cfg.options)
-    budget = ctx.scaled(cfg.options.batch_tokens)
-    assert max(ctx.count_tokens(batches)) <= budget + 8  # joins between reports
-    findings = [
-        f["summary"] for r in _rows(source / "community_reports.parquet") for f in r["findings"]
-    ]
-    mapped = "\n".join(batches)
-    assert sum(f in mapped for f in findings) >= 10
-
-    few = tmp_path / "few"
-    shutil.copytree(source, few)
-    top = pq.read_table(few / "communities.parquet")
-    keep = top.filter(pc.equal(top["level"], 0)).slice(0, 2)
-    keep = keep.set_column(
-        keep.schema.get_field_index("children"), "children",
-        pa.array([[] for _ in range(keep.num_rows)], keep.schema.field("children").type),
-    )  # fmt: skip
-    pq.write_table(keep, few / "communities.parquet")
-    reports = pq.read_table(few / "community_reports.parquet")
-    wanted = pc.is_in(reports["community"], value_set=keep["community"])
-    pq.write_table(reports.filter(wanted), few / "community_reports.parquet")
-    import_index(few, tmp_path / "few-index", _no_vectors())
-    run = Engine(tmp_path / "few-index").run(cfg, BOOK_QUESTIONS[1:], tmp_path / "global")
-    row = run.rows()[0]
-    assert row["qid"] == "themes" and row["extras"]["reports"] == 2
-    assert row["extras"]["map_prompts"] >= 1 and row["tokens"].get("global_map", 0) > 0
-
-
 @pytest.mark.parametrize("which", ["graphrag import", "engine-built demo"])
 def test_lightrag_export_imports_to_the_same_graph(
     which, imported, demo_reports_index, tmp_path
@@ -615,7 +483,7 @@ def test_lightrag_export_imports_to_the_same_graph(
     assert {"entity_type", "description", "source_id"} <= set(node)
     edge = next(iter(graph.edges(data=True)))[2]
     assert {"weight", "description", "keywords", "source_id"} <= set(edge)
-    import_index(out, tmp_path / "again", _no_vectors())
+    import_index(out, tmp_path / "again", no_vectors())
     b = open_index(tmp_path / "again")
     assert a.table("chunks", ["chunk_id", "text"]).equals(b.table("chunks", ["chunk_id", "text"]))
     cols = ["entity_id", "name", "type", "description", "chunk_ids"]

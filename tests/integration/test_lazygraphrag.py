@@ -99,14 +99,19 @@ def _say(value: object) -> str:
 
 
 def test_llm_refines_tests_and_draws_claims(concept_index, tmp_path) -> None:
+    """With planted answers: a subquery given twice is searched once, a relevance answer that
+    does not parse or names a sentence past the schema's bound is asked again, and one that
+    still fails is recorded as a failed test; the claims of the relevant text are the context."""
     from graphrag_engine.models.openai_llm import HTTPSettings, OpenAICompatLLM
 
     question = load_questions(questions_path())[:1]
     plan = [
         _say({"subqueries": ["Who founded Port Calloway?"] * 2, "expanded": "Who founded it?"}),
         _say({"relevant": [1]}),
-        _say({"relevant": []}),
-        _say({"relevant": [99]}),  # names a sentence the chunk does not have: a failed test
+        "say:not an answer",  # does not parse: re-asked below
+        _say({"relevant": [99]}),  # past any chunk's sentences: re-asked below
+        _say({"relevant": []}),  # the re-ask of the second test: no relevant sentence
+        _say({"relevant": [99]}),  # the third again: recorded as a failed test
         _say({"claims": ["Ilsa Varnholt founded Port Calloway in 1741."]}),
     ]
     with FaultInjector(plan) as fault:
@@ -114,11 +119,13 @@ def test_llm_refines_tests_and_draws_claims(concept_index, tmp_path) -> None:
         cfg = query_config("lazygraphrag")
         cfg.generation.enabled = False
         cfg.models.llm.backend = "openai"
-        cfg.models.llm.parse_retries = 0
+        cfg.models.llm.parse_retries = 1
         cfg.options.budget, cfg.options.tests_per_community, cfg.options.concepts = 3, 3, 0
         ctx = QueryContext(concept_index, cfg, tmp_path, llm_backend=backend)
         r = lazygraphrag(ctx, question, StageClock())
         assert not fault.plan  # every planted answer was asked for, no more
+        sent = [q["body"]["messages"][-1]["content"] for q in fault.requests]
+    assert sent[4:6] == sent[2:4]  # the two answers that did not validate, asked again
     e, c = r.extras[0], r.contexts[0]
     assert e["subqueries"] == ["Who founded Port Calloway?"]  # given twice, searched once
     assert e["tests"] == 3 and e["relevant_chunks"] == 1 and e["failures"] == 1
