@@ -7,13 +7,42 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 BOM = "\ufeff"
 HUGE_NUMBER = (
     "holds a number of more than 4300 digits, which no id, count or score needs; write it as "
     "a string (in quotes) or leave it out"
 )
+
+
+MAX_RECORD_MB = 32.0
+"""Largest line a JSONL file may hold, in MiB (`ingest.max_record_mb` for corpora): parsing a
+line holds it several times over, so a longer one is refused before it is read whole."""
+_STEP = 1 << 20
+
+
+def bounded_lines(fh: IO[bytes], max_mb: float = MAX_RECORD_MB) -> Iterator[bytes | int]:
+    """The lines of a binary stream; a line longer than `max_mb` MiB is read past in 1 MiB
+    steps, never held, and given as its length in bytes (an int) for `records` to refuse."""
+    limit = max(int(max_mb * _STEP), 1)
+    while line := fh.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        size, line = len(line), b""  # let the first step go before reading the next
+        while (rest := fh.readline(_STEP)) and not rest.endswith(b"\n"):
+            size += len(rest)
+        yield size + len(rest)
+
+
+def too_long(size: int, max_mb: float, setting: str = "") -> str:
+    """What is wrong with a line of `size` bytes, over `max_mb` MiB (`setting` raises it)."""
+    raise_it = f"raise {setting} or " if setting else ""
+    return (
+        f"a line of {size / _STEP:.1f} MiB, over the {max_mb:g} MiB a record may take here; "
+        f"{raise_it}split the record"
+    )
 
 
 def decode_line(raw: bytes) -> str:
@@ -56,13 +85,22 @@ def parse_line(line: str, first: bool) -> Any:
 
 
 def records(
-    lines: Iterable[bytes], on_error: Callable[[int, str], None] | None = None
+    lines: IO[bytes] | Iterable[bytes | int],
+    on_error: Callable[[int, str], None] | None = None,
+    max_mb: float = MAX_RECORD_MB,
+    setting: str = "",
 ) -> Iterator[tuple[int, Any]]:
-    """(line number, value) of every non-blank line of a binary JSONL stream. A bad line raises
-    ValueError with the line number in front of what is wrong ("7: not valid JSON"), or, with
-    `on_error`, is passed to it as (line number, what is wrong) and skipped."""
+    """(line number, value) of every non-blank line of a binary JSONL stream: a file (read
+    through `bounded_lines`) or lines already bounded at `max_mb` (an int: a line too long to
+    read, which `setting` may allow). A bad line raises ValueError with the line number in
+    front of what is wrong ("7: not valid JSON"), or, with `on_error`, is passed to it as
+    (line number, what is wrong) and skipped."""
+    if hasattr(lines, "readline"):
+        lines = bounded_lines(lines, max_mb)
     for lineno, raw in enumerate(lines, 1):
         try:
+            if isinstance(raw, int):
+                raise ValueError(too_long(raw, max_mb, setting))
             line = decode_line(raw)
             if not line.strip(BOM + " \t\r\n"):
                 continue

@@ -13,11 +13,14 @@ from graphrag_engine.config.ranges import check_ranges
 from graphrag_engine.config.skeleton_section import SkeletonConfig
 from graphrag_engine.config.tree_section import TreeConfig
 from graphrag_engine.errors import ConfigError
+from graphrag_engine.jsonl import MAX_RECORD_MB
 
 
 @dataclass
 class IngestConfig:
     """How corpus records are read: which fields hold the id, title and text."""
+
+    RANGES: ClassVar[dict[str, str]] = {"max_record_mb": "> 0"}  # others: >= 0 (ranges.py)
 
     id_field: str = "id"
     """JSONL/Parquet field holding the record's own id (kept as external_id; gold passage ids refer to it)."""
@@ -29,6 +32,9 @@ class IngestConfig:
     """Skip and count malformed records (and unreadable files) instead of stopping."""
     strict_ids: bool = False
     """A corpus id given to two different texts is an error (otherwise a counted warning)."""
+    max_record_mb: float = MAX_RECORD_MB
+    """Largest JSONL line (one record) in MiB: a longer one is a bad record, refused before it
+    is read whole (reading a record holds it several times over)."""
 
 
 @dataclass

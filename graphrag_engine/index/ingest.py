@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from graphrag_engine.config import IngestConfig
 from graphrag_engine.errors import IngestError
-from graphrag_engine.jsonl import BOM, records
+from graphrag_engine.jsonl import BOM, bounded_lines, records
 
 TEXT_SUFFIXES = {".txt", ".md"}
 SUFFIXES = {".jsonl", ".parquet", *TEXT_SUFFIXES}
@@ -265,7 +265,9 @@ class DocumentReader:
             self._bad(f"{path}:{lineno}", message)
 
         with _open_binary(path) as fh:
-            for lineno, record in records(self._counted(fh), on_error=bad):
+            limit = self.config.max_record_mb
+            lines = self._counted(bounded_lines(fh, limit))
+            for lineno, record in records(lines, bad, limit, "ingest.max_record_mb"):
                 self.stats.records += 1
                 where = f"{path}:{lineno}"
                 if not isinstance(record, dict):
@@ -275,10 +277,11 @@ class DocumentReader:
                 if doc is not None:
                     yield doc
 
-    def _counted(self, lines: Iterable[bytes]) -> Iterator[bytes]:
-        """The lines of a file, adding their bytes to the bytes read (progress)."""
+    def _counted(self, lines: Iterable[bytes | int]) -> Iterator[bytes | int]:
+        """The lines of a file, adding their bytes to the bytes read (progress; an int is the
+        length of a line too long to read)."""
         for raw in lines:
-            self.stats.bytes_read += len(raw)
+            self.stats.bytes_read += raw if isinstance(raw, int) else len(raw)
             yield raw
 
     def _read_parquet(self, path: Path) -> Iterator[Document]:

@@ -267,3 +267,46 @@ def test_a_record_nested_200000_levels_deep_is_a_bad_record(tmp_path: Path, caps
     assert [d.text for d in docs] == ["fine"] and reader.stats.skipped_bad == 1
     assert main(["index", str(path), "--out", str(tmp_path / "idx")]) == 2
     assert "deep.jsonl:2: nested too deeply" in capsys.readouterr().err
+
+
+def test_a_record_over_max_record_mb_is_a_bad_record_read_past_not_held(
+    tmp_path: Path, capsys
+) -> None:
+    """A 200 MB line peaked at 1.2 GB: a line over `ingest.max_record_mb` is now a bad record
+    (file:line, exit 2, skippable) that is read past in steps, never held whole;
+    the lines around it read as before, gzip too."""
+    import tracemalloc
+
+    from graphrag_engine.jsonl import bounded_lines
+
+    big = json.dumps({"text": "x" * (16 << 20)})  # 16 MiB
+    body = json.dumps({"text": "fine"}) + "\n" + big + "\n" + json.dumps({"text": "after"}) + "\n"
+    path = tmp_path / "big.jsonl"
+    path.write_text(body)
+    with pytest.raises(IngestError, match=r"big.jsonl:2: a line of 16.0 MiB, over the 2 MiB"):
+        read_all([path], max_record_mb=2)
+    docs, reader = read_all([path], max_record_mb=2, skip_bad=True)
+    assert [d.text for d in docs] == ["fine", "after"] and reader.stats.skipped_bad == 1
+    assert reader.stats.bytes_read == len(body.encode())
+    assert [d.text for d in read_all([path])[0]] == ["fine", "x" * (16 << 20), "after"]
+    packed = tmp_path / "big.jsonl.gz"
+    packed.write_bytes(gzip.compress(body.encode()))
+    assert [d.text for d in read_all([packed], max_record_mb=2, skip_bad=True)[0]] == [
+        "fine",
+        "after",
+    ]
+
+    tracemalloc.start()
+    with path.open("rb") as fh:
+        sizes = [x if isinstance(x, int) else len(x) for x in bounded_lines(fh, 1)]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert sizes == [len(line) + 1 for line in body.encode().split(b"\n")[:3]]
+    assert peak < 5 << 20  # the 16 MiB line was never held (1 MiB steps)
+
+    cfg = tmp_path / "index.yaml"
+    cfg.write_text("ingest:\n  max_record_mb: 2\n")
+    assert main(["index", str(path), "--out", str(tmp_path / "idx"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "big.jsonl:2: a line of 16.0 MiB" in err and "raise ingest.max_record_mb" in err
+    assert not (tmp_path / "idx" / "manifest.json").exists()
