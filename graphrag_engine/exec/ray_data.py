@@ -4,8 +4,8 @@ also what the index build's pool of model actors holds (graphrag_engine/exec/ray
 
 The texts a stage still needs (the caches answer the rest) go through `map_batches` over an
 actor pool: one model per actor, `workers` actors (Ray Data's `concurrency`), the configured
-GPUs per actor. Blocks of texts (BLOCK, or an LLM's batch of prompts) go to whichever actor is
-free; results stream back to the driver block by block as they finish, tagged with their
+GPUs per actor. Blocks of texts (growing from FIRST_BLOCK to BLOCK, or to an LLM's batch of
+prompts, and at most BLOCK_CHARS characters) go to whichever actor is free; results stream back to the driver block by block as they finish, tagged with their
 positions, so the cache stores each block as it returns (a killed build keeps it) and the stage
 gets its results in input order. An actor that dies is restarted by Ray and its block retried.
 
@@ -35,7 +35,13 @@ from graphrag_engine.progress import progress
 from graphrag_engine.store.staging import mark_owned, replace_with
 
 BLOCK = 512
-"""Texts per Ray Data block (one actor call)."""
+"""Most texts of one Ray Data block (one actor call)."""
+FIRST_BLOCK = 16
+"""Texts of a pipeline's first block; each next one takes twice as many, up to BLOCK, so the
+first results (and the stage's bar) come back early on any machine."""
+BLOCK_CHARS = 1 << 18
+"""Most characters of one block (about 64k tokens): long texts make smaller blocks, so a
+block's work, and so how long its bar stands still, is bounded by tokens, not by count."""
 PART_VISIBLE_S = 10.0
 """Seconds the driver waits for a part an actor announced to appear (shared storage may lag)."""
 
@@ -200,6 +206,22 @@ def read_part(path: str) -> dict[str, np.ndarray]:
     return out
 
 
+def block_bounds(
+    lengths: list[int], most: int, first: int = FIRST_BLOCK, chars: int = BLOCK_CHARS
+) -> list[tuple[int, int]]:
+    """(start, end) of each block of texts of these lengths: `first` texts, then twice as many
+    each block up to `most`, and never over `chars` characters (a longer text alone)."""
+    bounds, lo, size = [], 0, max(1, min(first, most))
+    while lo < len(lengths):
+        hi, held = lo, 0
+        while hi < min(lo + size, len(lengths)) and (hi == lo or held + lengths[hi] <= chars):
+            held += lengths[hi]
+            hi += 1
+        bounds.append((lo, hi))
+        lo, size = hi, min(2 * size, most)
+    return bounds
+
+
 def stream_blocks(
     udf: type,
     args: tuple,
@@ -210,8 +232,9 @@ def stream_blocks(
     parts: Path | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
     """What `udf` returns for the texts ("pos": their positions, "out": the results, ...), block
-    (of `block` texts) by block as the pool finishes them; through Parquet parts the actors
-    write in `parts` when given (each deleted once the next block is asked for)."""
+    by block as the pool finishes them (blocks of at most `block` texts: `block_bounds`);
+    through Parquet parts the actors write in `parts` when given (each deleted once the next
+    block is asked for)."""
     import ray.data  # ray is an optional extra
 
     if not texts:
@@ -220,15 +243,13 @@ def stream_blocks(
         udf, args = writing_parts(udf), (*args, str(parts))
     ray.data.DataContext.get_current().enable_progress_bars = False  # the caches show progress
     blocks = [
-        pa.table(
-            {"pos": np.arange(lo, min(lo + block, len(texts))), "text": texts[lo : lo + block]}
-        )
-        for lo in range(0, len(texts), block)
+        pa.table({"pos": np.arange(lo, hi), "text": texts[lo:hi]})
+        for lo, hi in block_bounds([len(t) for t in texts], block)
     ]
     ds = ray.data.from_arrow(blocks).map_batches(
         udf,
         fn_constructor_args=args,
-        batch_size=block,
+        batch_size=None,  # each block as it was cut
         batch_format="numpy",
         concurrency=min(workers, len(blocks)),
         num_cpus=1,

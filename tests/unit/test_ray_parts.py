@@ -73,3 +73,35 @@ def test_processor_rows_through_a_part_become_the_same_completions(tmp_path: Pat
     assert through == direct
     assert through[0][1].text == '{"city": "Paris"}' and through[0][1].decoding == "schema"
     assert through[1][1].error == "CUDA out of memory" and through[1][1].text == ""
+
+
+def _slow_bounds(lengths: list[int], most: int, first: int, chars: int) -> list[tuple[int, int]]:
+    """The same cut, written out text by text as a reference."""
+    out, block, size, held = [], [], min(first, most), 0
+    for i, n in enumerate(lengths):
+        if block and (len(block) == size or held + n > chars):
+            out.append((block[0], block[-1] + 1))
+            block, size, held = [], min(2 * size, most), 0
+        block.append(i)
+        held += n
+    return out + ([(block[0], block[-1] + 1)] if block else [])
+
+
+def test_blocks_grow_from_a_small_first_one_and_keep_to_a_character_budget() -> None:
+    """A pipeline's first block is small so its first results come back early, blocks double
+    up to the most texts, and long texts cut a block early (a text longer than the budget goes
+    alone); every text is in exactly one block, in order."""
+    from graphrag_engine.exec.ray_data import block_bounds
+
+    assert block_bounds([10] * 100, 32, first=4, chars=10_000) == [
+        (0, 4), (4, 12), (12, 28), (28, 60), (60, 92), (92, 100)
+    ]  # fmt: skip
+    assert block_bounds([10, 500, 10, 10], 8, first=8, chars=100) == [(0, 1), (1, 2), (2, 4)]
+    assert block_bounds([], 8) == []
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        lengths = rng.integers(1, 400, rng.integers(0, 300)).tolist()
+        most, first, chars = int(rng.integers(1, 64)), int(rng.integers(1, 20)), 1000
+        got = block_bounds(lengths, most, first, chars)
+        assert got == _slow_bounds(lengths, most, first, chars)
+        assert [i for lo, hi in got for i in range(lo, hi)] == list(range(len(lengths)))
