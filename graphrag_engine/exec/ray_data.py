@@ -5,9 +5,10 @@ also what the index build's pool of model actors holds (graphrag_engine/exec/ray
 The texts a stage still needs (the caches answer the rest) go through `map_batches` over an
 actor pool: one model per actor, `workers` actors (Ray Data's `concurrency`), the configured
 GPUs per actor. Blocks of texts (growing from FIRST_BLOCK to BLOCK, or to an LLM's batch of
-prompts, and at most BLOCK_CHARS characters) go to whichever actor is free; results stream back to the driver block by block as they finish, tagged with their
-positions, so the cache stores each block as it returns (a killed build keeps it) and the stage
-gets its results in input order. An actor that dies is restarted by Ray and its block retried.
+prompts, and at most BLOCK_CHARS characters) go to whichever actor is free; results stream
+back to the driver block by block as they finish, tagged with their positions, so the cache
+stores each block as it returns (a killed build keeps it) and the stage gets its results in
+input order. An actor that dies is restarted by Ray and its block retried.
 
 With a `parts` folder (an index build: `.staging-ray-parts` in the index folder) an actor
 writes each block's results as a Parquet part there itself (a temporary name, then a rename, so
