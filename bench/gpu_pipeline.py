@@ -4,7 +4,7 @@ and the CPU's rankings are.
 
     python -m bench.gpu_pipeline [--device cuda] [--questions 1000] [--cpu-questions 100]
                                  [--slice-docs 300] [--methods bm25,naive,...] [--work DIR]
-                                 [--reuse-index] [--tag TAG]
+                                 [--reuse-index] [--cli-passes N] [--cli-first 200] [--tag TAG]
 
 1. Index: the corpus (MuSiQue's by default) with the default LLM-free config (alpha 0, spaCy
    NER when installed) and the embedder on `--device`; then its first `--slice-docs` passages
@@ -13,6 +13,10 @@ and the CPU's rankings are.
    and HotpotQA's dev questions, all asked of the same index) through every LLM-free method of
    bench/llm_free.py on `--device`, and the first `--cpu-questions` of them on the CPU; the
    agreement of the two rankings on those questions.
+3. With `--cli-passes N`: every method as a user runs it, `graphrag-engine query
+   --retrieval-only` in a new process on the CPU, over those questions and over `--cli-first`
+   others; the median over N passes of the marginal rate (the extra questions over the extra
+   seconds: what a question costs beyond the process's start), beside dense retrieval's.
 
 With `--device cpu` the run measures the CPU alone (the CI path, on a small slice). A GPU
 machine that cannot see ../shared points GRAPHRAG_BENCH_DATA at a copy of the data.
@@ -21,6 +25,7 @@ machine that cannot see ../shared points GRAPHRAG_BENCH_DATA at a copy of the da
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -30,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import DATA, work_dir, write_result
-from bench.llm_free import METHODS, agreement, method_config, time_method
+from bench.llm_free import (
+    METHODS,
+    agreement,
+    cli_rate,
+    marginal_rate,
+    method_config,
+    time_method,
+)
 from graphrag_engine.config import IndexConfig
 from graphrag_engine.eval.datasets import Question, load_questions
 from graphrag_engine.index.pipeline import build_index
@@ -42,8 +54,11 @@ QUESTION_FILES = [
     "musique_train.jsonl",
     "2wikimultihopqa_dev.jsonl",
     "hotpotqa_dev.jsonl",
+    "hotpotqa_train.jsonl",
+    "multihoprag_dev.jsonl",
 ]
-"""Where the questions come from, in order: MuSiQue's own first, then other multi-hop sets."""
+"""Where the questions come from, in order: MuSiQue's own first, then other multi-hop sets
+(1,468 distinct texts)."""
 DENSE = "naive"
 """The method every other one's questions/s is set against in the same run (dense retrieval)."""
 
@@ -145,6 +160,31 @@ def method_figures(
     return row
 
 
+def cli_figures(
+    figures: dict[str, Any], asked: list[Question], first: list[Question], args: Any
+) -> None:
+    """Each method's rate through `graphrag-engine query` on the CPU (`llm_free.cli_rate`): a run
+    over `first` and one over `asked` (no text in both, so no cache of one serves the other),
+    `--cli-passes` times, methods taking turns; the median marginal rate goes in its row."""
+    work = args.work / "cli"
+    work.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, qs in (("first", first), ("asked", asked)):
+        path = work / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(dataclasses.asdict(q)) + "\n" for q in qs))
+        files.append(path)
+    counts = (len(first), len(asked))
+    names = [m for m, row in figures["methods"].items() if "error" not in row]
+    passes: dict[str, list[tuple[float, float]]] = {m: [] for m in names}
+    for p in range(args.cli_passes):
+        for name in names:
+            passes[name].append(cli_rate(args.work / "index", name, *files, counts, work))
+            print(f"cli pass {p + 1} {name}: {passes[name][-1]}", file=sys.stderr, flush=True)
+    for name in names:
+        figures["methods"][name]["cli"] = marginal_rate(passes[name], counts)
+    figures["cli"] = {"first": counts[0], "questions": counts[1], "passes": args.cli_passes}
+
+
 def summary(figures: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The result's headline tables: tokens/s per index stage (the whole corpus on the device,
     the slice on the device and on the CPU); questions/s per method on each, as a share of dense
@@ -179,6 +219,11 @@ def summary(figures: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             out["top-5 identical"] = row["agreement"]["top5_identical"]
             out["top-20 identical"] = row["agreement"]["top20_identical"]
         out["gpu peak MiB"] = row.get("gpu_peak_mib")
+        cli_dense = figures["methods"].get(DENSE, {}).get("cli", {}).get("questions_per_s")
+        if row.get("cli", {}).get("questions_per_s") is not None:
+            out["cli q/s"] = row["cli"]["questions_per_s"]
+            if cli_dense:
+                out["cli x dense"] = round(row["cli"]["questions_per_s"] / cli_dense, 3)
         methods.append(out)
     return {"index_stages": stages, "methods_table": methods}
 
@@ -199,6 +244,8 @@ def main() -> None:
         action="store_true",
         help="keep an index already built in WORK (its figures are its manifest's)",
     )
+    ap.add_argument("--cli-passes", type=int, default=0, help="also time the CLI, N passes")
+    ap.add_argument("--cli-first", type=int, default=200, help="questions of the CLI's first run")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.device.startswith("cuda"):
@@ -241,6 +288,8 @@ def main() -> None:
             row = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         figures["methods"][name] = row
         log(name, row)
+    if args.cli_passes:
+        cli_figures(figures, asked, questions(len(asked) + args.cli_first)[len(asked) :], args)
     write_result("gpu_pipeline", {**summary(figures), **figures}, tag=args.tag)
 
 

@@ -9,12 +9,18 @@ figures in both mean the same configuration.
 
 from __future__ import annotations
 
+import os
+import shutil
+import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question, load_questions
@@ -176,4 +182,44 @@ def batched_vs_single(
         **agreement(batched.rankings, single.rankings, 5),
         "same_tests": [e.get("tests") for e in batched.extras]
         == [e.get("tests") for e in single.extras],
+    }
+
+
+def cli_rate(
+    index: Path, name: str, first: Path, asked: Path, counts: tuple[int, int], work: Path
+) -> tuple[float, float]:
+    """Wall seconds of `graphrag-engine query --retrieval-only` running bench method `name` as
+    a user starts it (a new process, a new run folder) over the question files `first` and
+    `asked`, holding `counts` questions: their difference is what the questions cost beyond the
+    process's fixed start (imports, models, tables)."""
+    method, settings = METHODS[name]
+    cfg = work / f"{name}.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(yaml.safe_dump({"method": method, **({method: settings} if settings else {})}))
+    seconds = []
+    for questions, n in zip((first, asked), counts, strict=True):
+        out = work / f"{name}-{n}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "graphrag_engine.cli", "query", str(index), str(questions)]
+        cmd += ["--method", str(cfg), "--retrieval-only", "--out", str(out)]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        seconds.append(time.perf_counter() - started)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr[-1000:]}")
+    return seconds[0], seconds[1]
+
+
+def marginal_rate(passes: list[tuple[float, float]], counts: tuple[int, int]) -> dict[str, Any]:
+    """A method's CLI figures from its passes of `cli_rate`: the median marginal questions/s
+    (None when no pass's larger run took longer) and the fixed seconds of a process start."""
+    extra = counts[1] - counts[0]
+    rates = [extra / (b - a) for a, b in passes if b > a]
+    rate = statistics.median(rates) if rates else None
+    return {
+        "questions_per_s": None if rate is None else round(rate, 2),
+        "passes_q_per_s": [round(r, 2) for r in rates],
+        "fixed_seconds": None if rate is None else round(passes[0][0] - counts[0] / rate, 2),
+        "seconds": [[round(a, 2), round(b, 2)] for a, b in passes],
     }

@@ -44,24 +44,6 @@ _BASE = [
     ("answer_failed", pa.string()),
 ]
 
-PART_SCHEMA = pa.schema([*_BASE, ("extras", pa.string())])
-"""A batch checkpoint (`parts/NNNNN.parquet`): extras as JSON, since one batch cannot know the
-struct type the whole run's extras need."""
-
-
-def part_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """One batch's rows (extras as dicts) as a checkpoint table."""
-    typed = [
-        {
-            **r,
-            "tokens": {k: int(v) for k, v in r["tokens"].items()},
-            "seconds": {k: float(v) for k, v in r["seconds"].items()},
-            "extras": json.dumps(r["extras"]),
-        }
-        for r in rows
-    ]
-    return pa.Table.from_pylist(typed, schema=PART_SCHEMA)
-
 
 def results_table(rows: list[dict[str, Any]]) -> pa.Table:
     """A whole run's decoded rows as the typed results table."""

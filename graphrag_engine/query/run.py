@@ -277,9 +277,11 @@ def run_batch(
 def retrieve_batch(
     ctx: QueryContext, method, b: int, batch: list[Question], clock: StageClock
 ) -> tuple[Retrieved, dict[str, dict[str, Any]]]:
-    """Retrieval of batch `b` (checkpointed in the run folder with the LLM usage it took), or
-    its checkpoint; and the usage such a checkpoint carries when no process committed the
-    batch yet (this process's ledger does not hold it)."""
+    """Retrieval of batch `b`, or its checkpoint; and the usage such a checkpoint carries when
+    no process committed the batch yet (this process's ledger does not hold it). The
+    checkpoint (the retrieval and the LLM usage it took) is written when answers follow or the
+    retrieval called an LLM; an LLM-free retrieval-only batch is committed by its part file
+    right after, and redone if the process dies before that."""
     ckpt = part_path(ctx.run_dir, b, ".retrieved.json")
     ckpt_usage = part_path(ctx.run_dir, b, ".retrieved.usage.json")
     if ckpt.exists() and not ctx.dry_run:
@@ -290,8 +292,9 @@ def retrieve_batch(
         return r, carried
     before = ctx.ledger.summary()
     r = method(ctx, batch, clock)
-    if not ctx.dry_run:
-        write_atomic(ckpt_usage, json.dumps(usage_since(before, ctx.ledger.summary())).encode())
+    usage = usage_since(before, ctx.ledger.summary())
+    if not ctx.dry_run and (ctx.cfg.generation.enabled or usage):
+        write_atomic(ckpt_usage, json.dumps(usage).encode())
         write_atomic(ckpt, json.dumps(r.to_json()).encode())
     return r, {}
 

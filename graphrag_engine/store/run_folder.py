@@ -7,8 +7,10 @@ Run folder layout:
   must match it, whatever the paths: an edited question file or an index rebuilt from another
   corpus at the same path is refused (exit 2, naming what changed);
 * `.lock`: held while a `query` writes the folder; a second process is refused;
-* `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically);
-* `parts/NNNNN.parquet`: a finished batch (retrieval + answers); `parts/NNNNN.failed` beside
+* `parts/NNNNN.retrieved.json`: a batch's retrieval checkpoint (written atomically), kept when
+  answers follow or the retrieval called an LLM;
+* `parts/NNNNN.jsonl`: a finished batch (retrieval + answers), its rows as JSON lines (an
+  older engine's `NNNNN.parquet` is read as well); `parts/NNNNN.failed` beside
   it when some of its answer prompts failed after every retry: those questions hold no answer
   and say why (column `answer_failed`), and a re-run answers that batch again;
 * `llm_cache.sqlite`: every LLM answer, cached per slice as it returns (the resume ledger);
@@ -27,16 +29,17 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.results import part_table, read_rows, results_table
+from graphrag_engine.results import read_rows, results_table
 from graphrag_engine.store.index_store import Index
 from graphrag_engine.store.locks import try_lock
 from graphrag_engine.store.staging import replace_with, write_atomic
@@ -228,15 +231,29 @@ def damaged_run_file(path: Path, why: str) -> BadInputError:
     return BadInputError(f"{path}: damaged ({why}); {what}")
 
 
-def part_path(out: Path, b: int, suffix: str = ".parquet") -> Path:
+PART = ".jsonl"
+"""A finished batch's rows: JSON lines, the text `results.jsonl` is made of."""
+OLDER_PART = ".parquet"
+"""A finished batch's rows as runs of earlier engines kept them (read on resume)."""
+
+
+def part_path(out: Path, b: int, suffix: str = PART) -> Path:
     """Where batch `b` of the run in `out` keeps its part (or, by suffix, its checkpoint)."""
     return out / "parts" / f"{b:05d}{suffix}"
 
 
+def committed_part(out: Path, b: int) -> Path | None:
+    """Batch `b`'s part file (JSON lines, or an older run's Parquet); None when not written."""
+    for suffix in (PART, OLDER_PART):
+        path = part_path(out, b, suffix)
+        if path.exists():
+            return path
+    return None
+
+
 def batch_done(out: Path, b: int) -> bool:
     """Whether batch `b` of the run in `out` is finished (its part written, nothing failed)."""
-    done_path = part_path(out, b)
-    return done_path.exists() and not done_path.with_suffix(".failed").exists()
+    return committed_part(out, b) is not None and not part_path(out, b, ".failed").exists()
 
 
 def usage_since(
@@ -274,7 +291,16 @@ def write_part(
         add_batch_seconds(out, b, seconds)
     done_path = part_path(out, b)
     failed_marker = done_path.with_suffix(".failed")
-    replace_with(done_path, lambda tmp: pq.write_table(part_table(rows), tmp))
+    typed = [
+        {
+            **r,
+            "tokens": {k: int(v) for k, v in r["tokens"].items()},
+            "seconds": {k: float(v) for k, v in r["seconds"].items()},
+        }
+        for r in rows
+    ]
+    replace_with(done_path, lambda tmp: write_jsonl(tmp, typed))
+    part_path(out, b, OLDER_PART).unlink(missing_ok=True)  # an older engine's try at it
     failed = [row["qid"] for row in rows if row["answer_failed"] is not None]
     if failed:
         write_atomic(failed_marker, "\n".join(failed).encode())
@@ -333,20 +359,56 @@ def read_seconds(path: Path) -> float | None:
 
 def read_part(out: Path, b: int) -> list[dict[str, Any]]:
     """The rows batch `b` committed, refused (exit 2, naming the file) when it is damaged."""
-    path = part_path(out, b)
+    path = committed_part(out, b) or part_path(out, b)
     try:
-        return read_rows(path)
+        if path.suffix == OLDER_PART:
+            return read_rows(path)
+        with path.open("rb") as fh:
+            rows = [json.loads(line) for line in fh]
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise damaged_run_file(path, str(exc)[:160]) from None
+    if not all(isinstance(r, dict) and PART_KEYS <= r.keys() for r in rows):
+        raise damaged_run_file(path, "a line is not a result row")
+    return rows
+
+
+PART_KEYS = {"qid", "question", "method", "answer", "tokens", "seconds", "extras"}
+"""Keys every row of a part holds (what the summary and the results table read)."""
 
 
 def merge_parts(out: Path, n_batches: int) -> list[dict[str, Any]]:
-    """Every batch's rows, in order, written as results.parquet and results.jsonl."""
+    """Every batch's rows, in order, written as results.parquet and results.jsonl (the JSON
+    lines parts copied as they are)."""
     rows = [r for b in range(n_batches) for r in read_part(out, b)]
     replace_with(out / "results.parquet", lambda tmp: pq.write_table(results_table(rows), tmp))
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    write_atomic(out / "results.jsonl", lines.encode())
+    replace_with(out / "results.jsonl", lambda tmp: _join_parts(out, n_batches, tmp))
     return rows
+
+
+def _join_parts(out: Path, n_batches: int, path: Path) -> None:
+    """The batches' parts one after another as JSON lines into `path`."""
+    with path.open("wb") as fh:
+        for b in range(n_batches):
+            part = committed_part(out, b) or part_path(out, b)
+            if part.suffix == OLDER_PART:
+                write_lines(fh, read_part(out, b))
+            else:
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, fh)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """`rows` as a JSON lines file."""
+    with path.open("wb") as fh:
+        write_lines(fh, rows)
+
+
+def write_lines(fh: BinaryIO, rows: list[dict[str, Any]]) -> None:
+    """`rows` as JSON lines, each encoded and written as it comes (a batch's text is never one
+    string: a single non-ASCII character would widen all of it to four bytes a character)."""
+    for row in rows:
+        fh.write(json.dumps(row, ensure_ascii=False).encode())
+        fh.write(b"\n")
 
 
 def spent_seconds(out: Path, n_batches: int, this_process: float) -> float:

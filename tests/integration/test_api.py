@@ -37,7 +37,7 @@ def test_several_methods_in_one_query_equal_their_runs_alone(
             many.column("retrieved_ids").to_pylist() == single.column("retrieved_ids").to_pylist()
         )
         assert many.column("answer").null_count == many.num_rows == 45
-        assert len(list((out / method / "parts").glob("*.parquet"))) == 7  # ceil(45 / 7)
+        assert len(list((out / method / "parts").glob("*.jsonl"))) == 7  # ceil(45 / 7)
     assert main([*args, "--out", str(out), "--batch-size", "7"]) == 0  # resumes both
     assert capsys.readouterr().out.count("45 resumed") == 2
     assert main([*args, "--out", str(out)]) == 2  # other batches: parts would not line up

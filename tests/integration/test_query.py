@@ -285,7 +285,7 @@ def test_killed_run_resumes_without_repeating_work(demo_index: Path, tmp_path: P
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRAPHRAG_PROGRESS": "0"}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 900  # a bound on hangs, not a speed claim: a loaded machine is slow
-    while not (out / "parts" / "00000.parquet").exists():
+    while not (out / "parts" / "00000.jsonl").exists():
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         assert time.time() < deadline
         time.sleep(0.2)
@@ -618,7 +618,7 @@ def test_damaged_run_folder_files_are_named_on_resume(demo_index: Path, tmp_path
     capsys.readouterr()
     damages = {
         "run.json": (b'{"index": ', "move the run folder aside"),
-        "parts/00000.parquet": (b"not parquet", "delete it and run the same command again"),
+        "parts/00000.jsonl": (b"not json", "delete it and run the same command again"),
         "parts/00000.seconds.json": (b"[1, 2]", "a list, not a dict"),
         "parts/00001.usage.json": (b"\xff\xfe", "not JSON"),
     }

@@ -79,7 +79,7 @@ def test_sharded_runs_equal_local_runs(cluster, musique_subset, local_runs, tmp_
     for method, run in runs.items():
         assert run.summary["questions"] == 30 and run.summary["resumed_questions"] == 0
         assert_same_results(run.folder, local_runs / method)
-        assert len(list((run.folder / "parts").glob("*.parquet"))) == 8
+        assert len(list((run.folder / "parts").glob("*.jsonl"))) == 8
 
 
 def test_an_actor_killed_mid_run_is_replaced(cluster, musique_subset, local_runs, tmp_path):
@@ -95,9 +95,9 @@ def test_an_actor_killed_mid_run_is_replaced(cluster, musique_subset, local_runs
         pid = cluster.get(actors[1].pid.remote())
 
         def watch() -> None:
-            while not any(parts.glob("*.parquet")):
+            while not any(parts.glob("*.jsonl")):
                 time.sleep(0.01)
-            written.update((p.name, p.stat().st_mtime_ns) for p in parts.glob("*.parquet"))
+            written.update((p.name, p.stat().st_mtime_ns) for p in parts.glob("*.jsonl"))
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
@@ -125,11 +125,11 @@ def test_a_killed_driver_resumes(musique_subset, local_runs, tmp_path) -> None:
     root = REPO
     proc = subprocess.Popen(cmd, cwd=root, env=env, start_new_session=True)
     deadline = time.time() + 300
-    while len(list((out / "parts").glob("*.parquet"))) < 3 and time.time() < deadline:
+    while len(list((out / "parts").glob("*.jsonl"))) < 3 and time.time() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = len(list((out / "parts").glob("*.parquet")))
+    done = len(list((out / "parts").glob("*.jsonl")))
     assert 3 <= done < 15 and not (out / "results.parquet").exists()
     again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
