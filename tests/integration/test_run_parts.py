@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_engine.cli import main
-from graphrag_engine.results import read_rows
+from graphrag_engine.results import read_rows, results_table
 
 ARGS = ["demo", "--method", "hipporag", "--retrieval-only", "--limit", "6", "--batch-size", "4"]
 
@@ -43,15 +43,21 @@ def test_parts_are_the_lines_of_results_jsonl(demo_index: Path, tmp_path: Path) 
 
 def test_an_older_engines_parquet_part_is_read_on_resume(demo_index: Path, tmp_path: Path) -> None:
     """A run folder whose first batch an older engine committed as Parquet (extras as JSON
-    text) is resumed: that batch is not run again, and the results equal a fresh run's."""
+    text) and whose second is not done is resumed: the first is not run again, the second is,
+    and the results equal a fresh run's."""
     fresh, resumed = tmp_path / "fresh", tmp_path / "resumed"
     _run(demo_index, fresh)
     _run(demo_index, resumed)
     first = resumed / "parts" / "00000.jsonl"
     rows = [json.loads(line) for line in first.read_bytes().splitlines()]
-    older = [{**r, "extras": json.dumps(r["extras"])} for r in rows]
-    pq.write_table(pa.Table.from_pylist(older), resumed / "parts" / "00000.parquet")
+    older = [{**r, "extras": json.dumps(r["extras"])} for r in rows]  # extras as JSON text
+    typed = results_table(rows).schema
+    schema = pa.schema(
+        [pa.field("extras", pa.string()) if f.name == "extras" else f for f in typed]
+    )
+    pq.write_table(pa.Table.from_pylist(older, schema=schema), resumed / "parts" / "00000.parquet")
     first.unlink()
+    (resumed / "parts" / "00001.jsonl").unlink()  # the second batch runs again, as JSON lines
     for name in ("results.parquet", "results.jsonl", "summary.json"):
         (resumed / name).unlink()
     _run(demo_index, resumed)
