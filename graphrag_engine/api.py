@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.demo import questions_path
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.eval.datasets import Question, load_questions
+from graphrag_engine.eval.datasets import Question
+from graphrag_engine.eval.question_file import QuestionFile
 from graphrag_engine.eval.report import evaluate_runs, write_staged
 from graphrag_engine.methods import load_query_config, method_names, method_spec, query_config
 from graphrag_engine.methods.needs import check_needs
@@ -187,7 +188,7 @@ class Engine:
             )
         if isinstance(questions, str | Path):
             source = str(questions_path()) if str(questions) == "demo" else str(questions)
-            return source, load_questions(source, limit=limit)
+            return source, QuestionFile(source, limit=limit)
         return "<list>", list(questions)[:limit]
 
     def run(
@@ -309,7 +310,7 @@ class Engine:
         return self.run_many(list(methods), asked, root, **overrides)
 
     def check_needs(
-        self, runs: Sequence[tuple[str, QueryConfig]], questions: list[Question]
+        self, runs: Sequence[tuple[str, QueryConfig]], questions: Sequence[Question]
     ) -> None:
         """Every method's index parts and question fields, checked before the first one runs
         (exit 2 naming the method, the part and what provides it)."""
@@ -320,7 +321,7 @@ class Engine:
         )
 
     def _run(
-        self, label: str, cfg: QueryConfig, source: str, questions: list[Question], folder: Path,
+        self, label: str, cfg: QueryConfig, source: str, questions: Sequence[Question], folder: Path,
         dry_run: bool, fail_fast: bool, ray: RayPlacement | None = None,
     ) -> Run:  # fmt: skip
         if ray is not None and not dry_run:  # a dry run sends nothing: no actors needed

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +48,90 @@ _BASE = [
 
 def results_table(rows: list[dict[str, Any]]) -> pa.Table:
     """A whole run's decoded rows as the typed results table."""
-    extras = [r["extras"] for r in rows]
+    extras = _storable(extras_type([r["extras"] for r in rows]))
     try:
-        column = pa.array(extras)
-        if pa.types.is_struct(column.type) and column.type.num_fields == 0:
-            column = pa.nulls(len(rows))  # Parquet cannot store a struct without fields
-        elif _empty_struct_inside(column.type):
-            raise pa.ArrowTypeError("a field that is always {} has no type Parquet can store")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        # a method whose extras change type between questions: kept whole, typed as JSON
-        log.warning(f"warning: extras kept as JSON ({str(exc)[:120]})")
-        column = pa.array([json.dumps(e) for e in extras], type=pa.json_())
+        return _typed(rows, _warned(extras))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a value the inferred type does not take
+        return _typed(rows, _warned(None))
+
+
+def write_results(path: Path, batches: Callable[[], Iterable[list[dict[str, Any]]]]) -> None:
+    """The typed results table of every batch `batches()` yields, written to `path` one batch
+    (one row group) at a time: a first walk over the batches finds the extras' type of the
+    whole run, a second writes them, so memory holds one batch whatever the run's length."""
+    extras: pa.DataType | None = pa.null()
+    for rows in batches():
+        extras = _wider(extras, extras_type([r["extras"] for r in rows]))
+    extras = _storable(extras)
+    try:
+        _write_batches(path, batches(), _warned(extras))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a value the common type does not take
+        _write_batches(path, batches(), _warned(None))
+
+
+def _write_batches(
+    path: Path, batches: Iterable[list[dict[str, Any]]], extras: pa.DataType | None
+) -> None:
+    """Each batch as one row group of `path`, its extras of type `extras` (None: JSON)."""
+    writer = None
+    try:
+        for rows in batches:
+            table = _typed(rows, extras)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        pq.write_table(_typed([], extras), path)
+
+
+def _warned(extras: pa.DataType | None) -> pa.DataType | None:
+    """`extras`, with a warning when there is none and the run keeps its extras as JSON."""
+    if extras is None:
+        log.warning("warning: extras kept as JSON (their type changes between questions)")
+    return extras
+
+
+def extras_type(extras: list[Any]) -> pa.DataType | None:
+    """The Arrow type Arrow infers for these extras (None: they change type between
+    questions)."""
+    try:
+        return pa.array(extras).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def _storable(t: pa.DataType | None) -> pa.DataType | None:
+    """The extras' column type Parquet can store: null for a struct without fields, None
+    (kept as JSON) when such a struct sits deeper."""
+    if t is not None and pa.types.is_struct(t) and t.num_fields == 0:
+        return pa.null()
+    return None if t is None or _empty_struct_inside(t) else t
+
+
+def _wider(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
+    """One type that holds values of both (None: there is none)."""
+    if a is None or b is None:
+        return None
+    try:
+        both = [pa.schema([("extras", t)]) for t in (a, b)]
+        return pa.unify_schemas(both, promote_options="permissive").field("extras").type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def _typed(rows: list[dict[str, Any]], extras: pa.DataType | None) -> pa.Table:
+    """Rows as the typed table, their extras of type `extras` (None: as JSON text); a value
+    that type does not take raises ArrowInvalid or ArrowTypeError."""
+    values = [r["extras"] for r in rows]
+    if extras is None:
+        column = pa.array([json.dumps(e) for e in values], type=pa.json_())
+    elif pa.types.is_null(extras):
+        column = pa.nulls(len(rows))
+    else:
+        column = pa.array(values, extras)
     base = pa.Table.from_pylist(
         [{k: r[k] for k, _ in _BASE} for r in rows], schema=pa.schema(_BASE)
     )

@@ -8,17 +8,19 @@ from pathlib import Path
 from typing import Any
 
 
-def run_cost(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:
+def run_cost(summary: dict[str, Any], questions: int) -> dict[str, float]:
     """A run's seconds and LLM tokens per question (0 when it asked no LLM)."""
-    n = max(1, len(rows))
     return {
-        "seconds": float(summary.get("seconds") or 0.0) / n,
+        "seconds": float(summary.get("seconds") or 0.0) / max(1, questions),
         "query_tokens": float(sum(summary.get("query_tokens_per_question", {}).values())),
     }
 
 
-def cost_table(loaded: list, cost: dict[str, dict[str, float]]) -> list[str]:
-    """The cost of each run beside its quality: seconds, questions/s and tokens per question."""
+def cost_table(
+    runs: list[tuple[str, dict[str, Any], int]], cost: dict[str, dict[str, float]]
+) -> list[str]:
+    """The cost of each (label, summary, questions scored) run beside its quality: seconds,
+    questions/s and tokens per question."""
     lines = [
         "## cost",
         "",
@@ -26,10 +28,10 @@ def cost_table(loaded: list, cost: dict[str, dict[str, float]]) -> list[str]:
         "| index tokens | gold passages in index |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for label, summary, rows in loaded:
+    for label, summary, questions in runs:
         gold = summary.get("gold_in_index")
         lines.append(
-            f"| {label} | {len(rows)} | {cost[label]['seconds']:.3g} | "
+            f"| {label} | {questions} | {cost[label]['seconds']:.3g} | "
             f"{summary.get('questions_per_s', '–')} | {cost[label]['query_tokens']:.0f} | "
             f"{summary.get('index_tokens', '–')} | {'–' if gold is None else f'{gold:.0%}'} |"
         )

@@ -16,6 +16,8 @@ A malformed record stops the load with `file:line: what is wrong`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,10 @@ class Question:
     gold_triples: list[list[str]] = field(default_factory=list)
     decomposition: list[dict] | None = None
     """MuSiQue: the gold sub-questions ({"question", "answer"}; "#k" names step k's answer)."""
+
+    def content(self) -> bytes:
+        """The record as canonical JSON, one line: what a run's question hash is taken over."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str).encode() + b"\n"
 
     def gold(self) -> dict[str, Any]:
         """The gold fields copied into every result row, so eval needs only the run folder."""

@@ -9,13 +9,20 @@ from __future__ import annotations
 import base64
 import html
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from graphrag_engine.eval.run_rows import ResultRun
 
 HTML_BYTES = 64 * 2**20
 """Question pages are written until the page holds about this much; the rest are counted on
 it and listed in per_question.csv (a run of 16,000-token contexts over thousands of questions
 would otherwise make a page no browser opens)."""
+
+HTML_QUESTIONS = 2000
+"""At most this many questions get a page (the first ones of the first run): their rows are
+read for the page, every other question's only streamed for its scores."""
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:78em;padding:0 1em;color:#222}
@@ -73,11 +80,11 @@ def write_html(
     table: dict[str, dict[str, tuple[float, float, float, int]]],
     cost_lines: list[str],
     images: list[tuple[str, Path]],
-    loaded: list[tuple[str, dict[str, Any], list[dict[str, Any]]]],
-    scores: dict[str, dict[str, list[float]]],
+    opened: list[ResultRun],
+    scores: dict[str, dict[str, Sequence[float]]],
 ) -> None:
     """Write the report page at `path` from what `evaluate_runs` computed (see the module)."""
-    labels = [label for label, _, _ in loaded]
+    labels = [r.label for r in opened]
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width,initial-scale=1'>",
@@ -96,10 +103,12 @@ def write_html(
             for title, png in images
         ),
     ]
-    rows_by_run = {
-        label: {r["qid"]: (j, r) for j, r in enumerate(rows)} for label, _, rows in loaded
-    }
-    questions = loaded[0][2] if loaded else []
+    questions = opened[0].rows(HTML_QUESTIONS) if opened else []
+    shown = {q["qid"] for q in questions}
+    rows_by_run = {r.label: r.positions(shown) for r in opened[1:]}
+    if opened:
+        rows_by_run[labels[0]] = {q["qid"]: (j, q) for j, q in enumerate(questions)}
+    total = opened[0].n if opened else 0
     pages: list[str] = []
     size = sum(map(len, parts))
     for i, first in enumerate(questions):
@@ -109,10 +118,11 @@ def write_html(
         pages.append(page)
         size += len(page)
     parts.append(question_index(questions[: len(pages)], labels, rows_by_run, scores))
-    if len(pages) < len(questions):
+    if len(pages) < total:
         parts.append(
-            f"<p>{len(questions) - len(pages)} more questions are not on this page (it would "
-            f"pass {HTML_BYTES // 2**20} MB); per_question.csv lists every one.</p>"
+            f"<p>{total - len(pages)} more questions are not on this page (it shows at most "
+            f"{HTML_QUESTIONS:,} and stays under {HTML_BYTES // 2**20} MB); per_question.csv "
+            "lists every one.</p>"
         )
     parts += ["</div>", *pages, "<script>" + SCRIPT + "</script></body></html>"]
     path.write_text("".join(parts), encoding="utf-8")

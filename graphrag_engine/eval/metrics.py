@@ -94,6 +94,18 @@ def entity_prf(retrieved: Sequence[str], answers: Sequence[str]) -> dict[str, fl
     return {"precision": precision, "recall": recall, "f1": f1, "hit": float(found > 0)}
 
 
+RESAMPLE_CELLS = 1 << 22
+"""Values a resampling step draws at a time (32 MiB of them): the draws of 2,000 resamples
+of a million questions come in steps, the same draws in the same order as one step."""
+
+
+def _draws(n_draws: int, size: int) -> list[int]:
+    """How many resamples of `size` values each step draws, so a step holds about
+    `RESAMPLE_CELLS` values."""
+    step = max(1, RESAMPLE_CELLS // size)
+    return [min(step, n_draws - i) for i in range(0, n_draws, step)]
+
+
 def bootstrap_ci(
     values: Sequence[float], n_boot: int = 2000, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
@@ -103,7 +115,9 @@ def bootstrap_ci(
     if x.size == 0:
         return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    means = np.concatenate(
+        [x[rng.integers(0, x.size, size=(k, x.size))].mean(axis=1) for k in _draws(n_boot, x.size)]
+    )
     lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(x.mean()), float(lo), float(hi)
 
@@ -121,7 +135,13 @@ def paired_test(
         return {"n": 0, "mean_diff": nan, "ci_low": nan, "ci_high": nan, "p_value": nan}
     mean, lo, hi = bootstrap_ci(d, n_boot=n_boot, seed=seed)
     rng = np.random.default_rng(seed + 1)
-    signs = rng.choice([-1.0, 1.0], size=(n_boot, d.size))
-    null = np.abs((signs * d).mean(axis=1))
+    null = np.abs(
+        np.concatenate(
+            [
+                (rng.choice([-1.0, 1.0], size=(k, d.size)) * d).mean(axis=1)
+                for k in _draws(n_boot, d.size)
+            ]
+        )
+    )
     p = (1 + np.count_nonzero(null >= abs(d.mean()) - 1e-12)) / (n_boot + 1)
     return {"n": int(d.size), "mean_diff": mean, "ci_low": lo, "ci_high": hi, "p_value": float(p)}

@@ -9,20 +9,18 @@ question, Recall@k curves, bars with error bars per metric group), `summary.csv`
 from __future__ import annotations
 
 import csv
-import json
+import dataclasses
 import logging
 import math
 import os
 import re
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from graphrag_engine.errors import BadInputError
 from graphrag_engine.eval.costs import cost_table, judge_usage, run_cost
 from graphrag_engine.eval.html import write_html
 from graphrag_engine.eval.judge import pairwise_judge, win_rate_table
@@ -38,84 +36,17 @@ from graphrag_engine.eval.metrics import (
 )
 from graphrag_engine.eval.plots import cost_quality_plot, metric_plots
 from graphrag_engine.eval.ragas import ragas_scores
-from graphrag_engine.results import check_results_schema, read_rows
+from graphrag_engine.eval.run_rows import ResultRun, common_runs, open_run, run_flags
 from graphrag_engine.store.staging import OWNED, listed_files, staging_beside, write_listing
 
 log = logging.getLogger(__name__)
 
 
 def load_run(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-    """(label, summary, result rows) of a finished query run."""
-    run = Path(run)
-    path = run / "results.parquet"
-    if not path.exists():
-        raise BadInputError(
-            f"{run}: no results.parquet; finish the run with `graphrag-engine query ... --out {run}`"
-        )
-    summary: dict[str, Any] = {}
-    if (run / "summary.json").exists():
-        try:
-            summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadInputError(
-                f"{run}/summary.json: not a readable summary ({exc}); resume the run with the "
-                "same `graphrag-engine query` command to write it again"
-            ) from None
-        if not isinstance(summary, dict):
-            raise BadInputError(
-                f"{run}/summary.json: not a JSON object; resume the run to rewrite it"
-            )
-        check_summary(summary, run / "summary.json")
-    try:
-        check_results_schema(pq.read_schema(path), path)
-        rows = read_rows(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise BadInputError(
-            f"{path}: not a readable results file ({str(exc)[:160]}); resume the run with the "
-            "same `graphrag-engine query` command to write it again"
-        ) from None
-    seen: set[str] = set()
-    for i, row in enumerate(rows):
-        if row["qid"] in seen:
-            raise BadInputError(
-                f"{path}: row {i + 1} repeats question {row['qid']!r}, which would be scored "
-                "twice; a run holds each question once (run the query again into a new folder)"
-            )
-        seen.add(row["qid"])
-    label = summary.get("label")
-    return (label if isinstance(label, str) and label else run.name), summary, rows
-
-
-SUMMARY_FIELDS: dict[str, tuple[type, ...]] = {
-    "label": (str,),
-    "seconds": (int, float),
-    "questions_per_s": (int, float, type(None)),
-    "index_tokens": (int, float),
-    "gold_in_index": (int, float, type(None)),
-    "query_tokens_per_question": (dict,),
-}
-"""The summary.json fields a report reads, with the JSON types each may hold."""
-
-
-def check_summary(summary: dict[str, Any], path: Path) -> None:
-    """Refuse a summary.json field a report reads that holds another type (exit 2)."""
-    for name, types_ in SUMMARY_FIELDS.items():
-        if name not in summary:
-            continue  # an older summary: the report shows what it lacks as unknown
-        value = summary[name]
-        if not isinstance(value, types_) or isinstance(value, bool):
-            kinds = " or ".join("null" if t is type(None) else t.__name__ for t in types_)
-            raise BadInputError(
-                f"{path}: field '{name}' is {type(value).__name__}, expected {kinds}; resume "
-                "the run with the same `graphrag-engine query` command to rewrite the summary"
-            )
-        if isinstance(value, dict):
-            bad = [k for k, v in value.items() if not isinstance(v, int | float)]
-            if bad:
-                raise BadInputError(
-                    f"{path}: field '{name}.{bad[0]}' is not a number; resume the run to "
-                    "rewrite the summary"
-                )
+    """(label, summary, result rows) of a finished query run, every row in memory (a report
+    streams them instead: `run_rows.open_run`)."""
+    opened = open_run(run)
+    return opened.label, opened.summary, opened.rows()
 
 
 def unique_labels(runs: list[str | Path], labels: list[str]) -> list[str]:
@@ -135,45 +66,25 @@ def unique_labels(runs: list[str | Path], labels: list[str]) -> list[str]:
     return out
 
 
-def common_questions(
-    loaded: list[tuple[str, dict[str, Any], list[dict[str, Any]]]],
-) -> tuple[list[tuple[str, dict[str, Any], list[dict[str, Any]]]], str | None]:
-    """The runs cut to the questions (by id) that every run answered, in the first run's
-    order, and a note saying so when the question sets differ (None when they are the same);
-    runs with no question in common are refused."""
-    ids = [[r["qid"] for r in rows] for _, _, rows in loaded]
-    if all(set(x) == set(ids[0]) for x in ids):
-        return loaded, None
-    shared = set(ids[0]).intersection(*map(set, ids[1:]))
-    sizes = ", ".join(f"{label}: {len(rows)}" for label, _, rows in loaded)
-    if not shared:
-        raise BadInputError(
-            f"eval: the runs share no question ({sizes} questions); evaluate runs over the same "
-            "question file"
-        )
-    note = (
-        f"The runs hold different question sets ({sizes} questions): every figure is over "
-        f"the {len(shared)} questions common to all of them."
-    )
-    order = [q for q in ids[0] if q in shared]
-    cut = []
-    for label, s, rows in loaded:
-        by_id = {r["qid"]: r for r in rows}
-        cut.append((label, s, [by_id[q] for q in order]))
-    return cut, note
-
-
-def score_rows(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, list[float]]:
-    """Per-question values of every metric that the rows' gold supports (NaN where not)."""
+def score_rows(
+    rows: list[dict[str, Any]], ks: list[int], flags: tuple[bool, bool] | None = None
+) -> dict[str, list[float]]:
+    """Per-question values of every metric that the rows' gold supports (NaN where not);
+    `flags` (`run_rows.run_flags`) says whether the whole run answers and ranks gold
+    passages when `rows` are one batch of it."""
     nan = float("nan")
     out: dict[str, list[float]] = {}
 
     def put(name: str, value: float) -> None:
         out.setdefault(name, []).append(value)
 
-    have_answers = any(r["answer"] is not None for r in rows)
-    # recall needs gold passages and a run that ranks passages (global search ranks none)
-    have_support = any(r["supporting_ids"] for r in rows) and any(r["retrieved_ids"] for r in rows)
+    if flags is None:
+        flags = (
+            any(r["answer"] is not None for r in rows),
+            # recall needs gold passages and a run that ranks passages (global search: none)
+            any(r["supporting_ids"] for r in rows) and any(r["retrieved_ids"] for r in rows),
+        )
+    have_answers, have_support = flags
     for r in rows:
         gold, pred = r["gold_answers"] or [], r["answer"]
         extras = r["extras"]
@@ -245,18 +156,18 @@ def evaluate_runs(
     """Score every run and write the report folder; returns the path of report.md."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    loaded = [load_run(r) for r in runs]
-    labels = unique_labels(runs, [label for label, _, _ in loaded])
-    loaded, note = common_questions(
-        [(label, s, rows) for label, (_, s, rows) in zip(labels, loaded, strict=True)]
+    opened = [open_run(r) for r in runs]
+    labels = unique_labels(runs, [r.label for r in opened])
+    opened, note = common_runs(
+        [dataclasses.replace(r, label=label) for r, label in zip(opened, labels, strict=True)]
     )
     if note:
         log.info(f"eval: {note}")
-    scores = {label: score_rows(rows, ks) for label, _, rows in loaded}
+    scores = {r.label: score_run(r, ks) for r in opened}
     if ragas and judge_llm is not None:
-        for label, _, rows in loaded:
-            scores[label].update(
-                ragas_scores(judge_llm, rows[:judge_limit], judge_max_tokens, judge_retries)
+        for r in opened:
+            scores[r.label].update(
+                ragas_scores(judge_llm, r.rows(judge_limit), judge_max_tokens, judge_retries)
             )
     metrics = sorted({m for s in scores.values() for m in s}, key=metric_order)
     table: dict[str, dict[str, tuple[float, float, float, int]]] = {}
@@ -285,8 +196,8 @@ def evaluate_runs(
         lines.append(f"| {label} | " + " | ".join(cell(m, label) for m in top) + " |")
     if len(top) < len(metrics):
         lines += ["", "Every other metric has its own table below the plots."]
-    cost = {label: run_cost(summary, rows) for label, summary, rows in loaded}
-    costs = cost_table(loaded, cost)
+    cost = {r.label: run_cost(r.summary, r.n) for r in opened}
+    costs = cost_table([(r.label, r.summary, r.n) for r in opened], cost)
     lines += ["", *costs]
     plotted = metric_plots(out, labels, metrics, table, ks)
     scatter = cost_quality_plot(out, labels, table, cost)
@@ -303,6 +214,7 @@ def evaluate_runs(
         for label in labels:
             lines.append(f"| {label} | {cell(m, label)} | {table[m][label][3]} |")
     if pairwise and judge_llm is not None:
+        loaded = [(r.label, r.summary, r.rows()) for r in opened]
         verdicts = pairwise_judge(judge_llm, loaded, judge_limit, judge_max_tokens, judge_retries)
         write_csv(out / "judge_verdicts.csv", verdicts)
         lines += ["", *win_rate_table(verdicts)]
@@ -315,26 +227,48 @@ def evaluate_runs(
             for lb, v in table[m].items()
         ],
     )
-    per_q = []
-    for label, _, rows in loaded:
-        for i, r in enumerate(rows):
-            per_q.append(
-                {
-                    "run": label,
-                    "qid": r["qid"],
-                    "question": r["question"],
-                    "gold": " | ".join(r["gold_answers"] or []),
-                    "answer": r["answer"],
-                    **{m: scores[label][m][i] for m in scores[label] if i < len(scores[label][m])},
-                }
-            )
-    write_csv(out / "per_question.csv", per_q)
+    write_per_question(out / "per_question.csv", opened, scores)
     if judge_llm is not None and (pairwise or ragas):
         lines += ["", *judge_usage(out, judge_llm.ledger.summary())]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     shown = [(title, out / png) for title, png in images]
-    write_html(out / "report.html", runs, top, table, costs, shown, loaded, scores)
+    write_html(out / "report.html", runs, top, table, costs, shown, opened, scores)
     return out / "report.md"
+
+
+def score_run(run: ResultRun, ks: list[int]) -> dict[str, array]:
+    """Per-question values of every metric of a run (see `score_rows`), a batch at a time."""
+    flags = run_flags(run)
+    out: dict[str, array] = {}
+    for rows in run.batches():
+        for name, values in score_rows(rows, ks, flags).items():
+            out.setdefault(name, array("d")).extend(values)
+    return out
+
+
+def write_per_question(path: Path, runs: list[ResultRun], scores: dict[str, dict]) -> None:
+    """per_question.csv: a line per run and question with its answer and every metric's value,
+    each run's rows streamed in order."""
+    names = list(dict.fromkeys(m for r in runs for m in scores[r.label]))
+    fields = ["run", "qid", "question", "gold", "answer", *names]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        for run in runs:
+            values, i = scores[run.label], 0
+            for rows in run.batches(["qid", "question", "gold_answers", "answer"]):
+                for r in rows:
+                    w.writerow(
+                        {
+                            "run": run.label,
+                            "qid": r["qid"],
+                            "question": r["question"],
+                            "gold": " | ".join(r["gold_answers"] or []),
+                            "answer": r["answer"],
+                            **{m: v[i] for m, v in values.items() if i < len(v)},
+                        }
+                    )
+                    i += 1
 
 
 TOP_METRICS = ("exact_match", "f1", "accuracy", "hr@1", "recall@")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ class TogetherCall:
 
 def prepare(
     index: Index,
-    questions: list[Question],
+    questions: Sequence[Question],
     cfg: QueryConfig,
     out: str | Path,
     questions_src: str,

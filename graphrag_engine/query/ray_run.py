@@ -19,6 +19,7 @@ import logging
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ def _worker_class():
 
 def run_query_on_ray(
     index: Index,
-    questions: list[Question],
+    questions: Sequence[Question],
     cfg: QueryConfig,
     out: str | Path,
     questions_src: str,
@@ -123,7 +124,7 @@ def run_query_on_ray(
                 f"{max(1, -(-len(questions) // workers))} or less to use them all",
             )
         todo = deque(b for b in range(n_batches) if not batch_done(out, b))
-        resumed = len(questions) - sum(len(questions[b * bs : (b + 1) * bs]) for b in todo)
+        resumed = len(questions) - sum(min(bs, len(questions) - b * bs) for b in todo)
         started = time.perf_counter()
         batches_here = list(todo)
         with ray_session(address, workers) as ray:
@@ -140,7 +141,7 @@ def run_query_on_ray(
 
 
 def _answer_on_actors(
-    ray, index: Index, questions: list[Question], cfg: QueryConfig, out: Path, todo: deque,
+    ray, index: Index, questions: Sequence[Question], cfg: QueryConfig, out: Path, todo: deque,
     resumed: int, workers: int, gpus_per_worker: float | None, fail_fast: bool, on_start,
     question_pipeline: bool,
 ) -> None:  # fmt: skip
@@ -187,7 +188,7 @@ def _answer_on_actors(
 
 
 def _question_vectors(
-    index: Index, questions: list[Question], cfg: QueryConfig, todo: deque, workers: int,
+    index: Index, questions: Sequence[Question], cfg: QueryConfig, todo: deque, workers: int,
     gpus: float,
 ) -> tuple[np.ndarray, str] | None:  # fmt: skip
     """Every question's vector (rows in question order; zeros for batches already written) and
@@ -201,7 +202,7 @@ def _question_vectors(
     bs = cfg.batch_size
     rows = [i for b in todo for i in range(b * bs, min((b + 1) * bs, len(questions)))]
     embedder = dataclasses.asdict(embedder_config(cfg, index))
-    asked = [questions[i].question for i in rows]
+    asked = [q.question for b in todo for q in questions[b * bs : (b + 1) * bs]]
     found, model_id = embed_texts(embedder, asked, workers, gpus, "questions", queries=True)
     vectors = np.zeros((len(questions), found.shape[1] if rows else 0), np.float32)
     vectors[rows] = found

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,7 @@ GOLD_WARN_SHARE = 0.5
 """`query` warns when fewer of the questions' gold passages than this share are in the index."""
 
 
-def warn_gold(index: Index, questions: list[Question]) -> float | None:
+def warn_gold(index: Index, questions: Sequence[Question]) -> float | None:
     """The share of gold passages in the index, with a warning on stderr when it is low."""
     gold_share = gold_in_index(index, questions)
     if gold_share is not None and gold_share < GOLD_WARN_SHARE:
@@ -68,15 +68,22 @@ def warn_gold(index: Index, questions: list[Question]) -> float | None:
     return gold_share
 
 
-def gold_in_index(index: Index, questions: list[Question]) -> float | None:
+def gold_in_index(index: Index, questions: Sequence[Question]) -> float | None:
     """The share of the questions' gold passage ids that are documents of the index (None
     when the questions name no gold passages or there is no index)."""
-    gold = [pid for q in questions for pid in (q.supporting_ids or [])]
-    if not gold or index.root == Path("none"):
+    if index.root == Path("none"):
         return None
-    docs = index.table("documents", columns=["doc_id", "external_id"]).to_pydict()
-    held = {ext or doc for doc, ext in zip(docs["doc_id"], docs["external_id"], strict=True)}
-    return sum(pid in held for pid in gold) / len(gold)
+    held: set[str] | None = None  # read when the first gold passage comes
+    named = found = 0
+    for q in questions:
+        for pid in q.supporting_ids or []:
+            if held is None:
+                docs = index.table("documents", columns=["doc_id", "external_id"]).to_pydict()
+                pairs = zip(docs["doc_id"], docs["external_id"], strict=True)
+                held = {ext or doc for doc, ext in pairs}
+            named += 1
+            found += pid in held
+    return found / named if named else None
 
 
 def _chunk_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[list[int]]:
@@ -174,7 +181,7 @@ def _answer_batch(
 
 def run_query(
     index: Index,
-    questions: list[Question],
+    questions: Sequence[Question],
     cfg: QueryConfig,
     out: str | Path,
     questions_src: str,
@@ -197,7 +204,7 @@ def run_query(
 
 @contextmanager
 def run_folder(
-    index: Index, cfg: QueryConfig, out: Path, questions_src: str, questions: list[Question]
+    index: Index, cfg: QueryConfig, out: Path, questions_src: str, questions: Sequence[Question]
 ) -> Iterator[None]:
     """Hold the run folder while this run writes it (see `store.run_folder.claim_run_folder`)."""
     identity = run_identity(index, cfg.method, cfg.to_dict(), questions_src, questions)
@@ -206,7 +213,7 @@ def run_folder(
 
 
 def _run_batches(
-    index: Index, questions: list[Question], cfg: QueryConfig, out: Path, dry_run: bool,
+    index: Index, questions: Sequence[Question], cfg: QueryConfig, out: Path, dry_run: bool,
     llm_backend, fail_fast: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """Every batch not finished yet: retrieve (or reload its checkpoint), answer, write."""
@@ -243,12 +250,13 @@ def _run_batches(
     return finish_run(out, index, cfg, n_batches, seconds, resumed, gold_share, ctx)
 
 
-def with_answer_style(cfg: QueryConfig, questions: list[Question]) -> QueryConfig:
+def with_answer_style(cfg: QueryConfig, questions: Sequence[Question]) -> QueryConfig:
     """`cfg` with `generation.answer_style` resolved for this question set (auto: long for
     question kinds without short gold answers), and a long style's answer length
     (`long_max_tokens`) in `max_tokens`, so every batch and worker answers alike."""
     gen = cfg.generation
-    style = answer_style(gen.answer_style, [q.kind for q in questions])
+    kinds = getattr(questions, "kinds", None)  # a question file knows them without a read
+    style = answer_style(gen.answer_style, list(kinds or (q.kind for q in questions)))
     tokens = gen.long_max_tokens if style == "long" else gen.max_tokens
     return dataclasses.replace(
         cfg, generation=dataclasses.replace(gen, answer_style=style, max_tokens=tokens)
@@ -312,17 +320,9 @@ def finish_run(
     """Merge the batch parts into results.parquet / results.jsonl and write summary.json; its
     LLM usage is the sum of every batch's, so it covers every process that worked on the run
     (one killed mid-run included, for the batches it committed)."""
-    rows = merge_parts(out, n_batches)
-    stage_seconds: dict[str, float] = {}
-    tokens: dict[str, float] = {}
-    for r in rows:
-        for k, v in r["seconds"].items():
-            stage_seconds[k] = stage_seconds.get(k, 0.0) + v
-        for k, v in r["tokens"].items():
-            tokens[k] = tokens.get(k, 0) + v
-    n = len(rows)
+    totals = merge_parts(out, n_batches)
+    n = totals.questions
     total_seconds = spent_seconds(out, n_batches, seconds)
-    failed = sum(r["answer_failed"] is not None for r in rows)
     index_tokens = sum(
         int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0))
         for s in index.manifest.get("stats", {}).get("stages", {}).values()
@@ -333,10 +333,10 @@ def finish_run(
         "seconds": round(total_seconds, 3),
         "seconds_this_process": round(seconds, 3),
         "resumed_questions": resumed,
-        "failed_questions": failed,
+        "failed_questions": totals.failed,
         "questions_per_s": round(n / total_seconds, 3) if total_seconds > 0 else None,
-        "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()},
-        "query_tokens_per_question": {k: round(v / n, 2) for k, v in tokens.items()},
+        "stage_seconds": {k: round(v, 3) for k, v in totals.seconds.items()},
+        "query_tokens_per_question": {k: round(v / n, 2) for k, v in totals.tokens.items()},
         "index_tokens": index_tokens,
         "index_tokens_per_question": round(index_tokens / n, 2),
         "gold_in_index": None if gold_share is None else round(gold_share, 4),

@@ -36,10 +36,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphrag_engine.errors import BadInputError
-from graphrag_engine.results import read_rows, results_table
+from graphrag_engine.results import read_rows, write_results
 from graphrag_engine.store.index_store import Index
 from graphrag_engine.store.locks import try_lock
 from graphrag_engine.store.staging import replace_with, write_atomic
@@ -99,10 +98,14 @@ def index_content_id(index: Index) -> str:
 
 
 def questions_content_id(questions: Sequence[Any]) -> str:
-    """A hash of the question records (text, gold, graphs), in order."""
+    """A hash of the question records (text, gold, graphs), in order (a question file keeps
+    the one it took while it was checked)."""
+    known = getattr(questions, "content_id", None)
+    if known is not None:
+        return known
     h = hashlib.sha256()
     for q in questions:
-        h.update(json.dumps(dataclasses.asdict(q), sort_keys=True, default=str).encode() + b"\n")
+        h.update(q.content())
     return h.hexdigest()[:24]
 
 
@@ -376,13 +379,44 @@ PART_KEYS = {"qid", "question", "method", "answer", "tokens", "seconds", "extras
 """Keys every row of a part holds (what the summary and the results table read)."""
 
 
-def merge_parts(out: Path, n_batches: int) -> list[dict[str, Any]]:
-    """Every batch's rows, in order, written as results.parquet and results.jsonl (the JSON
-    lines parts copied as they are)."""
-    rows = [r for b in range(n_batches) for r in read_part(out, b)]
-    replace_with(out / "results.parquet", lambda tmp: pq.write_table(results_table(rows), tmp))
+@dataclasses.dataclass
+class RunTotals:
+    """What a run's summary adds up over its rows: questions, failed answers, seconds and
+    LLM tokens per stage."""
+
+    questions: int = 0
+    failed: int = 0
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    tokens: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """Count a batch's rows in."""
+        self.questions += len(rows)
+        for r in rows:
+            self.failed += r["answer_failed"] is not None
+            for k, v in r["seconds"].items():
+                self.seconds[k] = self.seconds.get(k, 0.0) + v
+            for k, v in r["tokens"].items():
+                self.tokens[k] = self.tokens.get(k, 0) + v
+
+
+def merge_parts(out: Path, n_batches: int) -> RunTotals:
+    """Write results.parquet and results.jsonl from every batch's part, in order, holding one
+    part at a time (the JSON lines parts are copied as they are); returns the rows' totals."""
+    totals, walks = RunTotals(), 0
+
+    def parts() -> Iterator[list[dict[str, Any]]]:
+        nonlocal walks
+        walks += 1
+        for b in range(n_batches):
+            rows = read_part(out, b)
+            if walks == 1:
+                totals.add(rows)
+            yield rows
+
+    replace_with(out / "results.parquet", lambda tmp: write_results(tmp, parts))
     replace_with(out / "results.jsonl", lambda tmp: _join_parts(out, n_batches, tmp))
-    return rows
+    return totals
 
 
 def _join_parts(out: Path, n_batches: int, path: Path) -> None:
