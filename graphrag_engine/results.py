@@ -56,9 +56,9 @@ def results_table(rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def write_results(path: Path, batches: Callable[[], Iterable[list[dict[str, Any]]]]) -> None:
-    """The typed results table of every batch `batches()` yields, written to `path` one batch
-    (one row group) at a time: a first walk over the batches finds the extras' type of the
-    whole run, a second writes them, so memory holds one batch whatever the run's length."""
+    """The typed results table of every batch `batches()` yields, written to `path` a row group
+    at a time: a first walk over the batches finds the extras' type of the whole run, a second
+    writes them, so memory holds one row group whatever the run's length."""
     extras: pa.DataType | None = pa.null()
     for rows in batches():
         extras = _wider(extras, extras_type([r["extras"] for r in rows]))
@@ -69,17 +69,29 @@ def write_results(path: Path, batches: Callable[[], Iterable[list[dict[str, Any]
         _write_batches(path, batches(), _warned(None))
 
 
+ROW_GROUP_ROWS, ROW_GROUP_BYTES = 65536, 64 * 2**20
+"""A row group of results.parquet is written once the batches held reach either bound: groups
+this large compress as well as one table would, and memory holds one group."""
+
+
 def _write_batches(
     path: Path, batches: Iterable[list[dict[str, Any]]], extras: pa.DataType | None
 ) -> None:
-    """Each batch as one row group of `path`, its extras of type `extras` (None: JSON)."""
-    writer = None
+    """The batches as row groups of `path` (see ROW_GROUP_ROWS), extras of type `extras`
+    (None: JSON)."""
+    writer, held = None, []
     try:
         for rows in batches:
-            table = _typed(rows, extras)
+            held.append(_typed(rows, extras))
             if writer is None:
-                writer = pq.ParquetWriter(path, table.schema)
-            writer.write_table(table)
+                writer = pq.ParquetWriter(path, held[0].schema)
+            if sum(t.num_rows for t in held) >= ROW_GROUP_ROWS or (
+                sum(t.nbytes for t in held) >= ROW_GROUP_BYTES
+            ):
+                writer.write_table(pa.concat_tables(held), row_group_size=ROW_GROUP_ROWS * 2)
+                held = []
+        if held:
+            writer.write_table(pa.concat_tables(held), row_group_size=ROW_GROUP_ROWS * 2)
     finally:
         if writer is not None:
             writer.close()

@@ -36,14 +36,8 @@ from graphrag_engine.query.run import (
 from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.types import StageClock
 from graphrag_engine.store.index_store import Index
-from graphrag_engine.store.run_folder import (
-    add_batch_seconds,
-    batch_done,
-    part_path,
-    read_json,
-    sum_usage,
-    write_atomic,
-)
+from graphrag_engine.store.run_folder import read_json, write_atomic
+from graphrag_engine.store.run_parts import add_batch_seconds, batch_done, part_path, sum_usage
 
 
 @dataclass

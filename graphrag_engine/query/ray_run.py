@@ -42,7 +42,7 @@ from graphrag_engine.query.run import (
 )
 from graphrag_engine.retrieve.context import embedder_config
 from graphrag_engine.store.index_store import Index, NoIndex
-from graphrag_engine.store.run_folder import add_batch_seconds, batch_done, write_part
+from graphrag_engine.store.run_parts import add_batch_seconds, batch_done, write_part
 
 log = logging.getLogger(__name__)
 

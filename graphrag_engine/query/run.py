@@ -1,7 +1,7 @@
 """`graphrag-engine query`: run one method over a question set, batch by batch, resumably.
 
 The run folder (its identity, lock, batch parts and LLM usage) is kept by
-`graphrag_engine/store/run_folder.py`; this module is the loop that fills it.
+`graphrag_engine/store/run_folder.py` and `run_parts.py`; this module is the loop that fills it.
 
 A run killed at any point and started again skips finished batches, reloads the retrieval
 checkpoint of an unfinished one, and sends only the LLM prompts that are not in the cache.
@@ -35,18 +35,15 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.ranking import passages_of
 from graphrag_engine.retrieve.types import Context, Retrieved, StageClock
 from graphrag_engine.store.index_store import Index
-from graphrag_engine.store.run_folder import (
+from graphrag_engine.store.run_folder import claim_run_folder, read_json, run_identity, write_atomic
+from graphrag_engine.store.run_parts import (
     batch_done,
-    claim_run_folder,
     merge_parts,
     part_path,
-    read_json,
-    run_identity,
     run_usage,
     spent_seconds,
     sum_usage,
     usage_since,
-    write_atomic,
     write_part,
 )
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from graphrag_engine import results
 from graphrag_engine.demo import questions_path
 from graphrag_engine.eval.datasets import QuestionFileError, load_questions
 from graphrag_engine.eval.question_file import QuestionFile
@@ -117,7 +118,17 @@ def test_results_written_a_batch_at_a_time_equal_the_whole_table(tmp_path, extra
     streamed, whole = (pq.read_table(tmp_path / f"{n}.parquet") for n in ("streamed", "whole"))
     assert streamed.schema.field("extras").type == whole.schema.field("extras").type
     assert read_rows(tmp_path / "streamed.parquet") == read_rows(tmp_path / "whole.parquet")
-    assert pq.ParquetFile(tmp_path / "streamed.parquet").metadata.num_row_groups == 3
+    assert pq.ParquetFile(tmp_path / "streamed.parquet").metadata.num_row_groups == 1
+
+
+def test_results_start_a_row_group_at_its_bound(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(results, "ROW_GROUP_ROWS", 3)
+    rows = [_row(i, {"n": i}) for i in range(8)]
+    write_results(tmp_path / "r.parquet", lambda: iter([rows[:2], rows[2:4], rows[4:7], rows[7:]]))
+    meta = pq.ParquetFile(tmp_path / "r.parquet").metadata
+    assert [meta.row_group(g).num_rows for g in range(meta.num_row_groups)] == [4, 3, 1]
+    pq.write_table(results_table(rows), tmp_path / "whole.parquet")
+    assert read_rows(tmp_path / "r.parquet") == read_rows(tmp_path / "whole.parquet")
 
 
 def test_results_of_no_batch_are_an_empty_typed_table(tmp_path) -> None:
