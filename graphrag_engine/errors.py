@@ -40,6 +40,13 @@ class BusyError(GraphRAGError):
     exit_code = 75
 
 
+class WorkersLostError(GraphRAGError):
+    """Every Ray worker of a run was lost with its process or node; what finished is kept and
+    the same command resumes; the CLI exits with 75 (EX_TEMPFAIL): try again later."""
+
+    exit_code = 75
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is, so that it unwinds as on Ctrl-C: staged files
     are dropped, caches closed, nothing committed is touched."""

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from graphrag_engine.config.query import QueryConfig
+from graphrag_engine.errors import WorkersLostError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
@@ -152,39 +153,84 @@ def _answer_on_actors(
     vectors = (
         _question_vectors(index, questions, cfg, todo, workers, gpus) if question_pipeline else None
     )
-    worker = _worker_class().options(num_gpus=gpus)
+    # a lost worker is not restarted by Ray (on a lost node its GPU may exist nowhere else):
+    # the driver hands its batches to the others and starts a new worker where one fits
+    worker = _worker_class().options(num_gpus=gpus, max_restarts=0, max_task_retries=0)
     # absolute paths: an actor's working folder is its node's, not the driver's
     root = "none" if isinstance(index, NoIndex) else str(Path(index.root).resolve())
-    actors = [worker.remote(root, cfg, str(out.resolve())) for _ in range(workers)]
+
+    def start_worker():
+        return worker.remote(root, cfg, str(out.resolve()))
+
+    actors = [start_worker() for _ in range(workers)]
     bs = cfg.batch_size
+    in_flight: dict[Any, tuple[Any, int]] = {}  # task -> (its actor, its batch)
     try:
         if on_start is not None:
             on_start(actors)
         bar = progress(f"query {cfg.method} on ray", total=len(questions), unit="q")
         bar.update(resumed)
-        in_flight: dict[Any, Any] = {}
 
-        def hand_out(actor) -> None:
-            if todo:
-                b = todo.popleft()
-                batch = questions[b * bs : (b + 1) * bs]
-                given = None if vectors is None else (vectors[0][b * bs : (b + 1) * bs], vectors[1])
-                in_flight[actor.answer.remote(b, batch, fail_fast, given)] = actor
+        def fill() -> None:  # every worker up to IN_FLIGHT batches
+            for actor in actors:
+                while todo and sum(a is actor for a, _ in in_flight.values()) < IN_FLIGHT:
+                    b = todo.popleft()
+                    batch = questions[b * bs : (b + 1) * bs]
+                    given = (
+                        None if vectors is None else (vectors[0][b * bs : (b + 1) * bs], vectors[1])
+                    )
+                    in_flight[actor.answer.remote(b, batch, fail_fast, given)] = (actor, b)
 
-        for actor in actors:
-            for _ in range(IN_FLIGHT):
-                hand_out(actor)
+        fill()
         while in_flight:
             (ref,), _ = ray.wait(list(in_flight), num_returns=1)
-            actor = in_flight.pop(ref)
-            b, rows, usage = ray.get(ref)
+            actor, b = in_flight.pop(ref)
+            try:
+                b, rows, usage = ray.get(ref)
+            except ray.exceptions.RayActorError as exc:
+                todo.appendleft(b)  # the batch goes to another worker
+                _replace_lost(ray, actor, actors, start_worker, gpus, exc)
+                fill()
+                continue
             write_part(out, b, rows, usage)
             bar.update(len(rows))
-            hand_out(actor)
+            fill()
         bar.close()
     finally:
         for a in actors:
             ray.kill(a)
+
+
+REPLACEMENT_WAIT_S = 60.0
+"""How long a new worker may take to start before the run goes on without it."""
+
+
+def _replace_lost(ray, lost, actors: list, start_worker, gpus: float, exc: Exception) -> None:
+    """Drop a worker whose process or node died (said in one line), and start a new one when
+    the cluster has room for it; with no worker left, stop (the run resumes from its parts)."""
+    if lost not in actors:
+        return  # its other batch already reported the loss
+    actors.remove(lost)
+    free = ray.available_resources()
+    fits = free.get("CPU", 0) >= 1 and free.get("GPU", 0) >= gpus
+    new = start_worker() if fits else None
+    if new is not None:
+        try:
+            ray.get(new.pid.remote(), timeout=REPLACEMENT_WAIT_S)
+            actors.append(new)
+        except Exception:  # noqa: BLE001 - whatever stops it, the run goes on without it
+            ray.kill(new)
+            new = None
+    cause = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+    log.warning(
+        f"warning: a Ray query worker was lost ({cause}); its batches go to the "
+        f"{len(actors)} worker(s) left" + ("" if new is None else ", one of them new")
+    )
+    if not actors:
+        raise WorkersLostError(
+            "every Ray query worker was lost; the finished batches are kept: run the same "
+            "command again to resume"
+        )
 
 
 def _question_vectors(
