@@ -8,8 +8,9 @@ Blocks of texts (each sized to take about BLOCK_SECONDS, at most BLOCK) go to th
 the fewest blocks in flight, in turn across the pool's calls (at most IN_FLIGHT each, so the
 driver holds a bounded number of blocks), and come back as they finish, tagged with their
 positions; through Parquet parts in `parts` when given, as in the Ray Data pipelines
-(graphrag_engine/exec/ray_data.py). An actor that dies is restarted
-by Ray (its models loaded again) and its blocks retried.
+(graphrag_engine/exec/ray_data.py). An actor that dies (its process, or its node) is not
+restarted by Ray: its blocks go to the others, and a new actor starts where the cluster has
+room for one (graphrag_engine/exec/ray_loss.py).
 
 The pool holds `workers` CPUs (and GPUs) while it lives, so an LLM stage, whose Ray Data pool
 needs them, releases it first (`release`); the next model stage starts it again.
@@ -31,6 +32,7 @@ from graphrag_engine.exec.ray_data import (
     quiet_actor,
     written_as_part,
 )
+from graphrag_engine.exec.ray_loss import say_lost, start_where_room
 from graphrag_engine.progress import BlockSizer
 
 IN_FLIGHT = 2
@@ -96,11 +98,16 @@ class ModelPool:
     def _started(self) -> list[Any]:
         """The pool's actors, started now if they are not running."""
         if not self._actors:
-            actor = self._ray.remote(ModelActor).options(
-                num_cpus=1, num_gpus=self.gpus, max_restarts=-1, max_task_retries=-1
-            )  # a dead actor is restarted and the blocks it held are sent again
-            self._actors = [actor.remote(*self._args) for _ in range(self.workers)]
+            self._actors = [self._start() for _ in range(self.workers)]
         return self._actors
+
+    def _start(self) -> Any:
+        """A new ModelActor; one that dies is not restarted by Ray (on a lost node its GPU may
+        exist nowhere else): `_answers` sends its blocks to the others (see `_lost`)."""
+        actor = self._ray.remote(ModelActor).options(
+            num_cpus=1, num_gpus=self.gpus, max_restarts=0, max_task_retries=0
+        )
+        return actor.remote(*self._args)
 
     def model_ids(self) -> tuple[str, str]:
         """Ids of the embedder and the entity recognizer (from the first actor)."""
@@ -113,35 +120,58 @@ class ModelPool:
         yield from answers if self.parts is None else parts_read(answers)
 
     def _answers(self, kind: str, texts: list[str], block: int) -> Iterator[dict]:
-        """The actors' answers to blocks of the texts, as they finish."""
+        """The actors' answers to blocks of the texts, as they finish; a block whose actor was
+        lost goes to another."""
         actors = self._started()
         sizer = BlockSizer(block, first=FIRST_BLOCK, workers=len(actors))
         lo = 0  # the first text not sent yet
-        load = [0] * len(actors)  # blocks in flight per actor
-        sent: dict[Any, tuple[int, int]] = {}  # answer ref -> (its actor, its texts)
+        again: list[tuple[int, int]] = []  # blocks of lost actors, to send again
+        sent: dict[Any, tuple[Any, int, int]] = {}  # answer ref -> (its actor, its texts)
+
+        def load(actor: Any) -> int:
+            return sum(a is actor for a, _, _ in sent.values())
 
         def send() -> None:
             nonlocal lo
-            while lo < len(texts) and min(load) < IN_FLIGHT:
+            while (again or lo < len(texts)) and min(map(load, actors)) < IN_FLIGHT:
                 in_turn = [(self._turn + k) % len(actors) for k in range(len(actors))]
-                i = min(in_turn, key=load.__getitem__)  # the first of the least loaded
-                hi = min(lo + sizer.size(), len(texts))
-                batch = {
-                    "pos": np.arange(lo, hi),
-                    "text": np.array(texts[lo:hi], dtype=object),
-                }
-                sent[getattr(actors[i], kind).remote(batch)] = (i, hi - lo)
-                self._turn, lo = i + 1, hi
-                load[i] += 1
+                i = min(in_turn, key=lambda k: load(actors[k]))  # the first of the least loaded
+                if again:
+                    a, b = again.pop()
+                else:
+                    a, b = lo, min(lo + sizer.size(), len(texts))
+                    lo = b
+                batch = {"pos": np.arange(a, b), "text": np.array(texts[a:b], dtype=object)}
+                sent[getattr(actors[i], kind).remote(batch)] = (actors[i], a, b)
+                self._turn = i + 1
 
         send()
         while sent:
             [ref], _ = self._ray.wait(list(sent), num_returns=1)
-            actor, count = sent.pop(ref)
-            load[actor] -= 1
-            sizer.finished(count)
+            actor, a, b = sent.pop(ref)
+            try:
+                answer = self._ray.get(ref)
+            except self._ray.exceptions.RayActorError as exc:
+                again.append((a, b))
+                self._lost(actor, exc)
+                send()
+                continue
+            sizer.finished(b - a)
             send()
-            yield self._ray.get(ref)
+            yield answer
+
+    def _lost(self, actor: Any, exc: Exception) -> None:
+        """Drop an actor whose process or node died (said in one line) and start a new one
+        where the cluster has room for it; with none left, stop (the caches keep what was
+        done, and the same command resumes)."""
+        if actor not in self._actors:
+            return  # its other block already reported the loss
+        self._actors.remove(actor)
+        self._turn = 0
+        new = start_where_room(self._ray, self._start, self.gpus)
+        if new is not None:
+            self._actors.append(new)
+        say_lost("model", exc, len(self._actors), new is not None)
 
     def release(self) -> None:
         """End the actors (their CPUs and GPUs go back to the cluster); the next block starts

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from graphrag_engine.config.query import QueryConfig
-from graphrag_engine.errors import WorkersLostError
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
+from graphrag_engine.exec.ray_loss import say_lost, start_where_room
 from graphrag_engine.methods import method_spec
 from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
 from graphrag_engine.progress import progress
@@ -189,7 +189,7 @@ def _answer_on_actors(
                 b, rows, usage = ray.get(ref)
             except ray.exceptions.RayActorError as exc:
                 todo.appendleft(b)  # the batch goes to another worker
-                _replace_lost(ray, actor, actors, start_worker, gpus, exc)
+                _replace_lost(actors, actor, start_worker, ray, gpus, exc)
                 fill()
                 continue
             write_part(out, b, rows, usage)
@@ -201,36 +201,16 @@ def _answer_on_actors(
             ray.kill(a)
 
 
-REPLACEMENT_WAIT_S = 60.0
-"""How long a new worker may take to start before the run goes on without it."""
-
-
-def _replace_lost(ray, lost, actors: list, start_worker, gpus: float, exc: Exception) -> None:
-    """Drop a worker whose process or node died (said in one line), and start a new one when
-    the cluster has room for it; with no worker left, stop (the run resumes from its parts)."""
+def _replace_lost(actors: list, lost, start_worker, ray, gpus: float, exc: Exception) -> None:
+    """Drop a worker whose process or node died and start a new one where the cluster has room
+    (graphrag_engine/exec/ray_loss.py); with none left, WorkersLostError."""
     if lost not in actors:
         return  # its other batch already reported the loss
     actors.remove(lost)
-    free = ray.available_resources()
-    fits = free.get("CPU", 0) >= 1 and free.get("GPU", 0) >= gpus
-    new = start_worker() if fits else None
+    new = start_where_room(ray, start_worker, gpus)
     if new is not None:
-        try:
-            ray.get(new.pid.remote(), timeout=REPLACEMENT_WAIT_S)
-            actors.append(new)
-        except Exception:  # noqa: BLE001 - whatever stops it, the run goes on without it
-            ray.kill(new)
-            new = None
-    cause = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-    log.warning(
-        f"warning: a Ray query worker was lost ({cause}); its batches go to the "
-        f"{len(actors)} worker(s) left" + ("" if new is None else ", one of them new")
-    )
-    if not actors:
-        raise WorkersLostError(
-            "every Ray query worker was lost; the finished batches are kept: run the same "
-            "command again to resume"
-        )
+        actors.append(new)
+    say_lost("query", exc, len(actors), new is not None)
 
 
 def _question_vectors(

@@ -45,8 +45,8 @@ def test_ray_index_with_a_worker_killed_equals_local(
     tmp_path: Path, demo_index_copy: Path, ray_cluster
 ) -> None:
     """The demo indexed on Ray (`--address local` joins the open cluster) while one actor of
-    the model pool is killed as it begins tagging (loading spaCy): Ray restarts it and retries
-    its block, the build finishes and equals the local build table for table (vectors to
+    the model pool is killed as it begins tagging (loading spaCy): the pool sends its block to
+    another actor, the build finishes and equals the local build table for table (vectors to
     float32 rounding), and the driver's cache tagged each distinct unit text once."""
     distributed = tmp_path / "ray"
     killed = kill_once_started("ModelActor.tag", after_s=0.3)

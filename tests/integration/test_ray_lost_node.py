@@ -1,7 +1,7 @@
 """A Ray cluster of two nodes on loopback (a head and a worker started as separate node
 processes, each declaring one GPU so the GPU placement path runs): the worker node is killed
-while a sharded query runs; the run finishes on the head's worker with the results of a local
-run, no batch written twice, and says so in one line."""
+while a sharded query runs, and while an index builds; each finishes on the head's worker with
+the results of a local run (no batch written twice) and says so in one line."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ import psutil
 import pytest
 
 from graphrag_engine import Engine
+from graphrag_engine.index.build import RAY_PARTS
+from graphrag_engine.store import open_index
+from tests.index_compare import RAY_TABLES as TABLES
+from tests.index_compare import index_differences
 from tests.integration.test_ray_jobs import BIN, distinct_free_ports
 from tests.integration.test_ray_query import assert_same_results
 
@@ -92,9 +96,37 @@ def test_a_lost_node_leaves_the_run_to_the_other(two_nodes, musique_subset, tmp_
             gpus_per_worker=1, on_start=kill_the_worker_node_after_the_first_part,
         )  # fmt: skip
     assert killed and summary["questions"] == 30 and summary["resumed_questions"] == 0
-    lost = [r.getMessage() for r in caplog.records if "worker was lost" in r.getMessage()]
+    lost = [r.getMessage() for r in caplog.records if "query worker was lost" in r.getMessage()]
     assert len(lost) == 1 and "1 worker(s) left" in lost[0], lost
     assert_same_results(out, local.folder)
     for name, mtime in written.items():  # a batch written before the loss is never redone
         assert (parts / name).stat().st_mtime_ns == mtime
     assert sorted(p.name for p in parts.glob("*.jsonl")) == [f"{b:05d}.jsonl" for b in range(30)]
+
+
+def test_a_lost_node_mid_index_leaves_the_build_to_the_other(
+    two_nodes, demo_index, tmp_path, caplog
+) -> None:
+    from graphrag_engine.cli import main
+
+    address, worker_raylet = two_nodes
+    out = tmp_path / "ray"
+    config = tmp_path / "gpus.yaml"
+    config.write_text("ray_gpus_per_worker: 1\n")
+    killed: list[int] = []
+
+    def watch() -> None:  # the worker node dies once the pool's first block is back
+        while not any((out / RAY_PARTS).glob("*.parquet")):
+            time.sleep(0.01)
+        killed.append(kill_node(worker_raylet))
+
+    threading.Thread(target=watch, daemon=True).start()
+    args = ["index", "--demo", "--out", str(out), "--executor", "ray", "--address", address]
+    with caplog.at_level(logging.WARNING, logger="graphrag_engine"):
+        assert main([*args, "--config", str(config)]) == 0
+    assert killed
+    lost = [r.getMessage() for r in caplog.records if "model worker was lost" in r.getMessage()]
+    assert len(lost) == 1 and "1 worker(s) left" in lost[0], lost
+    a, b = open_index(demo_index), open_index(out)
+    assert b.manifest["stats"]["executor"] == "ray"
+    assert index_differences(a, b, TABLES, atol=1e-6) == []

@@ -1,5 +1,5 @@
 """Query runs sharded over a real local Ray cluster (2 actors): the run folder equals a local
-run's; an actor killed mid-run is restarted and the run finishes with the same results, no
+run's; an actor killed mid-run is replaced and the run finishes with the same results, no
 written batch asked again; a driver killed mid-run resumes from the batches it wrote."""
 
 from __future__ import annotations
