@@ -5,10 +5,11 @@ the results of a local run (no batch written twice) and says so in one line."""
 
 from __future__ import annotations
 
-import logging
+import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -28,21 +29,29 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 @pytest.fixture
-def two_nodes(monkeypatch):
-    """(the head's address, the worker node's raylet port): each node 1 CPU and 1 GPU."""
+def two_nodes():
+    """(the head's address, the worker node's raylet port, the env to run the CLI in): each node
+    1 CPU and 1 GPU. The runs go through the CLI in processes of their own, as a user runs them,
+    so this process's Ray (the session's in-process cluster) is never touched."""
     ray = pytest.importorskip("ray")
     if ray.is_initialized():  # the session's in-process cluster: `ray stop --force` below
         ray.shutdown()  # would kill it under the test process; the next user starts it again
     gcs, head_raylet, worker_raylet, *agents = distinct_free_ports(7)
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "GRAPHRAG_PROGRESS": "0"}
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "RAY_AUTH_MODE": "disabled",
+        "HF_HUB_OFFLINE": "1",
+        "GRAPHRAG_PROGRESS": "0",
+    }
     env.pop("RAY_ADDRESS", None)
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # socket paths must stay short
     node = ["--num-cpus", "1", "--num-gpus", "1", "--disable-usage-stats"]
     head = [
         str(BIN / "ray"), "start", "--head", "--port", str(gcs), *node,
         "--node-manager-port", str(head_raylet), "--include-dashboard", "false",
         "--dashboard-agent-listen-port", str(agents[0]),
-        "--dashboard-agent-grpc-port", str(agents[1]), "--temp-dir", tempfile.mkdtemp(prefix="ray-", dir="/tmp"),
+        "--dashboard-agent-grpc-port", str(agents[1]), "--temp-dir", temp,
     ]  # fmt: skip
     worker = [
         str(BIN / "ray"), "start", "--address", f"127.0.0.1:{gcs}", *node,
@@ -54,7 +63,7 @@ def two_nodes(monkeypatch):
         for cmd in (head, worker):
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
             assert out.returncode == 0, out.stderr[-2000:]
-        yield f"127.0.0.1:{gcs}", worker_raylet
+        yield f"127.0.0.1:{gcs}", worker_raylet, env
     finally:
         subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True)
 
@@ -70,34 +79,51 @@ def kill_node(raylet_port: int) -> int:
     return len(doomed)
 
 
-def test_a_lost_node_leaves_the_run_to_the_other(two_nodes, musique_subset, tmp_path, caplog):
-    from graphrag_engine.query.ray_run import run_query_on_ray
+def kill_when(ready, raylet_port: int) -> list[int]:
+    """Kill the node once `ready()` holds (from a thread); the list holds what died."""
+    killed: list[int] = []
 
-    address, worker_raylet = two_nodes
-    engine = Engine(musique_subset["index"])
-    source, questions = engine.questions(musique_subset["questions"])
-    local = engine.run("naive", questions, tmp_path / "local", retrieval_only=True, batch_size=1)
-    cfg = engine.config("naive", retrieval_only=True, batch_size=1)
+    def watch() -> None:
+        while not ready():
+            time.sleep(0.01)
+        killed.append(kill_node(raylet_port))
+
+    threading.Thread(target=watch, daemon=True).start()
+    return killed
+
+
+def cli(env: dict, *args: str) -> str:
+    """Run the engine's CLI as a user does; its stderr (exit 0 asserted)."""
+    cmd = [sys.executable, "-m", "graphrag_engine.cli", *args]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
+
+
+def test_a_lost_node_leaves_the_run_to_the_other(two_nodes, musique_subset, tmp_path) -> None:
+    address, worker_raylet, env = two_nodes
+    index, questions = str(musique_subset["index"]), str(musique_subset["questions"])
+    run = ["--method", "naive", "--retrieval-only", "--batch-size", "1"]
+    local = Engine(index).run(
+        "naive", questions, tmp_path / "local", retrieval_only=True, batch_size=1
+    )
     out = tmp_path / "ray"
-    parts, written, killed = out / "parts", {}, []
+    parts = out / "parts"
+    written: dict[str, int] = {}
 
-    def kill_the_worker_node_after_the_first_part(actors) -> None:
-        def watch() -> None:
-            while not any(parts.glob("*.jsonl")):
-                time.sleep(0.01)
-            written.update((p.name, p.stat().st_mtime_ns) for p in parts.glob("*.jsonl"))
-            killed.append(kill_node(worker_raylet))
+    def first_part() -> bool:
+        found = list(parts.glob("*.jsonl"))
+        written.update((p.name, p.stat().st_mtime_ns) for p in found)
+        return bool(found)
 
-        threading.Thread(target=watch, daemon=True).start()
-
-    with caplog.at_level(logging.WARNING, logger="graphrag_engine"):
-        summary = run_query_on_ray(
-            engine.index, questions, cfg, out, source, address=address, workers=2,
-            gpus_per_worker=1, on_start=kill_the_worker_node_after_the_first_part,
-        )  # fmt: skip
-    assert killed and summary["questions"] == 30 and summary["resumed_questions"] == 0
-    lost = [r.getMessage() for r in caplog.records if "query worker was lost" in r.getMessage()]
-    assert len(lost) == 1 and "1 worker(s) left" in lost[0], lost
+    killed = kill_when(first_part, worker_raylet)
+    ray = ["--executor", "ray", "--address", address, "--workers", "2", "--gpus-per-worker", "1"]
+    err = cli(env, "query", index, questions, *run, *ray, "--out", str(out))
+    assert killed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["questions"] == 30 and summary["resumed_questions"] == 0
+    lost = [ln for ln in err.splitlines() if "query worker was lost" in ln]
+    assert len(lost) == 1 and "1 worker(s) left" in lost[0], err[-2000:]
     assert_same_results(out, local.folder)
     for name, mtime in written.items():  # a batch written before the loss is never redone
         assert (parts / name).stat().st_mtime_ns == mtime
@@ -105,28 +131,18 @@ def test_a_lost_node_leaves_the_run_to_the_other(two_nodes, musique_subset, tmp_
 
 
 def test_a_lost_node_mid_index_leaves_the_build_to_the_other(
-    two_nodes, demo_index, tmp_path, caplog
+    two_nodes, demo_index, tmp_path
 ) -> None:
-    from graphrag_engine.cli import main
-
-    address, worker_raylet = two_nodes
+    address, worker_raylet, env = two_nodes
     out = tmp_path / "ray"
     config = tmp_path / "gpus.yaml"
     config.write_text("ray_gpus_per_worker: 1\n")
-    killed: list[int] = []
-
-    def watch() -> None:  # the worker node dies once the pool's first block is back
-        while not any((out / RAY_PARTS).glob("*.parquet")):
-            time.sleep(0.01)
-        killed.append(kill_node(worker_raylet))
-
-    threading.Thread(target=watch, daemon=True).start()
+    killed = kill_when(lambda: any((out / RAY_PARTS).glob("*.parquet")), worker_raylet)
     args = ["index", "--demo", "--out", str(out), "--executor", "ray", "--address", address]
-    with caplog.at_level(logging.WARNING, logger="graphrag_engine"):
-        assert main([*args, "--config", str(config)]) == 0
+    err = cli(env, *args, "--config", str(config))
     assert killed
-    lost = [r.getMessage() for r in caplog.records if "model worker was lost" in r.getMessage()]
-    assert len(lost) == 1 and "1 worker(s) left" in lost[0], lost
+    lost = [ln for ln in err.splitlines() if "model worker was lost" in ln]
+    assert len(lost) == 1 and "1 worker(s) left" in lost[0], err[-2000:]
     a, b = open_index(demo_index), open_index(out)
     assert b.manifest["stats"]["executor"] == "ray"
     assert index_differences(a, b, TABLES, atol=1e-6) == []
