@@ -16,6 +16,21 @@ START_WAIT_S = 60.0
 """How long a new worker may take to start before the work goes on without it."""
 
 
+def replace_lost(
+    ray: Any, actors: list[Any], lost: Any, start: Callable[[], Any], gpus: float, kind: str,
+    exc: Exception,
+) -> None:  # fmt: skip
+    """Drop `lost` from `actors` (nothing when an earlier answer of its already did), start a
+    new one from `start()` where the cluster has room, and say so (see `say_lost`)."""
+    if lost not in actors:
+        return
+    actors.remove(lost)
+    new = start_where_room(ray, start, gpus)
+    if new is not None:
+        actors.append(new)
+    say_lost(kind, exc, len(actors), new is not None)
+
+
 def start_where_room(ray: Any, start: Callable[[], Any], gpus: float) -> Any | None:
     """A new worker from `start()` when the cluster has a CPU and `gpus` GPUs free and the
     worker answers within START_WAIT_S; None otherwise (its start abandoned)."""

@@ -32,7 +32,7 @@ from graphrag_engine.exec.ray_data import (
     quiet_actor,
     written_as_part,
 )
-from graphrag_engine.exec.ray_loss import say_lost, start_where_room
+from graphrag_engine.exec.ray_loss import replace_lost
 from graphrag_engine.progress import BlockSizer
 
 IN_FLIGHT = 2
@@ -164,14 +164,8 @@ class ModelPool:
         """Drop an actor whose process or node died (said in one line) and start a new one
         where the cluster has room for it; with none left, stop (the caches keep what was
         done, and the same command resumes)."""
-        if actor not in self._actors:
-            return  # its other block already reported the loss
-        self._actors.remove(actor)
+        replace_lost(self._ray, self._actors, actor, self._start, self.gpus, "model", exc)
         self._turn = 0
-        new = start_where_room(self._ray, self._start, self.gpus)
-        if new is not None:
-            self._actors.append(new)
-        say_lost("model", exc, len(self._actors), new is not None)
 
     def release(self) -> None:
         """End the actors (their CPUs and GPUs go back to the cluster); the next block starts

@@ -29,7 +29,7 @@ from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.exec.ray_data import embed_texts, quiet_actor
 from graphrag_engine.exec.ray_executor import actor_device, ray_session, warn_missing_gpus
-from graphrag_engine.exec.ray_loss import say_lost, start_where_room
+from graphrag_engine.exec.ray_loss import replace_lost
 from graphrag_engine.methods import method_spec
 from graphrag_engine.methods.needs import VECTOR_PARTS, method_parts
 from graphrag_engine.progress import progress
@@ -189,7 +189,7 @@ def _answer_on_actors(
                 b, rows, usage = ray.get(ref)
             except ray.exceptions.RayActorError as exc:
                 todo.appendleft(b)  # the batch goes to another worker
-                _replace_lost(actors, actor, start_worker, ray, gpus, exc)
+                replace_lost(ray, actors, actor, start_worker, gpus, "query", exc)
                 fill()
                 continue
             write_part(out, b, rows, usage)
@@ -199,18 +199,6 @@ def _answer_on_actors(
     finally:
         for a in actors:
             ray.kill(a)
-
-
-def _replace_lost(actors: list, lost, start_worker, ray, gpus: float, exc: Exception) -> None:
-    """Drop a worker whose process or node died and start a new one where the cluster has room
-    (graphrag_engine/exec/ray_loss.py); with none left, WorkersLostError."""
-    if lost not in actors:
-        return  # its other batch already reported the loss
-    actors.remove(lost)
-    new = start_where_room(ray, start_worker, gpus)
-    if new is not None:
-        actors.append(new)
-    say_lost("query", exc, len(actors), new is not None)
 
 
 def _question_vectors(

@@ -46,6 +46,21 @@ def distinct_free_ports(count: int) -> list[int]:
             s.close()
 
 
+def cluster_env() -> dict[str, str]:
+    """The environment of `ray` CLI commands and engine processes on a loopback cluster: the
+    project's Python first on PATH (as on a node whose image holds the project), token auth
+    off, no inherited RAY_ADDRESS, offline models, no progress bars."""
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "RAY_AUTH_MODE": "disabled",
+        "HF_HUB_OFFLINE": "1",
+        "GRAPHRAG_PROGRESS": "0",
+    }
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A real Ray head on 127.0.0.1 (2 CPUs, dashboard on for job submission): env for the
@@ -56,14 +71,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     if ray.is_initialized():  # the session's in-process cluster: `ray stop --force` below
         ray.shutdown()  # would kill it under the test process; the next user starts it again
     gcs, dashboard, agent_http, agent_grpc, runtime_env = distinct_free_ports(5)
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "RAY_AUTH_MODE": "disabled",
-        "HF_HUB_OFFLINE": "1",
-        "GRAPHRAG_PROGRESS": "0",
-    }
-    env.pop("RAY_ADDRESS", None)
+    env = cluster_env()
     start = [
         str(BIN / "ray"), "start", "--head", "--num-cpus", "2", "--port", str(gcs),
         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard),

@@ -6,7 +6,6 @@ the results of a local run (no batch written twice) and says so in one line."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from graphrag_engine.index.build import RAY_PARTS
 from graphrag_engine.store import open_index
 from tests.index_compare import RAY_TABLES as TABLES
 from tests.index_compare import index_differences
-from tests.integration.test_ray_jobs import BIN, distinct_free_ports
+from tests.integration.test_ray_jobs import BIN, cluster_env, distinct_free_ports
 from tests.integration.test_ray_query import assert_same_results
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -37,14 +36,7 @@ def two_nodes():
     if ray.is_initialized():  # the session's in-process cluster: `ray stop --force` below
         ray.shutdown()  # would kill it under the test process; the next user starts it again
     gcs, head_raylet, worker_raylet, *agents = distinct_free_ports(7)
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "RAY_AUTH_MODE": "disabled",
-        "HF_HUB_OFFLINE": "1",
-        "GRAPHRAG_PROGRESS": "0",
-    }
-    env.pop("RAY_ADDRESS", None)
+    env = cluster_env()
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # socket paths must stay short
     node = ["--num-cpus", "1", "--num-gpus", "1", "--disable-usage-stats"]
     head = [
