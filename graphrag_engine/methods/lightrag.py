@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+import numpy as np
+
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods.base import register
 from graphrag_engine.methods.needs import KEYED_GRAPH_SEARCH
@@ -100,18 +102,22 @@ class LightRAGConfig:
         return "lightrag.keywords 'llm'" if self.keywords == "llm" else None
 
 
+def _by_rank(g: EntityGraph, relations: np.ndarray) -> list[int]:
+    """Relation rows by rank, then weight, highest first (ties in the given order)."""
+    return relations[np.lexsort((-g.weight[relations], -g.rank[relations]))].tolist()
+
+
 def _low_level(g: EntityGraph, entities: list[int]) -> tuple[list[int], list[int], list[int]]:
     """Entities as found, their relations by (rank, weight), their chunks."""
-    rels = list(dict.fromkeys(r for e in entities for r in g.relations_of(e).tolist()))
-    rank = g.rank
-    rels.sort(key=lambda r: (-rank[r], -g.weight[r]))
+    found = np.concatenate([g.relations_of(e) for e in entities] or [np.zeros(0, np.int64)])
+    _, first = np.unique(found, return_index=True)  # each relation once, where first found
+    rels = _by_rank(g, found[np.sort(first)])
     return entities, rels, chunks_by_entities(g, entities)
 
 
 def _high_level(g: EntityGraph, relations: list[int]) -> tuple[list[int], list[int], list[int]]:
     """Relations by (rank, weight), their end entities and chunks in relation order."""
-    rank = g.rank
-    rels = sorted(relations, key=lambda r: (-rank[r], -g.weight[r]))
+    rels = _by_rank(g, np.asarray(relations, dtype=np.int64))
     ents = list(dict.fromkeys(int(e) for r in rels for e in (g.src[r], g.dst[r])))
     chunks = list(dict.fromkeys(c for r in rels for c in g.relation_chunks[r].tolist()))
     return ents, rels, chunks

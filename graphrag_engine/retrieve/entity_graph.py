@@ -7,7 +7,7 @@ and chunks of a set of entities (cutting their lines to a budget is in `lines.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -35,6 +35,7 @@ class EntityGraph:
     rel_indptr: np.ndarray
     rel_ids: np.ndarray
     """entity -> its relation rows (CSR)."""
+    _chunk_order: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def degree(self) -> np.ndarray:
@@ -53,6 +54,19 @@ class EntityGraph:
     def entity_line(self, e: int) -> str:
         """An entity as a context line: name, type and description."""
         return entity_line(self.names[e], self.types[e], self.descriptions[e])
+
+    def chunks_by_support(self, e: int) -> list[int]:
+        """`e`'s chunks, those more of its relations come from first (ties in stored order);
+        the same for every question, so kept once computed."""
+        order = self._chunk_order.get(e)
+        if order is None:
+            support: dict[int, int] = {}
+            for r in self.relations_of(e).tolist():
+                for c in self.relation_chunks[r].tolist():
+                    support[c] = support.get(c, 0) + 1
+            order = sorted(self.entity_chunks[e].tolist(), key=lambda c: -support.get(c, 0))
+            self._chunk_order[e] = order
+        return order
 
     def relation_line(self, r: int) -> str:
         """A relation as a context line: its ends, description and keywords."""
@@ -140,15 +154,7 @@ def search(
 def chunks_by_entities(g: EntityGraph, entities: list[int]) -> list[int]:
     """The chunks of `entities`, in entity order; within an entity, the chunks more of its
     relations come from first (GraphRAG's text-unit order; LightRAG's counts neighbours)."""
-    out: dict[int, None] = {}
-    for e in entities:
-        support: dict[int, int] = {}
-        for r in g.relations_of(e).tolist():
-            for c in g.relation_chunks[r].tolist():
-                support[c] = support.get(c, 0) + 1
-        own = sorted(g.entity_chunks[e].tolist(), key=lambda c: -support.get(c, 0))
-        out.update(dict.fromkeys(c for c in own if c not in out))
-    return list(out)
+    return list(dict.fromkeys(c for e in entities for c in g.chunks_by_support(e)))
 
 
 def by_similarity(ctx: QueryContext, question_vector: np.ndarray, chunks: list[int]) -> list[int]:

@@ -183,18 +183,32 @@ class RunTotals:
                 self.tokens[k] = self.tokens.get(k, 0) + v
 
 
+HELD_PART_BYTES = 64 * 2**20
+"""Parts up to this size in all are decoded once and held for the merge's later walks; larger
+runs are read again, one part at a time."""
+
+
 def merge_parts(out: Path, n_batches: int) -> RunTotals:
     """Write results.parquet and results.jsonl from every batch's part, in order, holding one
-    part at a time (the JSON lines parts are copied as they are); returns the rows' totals."""
+    part at a time (all of them when they are small; the JSON lines parts are copied as they
+    are); returns the rows' totals."""
     totals, walks = RunTotals(), 0
+    paths = [committed_part(out, b) for b in range(n_batches)]
+    small = sum(p.stat().st_size for p in paths if p is not None) <= HELD_PART_BYTES
+    held: list[list[dict[str, Any]]] = []
 
     def parts() -> Iterator[list[dict[str, Any]]]:
         nonlocal walks
         walks += 1
+        if walks > 1 and small:
+            yield from held
+            return
         for b in range(n_batches):
             rows = read_part(out, b)
             if walks == 1:
                 totals.add(rows)
+                if small:
+                    held.append(rows)
             yield rows
 
     replace_with(out / "results.parquet", lambda tmp: write_results(tmp, parts))
