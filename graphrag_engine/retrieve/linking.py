@@ -19,17 +19,28 @@ from graphrag_engine.retrieve.context import QueryContext
 from graphrag_engine.retrieve.entity_graph import entity_graph, search
 from graphrag_engine.retrieve.vector_search import nearest
 
+MENTIONS_KEPT = 1 << 16
+"""Query texts whose mentions a run keeps, so that a method's later step (or another method
+of the same run) does not tag a question again."""
+
 
 def query_mentions(ctx: QueryContext, queries: list[str]) -> list[list[str]]:
-    """Entity mentions of every query (spaCy NER, or the rule fallback), de-duplicated."""
-    out = []
-    for ents in skip_labels(ctx.ner.extract(queries), ctx.ner_skip_labels):
-        seen: list[str] = []
-        for name, _ in ents:
-            if name.lower() not in (s.lower() for s in seen):
-                seen.append(name)
-        out.append(seen)
-    return out
+    """Entity mentions of every query (spaCy NER, or the rule fallback), de-duplicated; each
+    distinct query tagged once per run."""
+    known: dict[str, list[str]] = ctx.memo("query_mentions", dict)
+    missing = [q for q in dict.fromkeys(queries) if q not in known]
+    if missing:
+        if len(known) + len(missing) > MENTIONS_KEPT:
+            known.clear()
+        for q, ents in zip(
+            missing, skip_labels(ctx.ner.extract(missing), ctx.ner_skip_labels), strict=True
+        ):
+            seen: list[str] = []
+            for name, _ in ents:
+                if name.lower() not in (s.lower() for s in seen):
+                    seen.append(name)
+            known[q] = seen
+    return [list(known[q]) for q in queries]
 
 
 def link_entities(
