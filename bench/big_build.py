@@ -74,6 +74,10 @@ def write_corpus(path: Path, limit: int | None = None) -> dict[str, int]:
     return counts
 
 
+SILENT_S = 10.0
+"""A silence on stderr this long or longer is listed (a bar should move more often)."""
+
+
 @dataclasses.dataclass
 class Child:
     """One engine process as the bench saw it."""
@@ -83,6 +87,8 @@ class Child:
     returncode: int
     longest_silence_s: float
     silence_ended_by: str
+    silences: list[dict[str, Any]]
+    """The ten longest silences of SILENT_S or more: the line before each and the one after."""
     last_line: str
     stderr_tail: str
 
@@ -124,12 +130,24 @@ def run_child(args: list[str], kill_after: float | None = None) -> Child:
     stamps = [0.0, *(t for t, _ in lines), seconds]
     gaps = [(b - a, i) for i, (a, b) in enumerate(itertools.pairwise(stamps))]
     gap, at = max(gaps)
+    ended = [
+        lines[i][1][:80] if i < len(lines) else "(the process ended)" for i in range(len(gaps))
+    ]
+    silent = sorted((g, i) for g, i in gaps if g >= SILENT_S)[::-1][:10]
     return Child(
         seconds=round(seconds, 1),
         peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
         returncode=proc.returncode,
         longest_silence_s=round(gap, 1),
-        silence_ended_by=lines[at][1][:120] if at < len(lines) else "(the process ended)",
+        silence_ended_by=ended[at],
+        silences=[
+            {
+                "seconds": round(g, 1),
+                "after": ended[i - 1] if i else "(start)",
+                "ended_by": ended[i],
+            }
+            for g, i in silent
+        ],
         last_line=next((x for t, x in reversed(lines) if t <= (kill_after or seconds)), "")[:200],
         stderr_tail="\n".join(text for _, text in lines[-20:]),
     )
@@ -178,11 +196,28 @@ def query_figures(index: Path, name: str, asked: Path, n: int, work: Path) -> di
     return {**child.figures(), "questions_per_s": round(n / child.seconds, 1)}
 
 
+def kill_and_resume(
+    corpus: Path, work: Path, kill_after: float, figures: dict[str, Any], log: Any
+) -> None:
+    """Build into work/killed, SIGKILL it after `kill_after` s, re-run it; compare with clean."""
+    killed = build(corpus, work / "killed", kill_after=kill_after)
+    figures["killed"] = {"after_s": round(kill_after, 1), **killed.figures()}
+    log("killed", figures["killed"])
+    resumed = build(corpus, work / "killed")
+    figures["resumed"] = build_figures(resumed, work / "killed")
+    log("resumed", figures["resumed"])
+    differences = index_differences(open_index(work / "clean"), open_index(work / "killed"))
+    figures["resumed_equals_clean"] = {"same": not differences, "differences": differences}
+    log("resumed_equals_clean", figures["resumed_equals_clean"])
+
+
 def main() -> None:
     """Build, kill and resume, compare, then time the questions; print and write the result."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path(work_dir("big")))
-    ap.add_argument("--kill-at", type=float, default=0.5, help="share of the clean build's time")
+    ap.add_argument(
+        "--kill-at", type=float, default=0.5, help="share of the clean build's time (0: no kill)"
+    )
     ap.add_argument("--questions", type=int, default=1000)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--limit", type=int, help="each corpus's first N passages (a quick check)")
@@ -202,16 +237,8 @@ def main() -> None:
     clean = build(corpus, work / "clean")
     figures["clean"] = build_figures(clean, work / "clean")
     log("clean", figures["clean"])
-    kill_after = args.kill_at * clean.seconds
-    killed = build(corpus, work / "killed", kill_after=kill_after)
-    figures["killed"] = {"after_s": round(kill_after, 1), **killed.figures()}
-    log("killed", figures["killed"])
-    resumed = build(corpus, work / "killed")
-    figures["resumed"] = build_figures(resumed, work / "killed")
-    log("resumed", figures["resumed"])
-    differences = index_differences(open_index(work / "clean"), open_index(work / "killed"))
-    figures["resumed_equals_clean"] = {"same": not differences, "differences": differences}
-    log("resumed_equals_clean", figures["resumed_equals_clean"])
+    if args.kill_at > 0:
+        kill_and_resume(corpus, work, args.kill_at * clean.seconds, figures, log)
 
     asked = work / "questions.jsonl"
     qs = questions(args.questions)
@@ -227,13 +254,16 @@ def main() -> None:
     tokens = figures["clean"]["tokens"]
     print(f"corpus: {figures['corpus']}, tokens {tokens}")
     for what in ("clean", "resumed"):
+        if what not in figures:
+            continue
         row = figures[what]
         print(
             f"{what}: {row['seconds']} s, peak {row['peak_rss_mib']} MiB, silent at most "
             f"{row['longest_silence_s']} s; stages {row['stage_seconds']}"
         )
-    print(f"killed after {kill_after:.0f} s at: {killed.last_line[:100]}")
-    print(f"resumed equals clean: {figures['resumed_equals_clean']}")
+    if "killed" in figures:
+        print(f"killed after {figures['killed']['after_s']} s at: {figures['killed']['last_line']}")
+        print(f"resumed equals clean: {figures['resumed_equals_clean']}")
     for name, row in figures["methods"].items():
         print(f"{name:>26}: {row.get('questions_per_s')} q/s, {row['peak_rss_mib']} MiB")
     write_result("big_build", figures, tag=args.tag)

@@ -17,6 +17,7 @@ from graphrag_engine.index.extract import summarize_descriptions
 from graphrag_engine.index.graphs import build_graphs
 from graphrag_engine.models.ner import skip_labels
 from graphrag_engine.names import normalize_name
+from graphrag_engine.progress import progress
 from graphrag_engine.store.schemas import schema_for
 
 LINK_BATCH = 1 << 16
@@ -197,6 +198,7 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
     """Entity resolution (mentions and extracted triples), then the three graphs."""
     mentions_seen = 0
     model, cache = b.models["ner"], b.ner_cache()
+    bar = progress("resolve entities", total=b.unit_ids.num_rows, unit="unit")
 
     def unit_mentions():  # each unit's mentions, read back from the NER cache a window at a time
         nonlocal mentions_seen
@@ -207,11 +209,13 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
             lo += len(found)
             mentions_seen += sum(map(len, found))
             yield from zip(*(c.to_pylist() for c in ids.columns), found, texts, strict=True)
+            bar.update(len(found))
 
     g = b.config.graph
-    b.entities, unit_entity, b.relations = resolve(
-        unit_mentions(), b.extracted, g.entity_sentences, g.relation_sentences
-    )
+    with bar:
+        b.entities, unit_entity, b.relations = resolve(
+            unit_mentions(), b.extracted, g.entity_sentences, g.relation_sentences
+        )
     b.unit_entity = unit_entity
     b.stats["stages"]["ner"]["mentions"] = mentions_seen
     x = b.config.extraction

@@ -9,6 +9,8 @@ normalized candidate blocks kept for the next query block; the inputs may be mem
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 
@@ -90,12 +92,14 @@ def cosine_topk(
     block_candidates: int = 32768,
     device: str = "cpu",
     cache_bytes: int = 512 * 2**20,
+    on_block: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k candidates by cosine for every query: (scores, ids), each (n_queries, k), best first.
 
     Candidates are streamed in blocks and merged into a running top-k, so neither the full
     score matrix nor a normalized copy of the candidates is ever held. Ids are -1 and scores
-    -inf where there are fewer than k candidates.
+    -inf where there are fewer than k candidates. `on_block` hears how many queries each
+    finished block held (a caller's progress).
     """
     import torch
 
@@ -135,6 +139,8 @@ def cosine_topk(
             best_i = torch.gather(merged_i, 1, pos)
         out_scores[q0 : q0 + len(q), :kk] = best_s.cpu().numpy()
         out_ids[q0 : q0 + len(q), :kk] = best_i.cpu().numpy()
+        if on_block is not None:
+            on_block(len(q))
     return out_scores, out_ids
 
 
