@@ -8,8 +8,9 @@ LLM-free method, as a user runs them.
 
 Every build and query is a `graphrag-engine` process of its own (progress bars on, as a user
 sees them on a pipe: a line every five seconds at most); for each the bench records wall
-seconds, the process's peak RSS (`wait4`), the manifest's seconds per stage, and the longest
-time stderr stayed silent while the process worked (which bar or line broke the silence). The
+seconds, the process's peak RSS (`wait4`'s, which counts its children too; sampled from /proc
+every 0.2 s when the bench had held more, as a child's count starts at its parent's peak), the
+manifest's seconds per stage, and the silences on stderr of 10 s or more. The
 killed build is stopped at `--kill-at` times the uninterrupted build's wall time and re-run with
 the same command; `store.compare.index_differences` lists what differs (empty: the same rows in
 every table, the same vectors by id within 1e-5). Questions are the first distinct ones of the
@@ -99,14 +100,35 @@ class Child:
         return out
 
 
+def high_water_kib(pid: str) -> int:
+    """A process's peak resident memory (VmHWM, KiB); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def run_child(args: list[str], kill_after: float | None = None) -> Child:
     """Run `graphrag-engine ARGS` with its bars on, timestamping each stderr write; SIGKILL it
     after `kill_after` seconds when given."""
     env = {**os.environ, "GRAPHRAG_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "graphrag_engine.cli", *args]
+    floor = high_water_kib("self")  # a child's ru_maxrss starts at this process's peak
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     lines: list[tuple[float, str]] = []
+    sampled = [0]
+    running = threading.Event()
+    running.set()
+
+    def sample() -> None:  # the child's own peak, read while it runs
+        while running.is_set():
+            sampled[0] = max(sampled[0], high_water_kib(str(proc.pid)))
+            time.sleep(0.2)
 
     def read() -> None:
         buf = b""
@@ -118,11 +140,15 @@ def run_child(args: list[str], kill_after: float | None = None) -> Child:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    threading.Thread(target=sample, daemon=True).start()
     if kill_after is not None:
         timer = threading.Timer(kill_after, lambda: os.kill(proc.pid, signal.SIGKILL))
         timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
+    running.clear()
+    # ru_maxrss covers the child's own children too, but not below this process's peak
+    peak_kib = usage.ru_maxrss if usage.ru_maxrss > floor else sampled[0]
     proc.returncode = os.waitstatus_to_exitcode(status)
     if kill_after is not None:
         timer.cancel()
@@ -136,7 +162,7 @@ def run_child(args: list[str], kill_after: float | None = None) -> Child:
     silent = sorted((g, i) for g, i in gaps if g >= SILENT_S)[::-1][:10]
     return Child(
         seconds=round(seconds, 1),
-        peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
+        peak_rss_mib=round(peak_kib / 1024, 1),
         returncode=proc.returncode,
         longest_silence_s=round(gap, 1),
         silence_ended_by=ended[at],
