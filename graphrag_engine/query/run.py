@@ -21,7 +21,7 @@ from typing import Any
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.progress import move_bar, progress
+from graphrag_engine.progress import BlockSizer, move_bar, progress
 from graphrag_engine.query.heap import SettledHeap
 from graphrag_engine.retrieve.answer import (
     AnswerAsk,
@@ -230,12 +230,15 @@ def _run_batches(
                 bar.update(len(batch))
                 continue
             batch_started = time.perf_counter()
-            base = b * bs
+            base, half = b * bs, len(batch) / 2 if cfg.generation.enabled else 0
 
-            def answered(n: float, base: int = base) -> None:  # the batch's answers as they come
-                move_bar(bar, base + n)
+            def retrieved(n: int, base: int = base, half: float = half) -> None:
+                move_bar(bar, base + (n / 2 if half else n))  # with answers: the first half
 
-            rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered)
+            def answered(n: float, base: int = base, half: float = half) -> None:
+                move_bar(bar, base + half + (n / 2 if half else n))
+
+            rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered, retrieved)
             if not dry_run:
                 write_part(out, b, rows, usage, time.perf_counter() - batch_started)
             move_bar(bar, base + len(batch))
@@ -267,20 +270,26 @@ def run_batch(
     batch: list[Question],
     fail_fast: bool,
     on_answer: Callable[[float], None] | None = None,
+    on_retrieved: Callable[[int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers
-    (`on_answer` hears how many are done, for the run's bar); and the LLM usage that produced
-    them, to be committed with them (a checkpoint written by a process that died before
-    committing the batch brings its retrieval's usage along)."""
+    (`on_retrieved` and `on_answer` hear how many are done, for the run's bar); and the LLM
+    usage that produced them, to be committed with them (a checkpoint written by a process
+    that died before committing the batch brings its retrieval's usage along)."""
     clock = StageClock()
     before = ctx.ledger.summary()
-    r, carried = retrieve_batch(ctx, method, b, batch, clock)
+    r, carried = retrieve_batch(ctx, method, b, batch, clock, on_retrieved)
     rows = _answer_batch(ctx, batch, r, clock, fail_fast, on_answer)
     return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
 
 
 def retrieve_batch(
-    ctx: QueryContext, method, b: int, batch: list[Question], clock: StageClock
+    ctx: QueryContext,
+    method,
+    b: int,
+    batch: list[Question],
+    clock: StageClock,
+    on_retrieved: Callable[[int], None] | None = None,
 ) -> tuple[Retrieved, dict[str, dict[str, Any]]]:
     """Retrieval of batch `b`, or its checkpoint; and the usage such a checkpoint carries when
     no process committed the batch yet (this process's ledger does not hold it). The
@@ -296,12 +305,37 @@ def retrieve_batch(
         carried = read_json(ckpt_usage) if ckpt_usage.exists() and not committed else {}
         return r, carried
     before = ctx.ledger.summary()
-    r = method(ctx, batch, clock)
+    r = retrieve_blocks(ctx, method, batch, clock, on_retrieved)
     usage = usage_since(before, ctx.ledger.summary())
     if not ctx.dry_run and (ctx.cfg.generation.enabled or usage):
         write_atomic(ckpt_usage, json.dumps(usage).encode())
         write_atomic(ckpt, json.dumps(r.to_json()).encode())
     return r, {}
+
+
+def retrieve_blocks(
+    ctx: QueryContext,
+    method,
+    batch: list[Question],
+    clock: StageClock,
+    on_retrieved: Callable[[int], None] | None = None,
+) -> Retrieved:
+    """The batch's retrieval a block of questions at a time, each block sized to take about
+    BLOCK_SECONDS, so that `on_retrieved` (how many are done) moves the run's bar while a
+    slow LLM-free method works. One call when nobody listens, for a dry run (a forecast), and
+    when the method calls an LLM: its stages move bars of their own and batch best whole."""
+    if on_retrieved is None or ctx.dry_run or ctx.cfg.method_llm_use():
+        return method(ctx, batch, clock)
+    sizer, parts, done = BlockSizer(len(batch)), [], 0
+    while done < len(batch):
+        block = batch[done : done + sizer.size()]
+        parts.append(method(ctx, block, StageClock()))
+        done += len(block)
+        sizer.finished(len(block))
+        on_retrieved(done)
+    r = parts[0] if len(parts) == 1 else Retrieved.joined(parts)
+    clock.seconds = dict(r.seconds)
+    return r
 
 
 def finish_run(

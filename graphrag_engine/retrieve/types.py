@@ -93,6 +93,29 @@ class Retrieved:
         n = ranking.ids.shape[0]
         return cls(ranking, [{} for _ in range(n)], [{} for _ in range(n)], seconds)
 
+    @classmethod
+    def joined(cls, parts: list[Retrieved]) -> Retrieved:
+        """Consecutive blocks of one batch as one result: rankings padded to the widest (-1,
+        score 0), per-question lists in order, seconds summed per stage."""
+        ranking = None
+        if any(p.ranking is not None for p in parts):
+            width = max(p.ranking.ids.shape[1] for p in parts)
+            ids, scores = [], []
+            for p in parts:
+                pad = ((0, 0), (0, width - p.ranking.ids.shape[1]))
+                ids.append(np.pad(p.ranking.ids, pad, constant_values=-1))
+                scores.append(np.pad(p.ranking.scores, pad))
+            ranking = ChunkRanking(np.concatenate(ids), np.concatenate(scores))
+        seconds: dict[str, float] = {}
+        for p in parts:
+            for k, v in p.seconds.items():
+                seconds[k] = seconds.get(k, 0.0) + v
+        contexts = None
+        if any(p.contexts is not None for p in parts):
+            contexts = [c for p in parts for c in p.contexts]
+        extras = [e for p in parts for e in p.extras]
+        return cls(ranking, extras, [t for p in parts for t in p.tokens], seconds, contexts)
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready checkpoint of the batch."""
         return {
