@@ -130,12 +130,10 @@ def run_child(args: list[str], kill_after: float | None = None) -> Child:
             sampled[0] = max(sampled[0], high_water_kib(str(proc.pid)))
             time.sleep(0.2)
 
-    def read() -> None:
-        buf = b""
+    def read() -> None:  # a bar redraws with "\r" and no newline: each write is a line
         while chunk := os.read(proc.stderr.fileno(), 65536):
             now = time.perf_counter() - started
-            buf += chunk
-            *done, buf = buf.replace(b"\r", b"\n").split(b"\n")
+            done = chunk.replace(b"\r", b"\n").split(b"\n")
             lines.extend((now, d.decode("utf-8", "replace").strip()) for d in done if d.strip())
 
     reader = threading.Thread(target=read, daemon=True)
