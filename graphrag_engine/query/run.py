@@ -21,7 +21,7 @@ from typing import Any
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
-from graphrag_engine.progress import BlockSizer, move_bar, progress
+from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.query.heap import SettledHeap
 from graphrag_engine.retrieve.answer import (
     AnswerAsk,
@@ -313,6 +313,13 @@ def retrieve_batch(
     return r, {}
 
 
+QUIET_SECONDS, BLOCK_SECONDS, FIRST_BLOCK = 8.0, 4.0, 16
+"""A batch's retrieval leaves the run's bar standing still at most about QUIET_SECONDS: after
+a first block of FIRST_BLOCK questions (which also loads the method's models), the rest is
+one call when it takes no longer at the last block's rate, else blocks of about
+BLOCK_SECONDS (at most four times the last block)."""
+
+
 def retrieve_blocks(
     ctx: QueryContext,
     method,
@@ -320,19 +327,26 @@ def retrieve_blocks(
     clock: StageClock,
     on_retrieved: Callable[[int], None] | None = None,
 ) -> Retrieved:
-    """The batch's retrieval a block of questions at a time, each block sized to take about
-    BLOCK_SECONDS, so that `on_retrieved` (how many are done) moves the run's bar while a
-    slow LLM-free method works. One call when nobody listens, for a dry run (a forecast), and
-    when the method calls an LLM: its stages move bars of their own and batch best whole."""
-    if on_retrieved is None or ctx.dry_run or ctx.cfg.method_llm_use():
+    """The batch's retrieval a block of questions at a time, so that `on_retrieved` (how many
+    are done) moves the run's bar while a slow LLM-free method works (see QUIET_SECONDS). One
+    call when nobody listens, for a dry run (a forecast), for a batch of one block, and when
+    the method calls an LLM: its stages move bars of their own and batch best whole."""
+    if on_retrieved is None or ctx.dry_run or ctx.cfg.method_llm_use() or len(batch) <= FIRST_BLOCK:
         return method(ctx, batch, clock)
-    sizer, parts, done = BlockSizer(len(batch)), [], 0
+    parts: list[Retrieved] = []
+    done, size = 0, FIRST_BLOCK
     while done < len(batch):
-        block = batch[done : done + sizer.size()]
+        block = batch[done : done + size]
+        started = time.perf_counter()
         parts.append(method(ctx, block, StageClock()))
+        per_question = (time.perf_counter() - started) / len(block)
         done += len(block)
-        sizer.finished(len(block))
         on_retrieved(done)
+        left = len(batch) - done
+        if left * per_question <= QUIET_SECONDS:
+            size = left
+        else:
+            size = max(1, min(int(BLOCK_SECONDS / per_question), 4 * len(block)))
     r = parts[0] if len(parts) == 1 else Retrieved.joined(parts)
     clock.seconds = dict(r.seconds)
     return r
