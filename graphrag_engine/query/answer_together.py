@@ -25,7 +25,7 @@ from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec
 from graphrag_engine.models.base import Completion, GenParams, UsageLedger, prompt_key
 from graphrag_engine.models.llm import LLM
-from graphrag_engine.progress import progress
+from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.query.heap import SettledHeap
 from graphrag_engine.query.run import (
     batch_answer_ask,
@@ -90,13 +90,17 @@ def prepare(
                 batch = questions[b * bs : (b + 1) * bs]
                 if not batch_done(out, b):
                     started = time.perf_counter()
-                    r, _ = retrieve_batch(ctx, method, b, batch, StageClock())
+
+                    def retrieved(n: int, base: int = b * bs) -> None:
+                        move_bar(bar, base + n)
+
+                    r, _ = retrieve_batch(ctx, method, b, batch, StageClock(), retrieved)
                     ask = batch_answer_ask(ctx, batch, r)
                     add_batch_seconds(out, b, time.perf_counter() - started)
                     if ask.prompts:
                         pending.append(Pending(out, b, ask.prompts, ask.params, ctx.llm))
                     heap.settle()
-                bar.update(len(batch))
+                move_bar(bar, b * bs + len(batch))
         bar.close()
     return pending
 

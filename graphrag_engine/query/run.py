@@ -230,13 +230,15 @@ def _run_batches(
                 bar.update(len(batch))
                 continue
             batch_started = time.perf_counter()
-            base, half = b * bs, len(batch) / 2 if cfg.generation.enabled else 0
+            base, size, blocks = b * bs, len(batch), []  # where retrieved blocks got to
 
-            def retrieved(n: int, base: int = base, half: float = half) -> None:
-                move_bar(bar, base + (n / 2 if half else n))  # with answers: the first half
+            def retrieved(n: int, base: int = base, blocks: list = blocks) -> None:
+                blocks.append(n)
+                move_bar(bar, base + (n / 2 if cfg.generation.enabled else n))
 
-            def answered(n: float, base: int = base, half: float = half) -> None:
-                move_bar(bar, base + half + (n / 2 if half else n))
+            def answered(n: float, base: int = base, size: int = size, blocks=blocks) -> None:
+                # the answers fill the batch's second half when its retrieval moved the first
+                move_bar(bar, base + (size / 2 + n / 2 if blocks else n))
 
             rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered, retrieved)
             if not dry_run:
