@@ -194,6 +194,10 @@ def _ner(b: Build) -> dict[str, Any]:
     }
 
 
+BAR_STEP = 4096
+"""Units resolved between two moves of the resolution bar."""
+
+
 def _resolve_graphs(b: Build) -> dict[str, Any]:
     """Entity resolution (mentions and extracted triples), then the three graphs."""
     mentions_seen = 0
@@ -208,8 +212,12 @@ def _resolve_graphs(b: Build) -> dict[str, Any]:
             ids = b.unit_ids.slice(lo, len(found))  # the window's ids, held since the units stage
             lo += len(found)
             mentions_seen += sum(map(len, found))
-            yield from zip(*(c.to_pylist() for c in ids.columns), found, texts, strict=True)
-            bar.update(len(found))
+            rows = zip(*(c.to_pylist() for c in ids.columns), found, texts, strict=True)
+            for i, row in enumerate(rows, 1):
+                yield row
+                if i % BAR_STEP == 0:  # a window holds tens of thousands of units
+                    bar.update(BAR_STEP)
+            bar.update(len(found) % BAR_STEP)
 
     g = b.config.graph
     with bar:
