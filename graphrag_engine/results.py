@@ -144,7 +144,7 @@ def _typed(rows: list[dict[str, Any]], extras: pa.DataType | None) -> pa.Table:
         column = pa.nulls(len(rows))
     else:
         column = pa.array(values, extras)
-    schema = pa.schema(_BASE)  # column by column: about ten times Table.from_pylist's speed
+    schema = pa.schema(_BASE)  # one array per column: far faster than from_pylist over dicts
     base = pa.Table.from_arrays(
         [pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema
     )
