@@ -21,6 +21,11 @@ from graphrag_engine.retrieve.types import Context, Section, StageClock
 BLOCK = 256
 """Questions whose (questions x nodes) score matrix is held at once."""
 
+SCORE_DECIMALS = 5
+"""Node scores are rounded to this many decimals before ranking, so that nodes whose cosines
+differ only by float noise (a summary and an aggregate of the same sentences; one question's
+product against a block's) rank by node number on every CPU."""
+
 
 @dataclass
 class Tree:
@@ -150,12 +155,13 @@ def pick_nodes(
     depth: int,
     clock: StageClock,
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """Every question's picked nodes (`pick(scores)` over its row of node scores) and the
-    first `depth` chunks they stand for: one (questions x nodes) product per BLOCK questions."""
+    """Every question's picked nodes (`pick(scores)` over its row of node scores, rounded to
+    SCORE_DECIMALS) and the first `depth` chunks they stand for: one (questions x nodes)
+    product per BLOCK questions."""
     picks, orders = [], []
     for lo in range(0, len(queries), BLOCK):
         with clock.stage("score_nodes"):
-            scores = queries[lo : lo + BLOCK] @ vectors.T
+            scores = np.round(queries[lo : lo + BLOCK] @ vectors.T, SCORE_DECIMALS)
         with clock.stage("pick_nodes"):
             for row in scores:
                 nodes = pick(row)

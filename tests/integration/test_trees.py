@@ -72,10 +72,34 @@ def test_extractive_summaries_are_sentences_of_the_chunks_below(tree_index) -> N
     rows = index.table("tree").to_pylist()
     texts = index.table("chunks", ["text"]).column(0).to_pylist()
     for r in rows[:40]:
-        below = " ".join(texts[c] for c in r["leaves"])
+        below = "\n".join(texts[c] for c in r["leaves"])
         assert r["text"], r["node_id"]
-        pieces = [p.strip() for p in r["text"].replace(". ", ".\n").split("\n") if p.strip()]
-        assert all(p in below for p in pieces), r["node_id"]
+        assert _made_of_sentences(r["text"], below), r["node_id"]
+        assert not _made_of_sentences(r["text"] + " Made up here.", below)
+
+
+def _made_of_sentences(text: str, below: str) -> bool:
+    """Whether `text` splits at spaces into pieces of `below` that each end a sentence (at
+    . ! ? or a closing quote or bracket) or are a whole line of it: a search over the cuts,
+    each piece grown word by word while it is still a substring of `below`."""
+    lines = {line.strip() for line in below.split("\n")}
+    cuts = [i for i, ch in enumerate(text) if ch == " "] + [len(text)]
+    reached, starts = {0}, [0]
+    while starts:
+        a = starts.pop()
+        for b in cuts:
+            if b <= a:
+                continue
+            piece = text[a:b]
+            if piece not in below:
+                break
+            if piece[-1] in ".!?\"')\u201d\u2019" or piece in lines:
+                if b == len(text):
+                    return True
+                if b + 1 not in reached:
+                    reached.add(b + 1)
+                    starts.append(b + 1)
+    return False
 
 
 def test_the_first_level_clusters_as_umap_and_the_mixtures_do(tree_index) -> None:
@@ -121,7 +145,7 @@ def _reference(ctx: QueryContext, question: str, mode: str, budget: int, top_k: 
     texts = list(chunks) + [r["text"] for r in rows]
     vectors = list(np.asarray(ctx.chunk_vectors)) + list(np.asarray(index.vectors("tree_vectors")))
     q = ctx.encode_queries([question])[0]
-    score = [float(np.dot(q, v)) for v in vectors]
+    score = [round(float(np.dot(q, v)), 5) for v in vectors]  # ties: node number
     tokens = [ctx.tokenizer.encode(t).ids.__len__() for t in texts]
     if mode == "collapsed":
         order = sorted(range(len(texts)), key=lambda i: (-score[i], i))
@@ -247,7 +271,7 @@ def test_sirerag_takes_the_pools_best_nodes_as_brute_force_does(tree_index) -> N
     )
     for q, context in zip(questions[:12], got.contexts, strict=True):
         qv = ctx.encode_queries([q.question])[0]
-        score = [float(np.dot(qv, v)) for v in vectors]
+        score = [round(float(np.dot(qv, v)), 5) for v in vectors]  # ties: node number
         best = sorted(range(len(texts)), key=lambda i: (-score[i], i))[:20]
         assert context.sections[0].items == [texts[i] for i in best], q.qid
     _, batch = _run(index, questions, root / "sire-batch", method=sirerag)
