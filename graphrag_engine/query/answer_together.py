@@ -82,7 +82,7 @@ def prepare(
     pending: list[Pending] = []
     with run_folder(index, cfg, out, questions_src, questions):
         ctx = QueryContext(index, cfg, out, llm_backend=llm_backend)
-        method = method_spec(cfg.method).retrieve
+        spec = method_spec(cfg.method)
         bs = cfg.batch_size
         bar = progress(f"retrieve {cfg.method}", total=len(questions), unit="q")
         with SettledHeap() as heap:
@@ -94,8 +94,8 @@ def prepare(
                     def retrieved(n: int, base: int = b * bs) -> None:
                         move_bar(bar, base + n)
 
-                    r, _ = retrieve_batch(ctx, method, b, batch, StageClock(), retrieved)
-                    ask = batch_answer_ask(ctx, batch, r)
+                    r, _ = retrieve_batch(ctx, spec.retrieve, b, batch, StageClock(), retrieved)
+                    ask = batch_answer_ask(ctx, spec, batch, r)
                     add_batch_seconds(out, b, time.perf_counter() - started)
                     if ask.prompts:
                         pending.append(Pending(out, b, ask.prompts, ask.params, ctx.llm))

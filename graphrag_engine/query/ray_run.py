@@ -80,7 +80,7 @@ def _worker_class():
 
             index = NoIndex() if index_root == "none" else open_index(index_root)
             self.ctx = QueryContext(index, _in_actor(cfg), Path(out))
-            self.retrieve = method_spec(cfg.method).retrieve
+            self.spec = method_spec(cfg.method)
             self.heap = SettledHeap()  # frozen after the first batch, for the actor's life
 
         def pid(self) -> int:
@@ -89,7 +89,7 @@ def _worker_class():
         def answer(self, b: int, batch: list[Question], fail_fast: bool, vectors=None):
             if vectors is not None:  # (question vectors, model id) from the pipeline
                 self.ctx.preset_query_vectors([q.question for q in batch], *vectors)
-            answered = run_batch(self.ctx, self.retrieve, b, batch, fail_fast)
+            answered = run_batch(self.ctx, self.spec, b, batch, fail_fast)
             self.heap.settle()
             return (b, *answered)
 

@@ -21,6 +21,7 @@ from typing import Any
 from graphrag_engine.config.query import QueryConfig
 from graphrag_engine.eval.datasets import Question
 from graphrag_engine.methods import method_spec, query_config
+from graphrag_engine.methods.base import MethodSpec
 from graphrag_engine.progress import move_bar, progress
 from graphrag_engine.query.heap import SettledHeap
 from graphrag_engine.retrieve.answer import (
@@ -100,23 +101,26 @@ def batch_contexts(ctx: QueryContext, r: Retrieved, n: int) -> list[Context | No
     return [None] * n
 
 
-def batch_answer_ask(ctx: QueryContext, batch: list[Question], r: Retrieved) -> AnswerAsk:
-    """The answer prompts of a retrieved batch: what `_answer_batch` sends, alone or together."""
+def batch_answer_ask(
+    ctx: QueryContext, spec: MethodSpec, batch: list[Question], r: Retrieved
+) -> AnswerAsk:
+    """The answer prompts of a retrieved batch (in `spec`'s answer prompt): what
+    `_answer_batch` sends, alone or together."""
     cfg = ctx.cfg
-    spec, style = method_spec(cfg.method), cfg.generation.answer_style
     return answer_ask(
         ctx.count_tokens,
         [q.question for q in batch],
         batch_contexts(ctx, r, len(batch)),
         ctx.context_tokens,
         cfg.generation.max_tokens,
-        prompt_for(spec, style),
+        prompt_for(spec, cfg.generation.answer_style),
         cfg.options,
     )
 
 
 def _answer_batch(
     ctx: QueryContext,
+    spec: MethodSpec,
     batch: list[Question],
     r: Retrieved,
     clock: StageClock,
@@ -125,7 +129,6 @@ def _answer_batch(
 ) -> list[dict[str, Any]]:
     """Answers and result rows of one retrieved batch."""
     cfg = ctx.cfg
-    spec, style = method_spec(cfg.method), cfg.generation.answer_style
     chunks = ctx.chunks if r.ranking is not None else None
     rows_of = _chunk_contexts(ctx, r, len(batch))
     contexts = batch_contexts(ctx, r, len(batch)) if not cfg.generation.enabled else []
@@ -136,10 +139,10 @@ def _answer_batch(
         with clock.stage("answer"):
             done = send_ask(
                 ctx.llm,
-                batch_answer_ask(ctx, batch, r),
+                batch_answer_ask(ctx, spec, batch, r),
                 keep_failures=not fail_fast,
                 on_progress=on_answer,
-                whole=keeps_whole(spec, style),
+                whole=keeps_whole(spec, cfg.generation.answer_style),
             )
         answers, ans_tokens, contexts = list(done.answers), done.tokens, done.contexts
         failed = list(done.failed)
@@ -216,7 +219,7 @@ def _run_batches(
     """Every batch not finished yet: retrieve (or reload its checkpoint), answer, write."""
     ctx = QueryContext(index, cfg, out, dry_run=dry_run, llm_backend=llm_backend)
     gold_share = warn_gold(index, questions)
-    method = method_spec(cfg.method).retrieve
+    spec = method_spec(cfg.method)
     started = time.perf_counter()
     bs = cfg.batch_size
     n_batches = (len(questions) + bs - 1) // bs
@@ -240,7 +243,7 @@ def _run_batches(
                 # the answers fill the batch's second half when its retrieval moved the first
                 move_bar(bar, base + (size / 2 + n / 2 if blocks else n))
 
-            rows, usage = run_batch(ctx, method, b, batch, fail_fast, answered, retrieved)
+            rows, usage = run_batch(ctx, spec, b, batch, fail_fast, answered, retrieved)
             if not dry_run:
                 write_part(out, b, rows, usage, time.perf_counter() - batch_started)
             move_bar(bar, base + len(batch))
@@ -267,21 +270,22 @@ def with_answer_style(cfg: QueryConfig, questions: Sequence[Question]) -> QueryC
 
 def run_batch(
     ctx: QueryContext,
-    method,
+    spec: MethodSpec,
     b: int,
     batch: list[Question],
     fail_fast: bool,
     on_answer: Callable[[float], None] | None = None,
     on_retrieved: Callable[[int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Result rows of batch `b`: retrieval (or its checkpoint in the run folder), then answers
+    """Result rows of batch `b` by the method `spec`: retrieval (or its checkpoint in the run
+    folder), then answers
     (`on_retrieved` and `on_answer` hear how many are done, for the run's bar); and the LLM
     usage that produced them, to be committed with them (a checkpoint written by a process
     that died before committing the batch brings its retrieval's usage along)."""
     clock = StageClock()
     before = ctx.ledger.summary()
-    r, carried = retrieve_batch(ctx, method, b, batch, clock, on_retrieved)
-    rows = _answer_batch(ctx, batch, r, clock, fail_fast, on_answer)
+    r, carried = retrieve_batch(ctx, spec.retrieve, b, batch, clock, on_retrieved)
+    rows = _answer_batch(ctx, spec, batch, r, clock, fail_fast, on_answer)
     return rows, sum_usage(carried, usage_since(before, ctx.ledger.summary()))
 
 
