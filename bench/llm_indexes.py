@@ -5,6 +5,7 @@ doing what the paper's LLM does: RAPTOR's cluster summaries, SiReRAG's propositi
 summaries, KET-RAG's triples on its skeleton's core chunks.
 
     .venv/bin/python -m bench.llm_indexes [--passages 200] [--work DIR] [--batch-size 16]
+        [--methods raptor,sirerag,ketrag] [--tag TAG]
 
 Each build runs as `graphrag-engine index` in a child process with nothing cached (a fresh
 folder, its own LLM cache). Per build: wall seconds, peak RSS, and for every stage that
@@ -78,6 +79,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--methods", default=",".join(VARIANTS))
     ap.add_argument("--work", default=work_dir("llm_indexes"))
+    ap.add_argument("--tag", default="", help="names the result when --methods is a part")
     args = ap.parse_args()
     work = offline_work(args)
     corpus = slice_corpus(work, args.passages)
@@ -111,6 +113,7 @@ def main() -> None:
         "llm_indexes",
         {"passages": args.passages, "model": "SmolLM2-135M-Instruct", "builds": summary,
          "model_stages": stages},
+        tag=args.tag,
     )  # fmt: skip
 
 
