@@ -59,7 +59,7 @@ def build_figures(built: dict, passages: int) -> dict:
     model = {
         name: {k: s.get(k, 0) for k in STAGE_FIELDS}
         for name, s in stages.items()
-        if s.get("model_calls", 0) or s.get("cached_calls", 0)
+        if s.get("prompt_tokens", 0)
     }
     tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in model.values())
     return {
