@@ -83,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     work = offline_work(args)
     corpus = slice_corpus(work, args.passages)
-    rows = []
+    rows, stages = [], {}
     for method in args.methods.split(","):
         free = build_figures(
             index_in_child(corpus, work / f"{method}-free", config_text(method, False, 0)),
@@ -105,13 +105,11 @@ def main() -> None:
                 "llm_peak_rss_mb": with_llm["peak_rss_mb"],
             }
         )
+        stages[method] = with_llm["model_stages"]
         print(json.dumps(rows[-1]), flush=True)
-        rows[-1]["stages"] = with_llm["model_stages"]
-    summary = [{k: v for k, v in r.items() if k != "stages"} for r in rows]
-    stages = {r["method"]: r["stages"] for r in rows}
     write_result(
         "llm_indexes",
-        {"passages": args.passages, "model": "SmolLM2-135M-Instruct", "builds": summary,
+        {"passages": args.passages, "model": "SmolLM2-135M-Instruct", "builds": rows,
          "model_stages": stages},
         tag=args.tag,
     )  # fmt: skip
